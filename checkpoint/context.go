@@ -1,0 +1,220 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// Sources of a resumed context.
+const (
+	SourceMarker     = "marker"
+	SourceCheckpoint = "checkpoint"
+)
+
+// Context is what a resuming agent gets: summary nodes (roots, in order)
+// followed by the raw events after the last of them. Source says what served
+// it and Reason why (for a fallback, the recorded invalidation or the reason
+// no marker was usable).
+type Context struct {
+	Session    string
+	Source     string // SourceMarker or SourceCheckpoint
+	Marker     uint64 // the marker asked for or used; 0 if none
+	Checkpoint uint64 // the checkpoint that served; 0 when a marker served
+	Reason     string
+	Boundary   uint64 // the nodes cover the raw log up to this seq
+	Head       uint64 // the session's last seq
+	Nodes      []tier.Node
+	Events     []tier.Event
+}
+
+// Text renders c for a model. The rendering is canonical: it depends only
+// on c's fields, and lists are rendered in their stored order.
+func (c *Context) Text() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# strata context\nsession: %s\n", oneLine(c.Session))
+	switch c.Source {
+	case SourceMarker:
+		fmt.Fprintf(&b, "source: marker %d\n", c.Marker)
+	default:
+		fmt.Fprintf(&b, "source: checkpoint %d\n", c.Checkpoint)
+		if c.Marker != 0 {
+			fmt.Fprintf(&b, "marker: %d (not used)\n", c.Marker)
+		}
+	}
+	if c.Reason != "" {
+		fmt.Fprintf(&b, "reason: %s\n", oneLine(c.Reason))
+	}
+	fmt.Fprintf(&b, "summarized: seq 1..%d\nhead: seq %d\n", c.Boundary, c.Head)
+	for i := range c.Nodes {
+		writeNode(&b, &c.Nodes[i])
+	}
+	if len(c.Events) > 0 {
+		fmt.Fprintf(&b, "\n## raw seq %d..%d\n", c.Events[0].Seq, c.Events[len(c.Events)-1].Seq)
+		for i := range c.Events {
+			writeEvent(&b, &c.Events[i])
+		}
+	}
+	return b.Bytes()
+}
+
+// NodeText renders one node as it appears in a context: its heading,
+// narrative and claims.
+func NodeText(n *tier.Node) string {
+	var b bytes.Buffer
+	writeNode(&b, n)
+	return b.String()
+}
+
+func writeNode(b *bytes.Buffer, n *tier.Node) {
+	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d\n", n.Depth, n.ID, n.From, n.To)
+	if n.Narrative != "" {
+		b.WriteString(strings.TrimRight(n.Narrative, "\n"))
+		b.WriteByte('\n')
+	}
+	cl := &n.Claims
+	for _, o := range cl.Unresolved {
+		fmt.Fprintf(b, "- UNRESOLVED %s %s%s\n", openNoun(o.Kind), oneLine(o.ID), paren(o.Name))
+	}
+	if len(cl.Resolved) > 0 {
+		fmt.Fprintf(b, "- resolved: %s\n", oneLine(strings.Join(cl.Resolved, ", ")))
+	}
+	for _, d := range cl.Dispositions {
+		fmt.Fprintf(b, "- %s: %s", d.State, oneLine(d.Key))
+		if d.By != "" {
+			fmt.Fprintf(b, " (by %s)", oneLine(d.By))
+		}
+		if d.Reason != "" {
+			fmt.Fprintf(b, " — %s", oneLine(d.Reason))
+		}
+		b.WriteByte('\n')
+	}
+	for _, c := range cl.Constraints {
+		if c.Withdrawn {
+			fmt.Fprintf(b, "- constraint withdrawn: %s\n", oneLine(c.Key))
+			continue
+		}
+		fmt.Fprintf(b, "- constraint: %s", oneLine(c.Key))
+		if c.Text != "" {
+			fmt.Fprintf(b, " — %s", oneLine(c.Text))
+		}
+		b.WriteByte('\n')
+	}
+	for _, a := range cl.Artifacts {
+		fmt.Fprintf(b, "- artifact: %s", oneLine(a.Key))
+		if a.Text != "" {
+			fmt.Fprintf(b, " — %s", oneLine(a.Text))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+func writeEvent(b *bytes.Buffer, e *tier.Event) {
+	fmt.Fprintf(b, "[%d t%d] %s", e.Seq, e.Turn, e.Kind)
+	switch {
+	case e.Kind.Opens():
+		fmt.Fprintf(b, " %s%s", oneLine(e.ID), paren(e.Name))
+	case e.Kind.Resolves():
+		fmt.Fprintf(b, " %s", oneLine(e.ID))
+		if e.Failed {
+			b.WriteString(" FAILED")
+		} else {
+			b.WriteString(" ok")
+		}
+		if e.Key != "" {
+			fmt.Fprintf(b, " key=%s", oneLine(e.Key))
+		}
+	case e.Kind.NeedsKey():
+		fmt.Fprintf(b, " %s", oneLine(e.Key))
+		if e.By != "" {
+			fmt.Fprintf(b, " (by %s)", oneLine(e.By))
+		}
+	}
+	if e.Text != "" {
+		// Text keeps its lines, each indented, so that a line of text can
+		// never look like the start of another event.
+		b.WriteString(":")
+		for _, l := range strings.Split(e.Text, "\n") {
+			b.WriteString("\n    ")
+			b.WriteString(l)
+		}
+	}
+	b.WriteByte('\n')
+}
+
+func openNoun(k tier.Kind) string {
+	if k == tier.KindOpen {
+		return "resource"
+	}
+	return "call"
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + oneLine(s) + ")"
+}
+
+// oneLine quotes s if it holds a newline, so that it stays on its line.
+func oneLine(s string) string {
+	if strings.ContainsAny(s, "\n\r") {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// SHA256 returns the hex sha256 of the text rendering.
+func (c *Context) SHA256() string {
+	sum := sha256.Sum256(c.Text())
+	return hex.EncodeToString(sum[:])
+}
+
+// JSONContext is the JSON rendering of a Context, the form `strata resume
+// --json` prints.
+type JSONContext struct {
+	Session    string           `json:"session"`
+	Source     string           `json:"source"`
+	Marker     *uint64          `json:"marker"`
+	Checkpoint *uint64          `json:"checkpoint"`
+	Reason     string           `json:"reason"`
+	SHA256     string           `json:"sha256"`
+	Boundary   uint64           `json:"boundary"`
+	Head       uint64           `json:"head_seq"`
+	Context    string           `json:"context"` // the text rendering
+	Nodes      []tier.Node      `json:"nodes"`
+	Events     []tier.EventJSON `json:"events"`
+}
+
+// JSON renders c for programs: its fields, the text rendering and its
+// sha256. Like Text, it depends only on c.
+func (c *Context) JSON() ([]byte, error) {
+	text := c.Text()
+	sum := sha256.Sum256(text)
+	j := JSONContext{
+		Session: c.Session, Source: c.Source, Reason: c.Reason,
+		SHA256: hex.EncodeToString(sum[:]), Boundary: c.Boundary, Head: c.Head,
+		Context: string(text), Nodes: c.Nodes, Events: make([]tier.EventJSON, len(c.Events)),
+	}
+	if j.Nodes == nil {
+		j.Nodes = []tier.Node{}
+	}
+	if c.Marker != 0 {
+		m := c.Marker
+		j.Marker = &m
+	}
+	if c.Checkpoint != 0 {
+		k := c.Checkpoint
+		j.Checkpoint = &k
+	}
+	for i := range c.Events {
+		j.Events[i] = c.Events[i].ToJSON("")
+	}
+	return json.MarshalIndent(j, "", "  ")
+}

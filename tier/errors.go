@@ -1,0 +1,91 @@
+package tier
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+)
+
+// Sentinel causes of an *EventError. Each names one rule of the raw event
+// format (shared/spec/events.md); compare with errors.Is.
+var (
+	// ErrUnknownKind is returned when an event's kind is not one of the kinds
+	// of the event format.
+	ErrUnknownKind = errors.New("tier: unknown event kind")
+	// ErrMissingID is returned when a call or resource event has no id.
+	ErrMissingID = errors.New("tier: missing id")
+	// ErrMissingKey is returned when a fact event has no key.
+	ErrMissingKey = errors.New("tier: missing key")
+	// ErrNotOpen is returned when a tool_result or close names an id that is
+	// not open.
+	ErrNotOpen = errors.New("tier: id is not open")
+	// ErrWrongResource is returned when a tool_result resolves a handle or a
+	// close closes a tool call.
+	ErrWrongResource = errors.New("tier: id is open as another kind of resource")
+	// ErrAlreadyOpen is returned when an id is opened while it is still open.
+	ErrAlreadyOpen = errors.New("tier: id opened twice while open")
+	// ErrNotActive is returned when a withdrawn event names a constraint that
+	// is not active.
+	ErrNotActive = errors.New("tier: constraint is not active")
+	// ErrSeqOrder is returned when an event carries a seq that is not the
+	// session's next seq.
+	ErrSeqOrder = errors.New("tier: seq out of order")
+	// ErrTurnOrder is returned when an event carries a turn lower than the
+	// session's current turn.
+	ErrTurnOrder = errors.New("tier: turn goes backwards")
+	// ErrInvalidUTF8 is returned when a string field is not valid UTF-8.
+	ErrInvalidUTF8 = errors.New("tier: invalid UTF-8")
+	// ErrTooLarge is returned when an event or one of its fields is over the
+	// size limit.
+	ErrTooLarge = errors.New("tier: over the size limit")
+	// ErrBadField is returned when a field has a value the kind does not
+	// allow (a control character in an id, "by" on a kind other than
+	// superseded, ...).
+	ErrBadField = errors.New("tier: bad field")
+)
+
+// EventError is bad input: an event that the format or the ledger refuses.
+// It names the event by its position in the call (Index), its seq (when
+// known), kind, id and key. Err is one of the sentinels above, possibly
+// wrapped with detail.
+type EventError struct {
+	Index int    // position of the event in the Append call or input, from 0
+	Seq   uint64 // the seq the event has or would have had; 0 if unknown
+	Kind  string
+	ID    string
+	Key   string
+	Err    error  // the sentinel cause
+	Detail string // what exactly was wrong, for the person reading it
+}
+
+// Error implements error.
+func (e *EventError) Error() string {
+	s := "event"
+	if e.Seq != 0 {
+		s += fmt.Sprintf(" seq %d", e.Seq)
+	}
+	if e.Kind != "" {
+		s += " kind " + e.Kind
+	}
+	if e.ID != "" {
+		s += fmt.Sprintf(" id %q", e.ID)
+	}
+	if e.Key != "" {
+		s += fmt.Sprintf(" key %q", e.Key)
+	}
+	s += ": " + e.Err.Error()
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+// Unwrap returns the cause, one of the sentinels of this package.
+func (e *EventError) Unwrap() error { return e.Err }
+
+// Format implements fmt.Formatter through errors.FormatError.
+func (e *EventError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+
+func eventErr(e *Event, cause error, detail string) *EventError {
+	return &EventError{Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key, Err: cause, Detail: detail}
+}

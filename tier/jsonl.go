@@ -1,0 +1,205 @@
+package tier
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
+)
+
+// ErrBadJSON is returned when a line of the event format is not a JSON
+// object of the documented fields.
+var ErrBadJSON = errors.New("tier: bad JSON")
+
+// EventJSON is an event in the JSONL form of shared/spec/events.md.
+// Optional integers and "ok" are pointers so that absence can be told from
+// zero.
+type EventJSON struct {
+	Seq     *uint64 `json:"seq,omitempty"`
+	Session string  `json:"session,omitempty"`
+	Kind    string  `json:"kind"`
+	Turn    *uint64 `json:"turn,omitempty"`
+	Time    string  `json:"time,omitempty"`
+	ID      string  `json:"id,omitempty"`
+	Key     string  `json:"key,omitempty"`
+	Name    string  `json:"name,omitempty"`
+	OK      *bool   `json:"ok,omitempty"`
+	By      string  `json:"by,omitempty"`
+	Text    string  `json:"text,omitempty"`
+}
+
+// ToJSON returns e in the event format, with every field the store knows
+// (seq, turn and time included), so that replaying it reproduces e.
+func (e *Event) ToJSON(session string) EventJSON {
+	seq, turn := e.Seq, e.Turn
+	j := EventJSON{
+		Seq: &seq, Session: session, Kind: e.Kind.String(), Turn: &turn,
+		ID: e.ID, Key: e.Key, Name: e.Name, By: e.By, Text: e.Text,
+	}
+	if e.Time != 0 {
+		j.Time = time.Unix(0, e.Time).UTC().Format(time.RFC3339Nano)
+	}
+	if e.Kind.Resolves() {
+		ok := !e.Failed
+		j.OK = &ok
+	}
+	return j
+}
+
+// Event converts j into an Event, checking what the format alone decides:
+// kind, time syntax, and Event.Check's rules. Seq and turn are taken as
+// given (0 when absent); the store checks them against the session.
+func (j *EventJSON) Event(lim Limits) (Event, error) {
+	e := Event{ID: j.ID, Key: j.Key, Name: j.Name, By: j.By, Text: j.Text}
+	if j.Seq != nil {
+		e.Seq = *j.Seq
+		if e.Seq == 0 {
+			return e, eventErr(&e, ErrSeqOrder, "seq starts at 1")
+		}
+	}
+	if j.Turn != nil {
+		e.Turn = *j.Turn
+	}
+	k, err := ParseKind(j.Kind)
+	if err != nil {
+		ee := eventErr(&e, ErrUnknownKind, fmt.Sprintf("%q", j.Kind))
+		ee.Kind = j.Kind
+		return e, ee
+	}
+	e.Kind = k
+	if j.OK != nil {
+		if !k.Resolves() {
+			return e, eventErr(&e, ErrBadField, "ok is only for tool_result and close")
+		}
+		e.Failed = !*j.OK
+	}
+	if j.Time != "" {
+		t, err := time.Parse(time.RFC3339Nano, j.Time)
+		if err != nil {
+			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is not RFC 3339", j.Time))
+		}
+		e.Time = t.UnixNano()
+	}
+	if err := e.Check(lim); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// LineError is bad input in a JSONL file: the file, the line (from 1) and
+// why. Err is an *EventError, or wraps ErrBadJSON, ErrTooLarge or
+// ErrInvalidUTF8.
+type LineError struct {
+	File string
+	Line int
+	Err  error
+}
+
+// Error implements error.
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err) }
+
+// Unwrap returns the cause.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Format implements fmt.Formatter through errors.FormatError.
+func (e *LineError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+
+// Record is one event read from a JSONL stream, with where it came from.
+type Record struct {
+	Line    int
+	Session string // the line's "session", or "" when absent
+	Event   Event
+}
+
+// Reader reads events in the JSONL form, one line at a time, never holding
+// more than one line (bounded by the event size limit) in memory.
+type Reader struct {
+	r    *bufio.Reader
+	file string
+	line int
+	lim  Limits
+	max  int
+}
+
+// NewReader returns a Reader of r; file names r in errors.
+func NewReader(r io.Reader, file string, lim Limits) *Reader {
+	lim = lim.withDefaults()
+	// A line holds the strings of an event, JSON-escaped (up to 6 bytes per
+	// byte for \u00XX) plus field names: allow for that before refusing.
+	max := lim.MaxEventBytes*6 + 64<<10
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), file: file, lim: lim, max: max}
+}
+
+// Next returns the next event, io.EOF at the end, or a *LineError.
+func (rd *Reader) Next() (Record, error) {
+	for {
+		b, err := rd.readLine()
+		if err != nil {
+			return Record{}, err
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		return rd.parse(b)
+	}
+}
+
+func (rd *Reader) lineErr(err error) error {
+	return &LineError{File: rd.file, Line: rd.line, Err: err}
+}
+
+func (rd *Reader) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := rd.r.ReadSlice('\n')
+		if len(buf)+len(frag) > rd.max {
+			rd.line++
+			// Discard the rest of the line so that the error is about this line.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = rd.r.ReadSlice('\n')
+			}
+			return nil, rd.lineErr(errors.Wrapf(ErrTooLarge, "line longer than %d bytes", rd.max))
+		}
+		buf = append(buf, frag...)
+		switch {
+		case err == nil:
+			rd.line++
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF:
+			if len(buf) == 0 {
+				return nil, io.EOF
+			}
+			rd.line++
+			return buf, nil
+		default:
+			return nil, errors.Wrapf(err, "reading %s", rd.file)
+		}
+	}
+}
+
+func (rd *Reader) parse(b []byte) (Record, error) {
+	if !utf8.Valid(b) {
+		return Record{}, rd.lineErr(errors.Wrap(ErrInvalidUTF8, "line is not valid UTF-8"))
+	}
+	var j EventJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return Record{}, rd.lineErr(errors.Wrap(ErrBadJSON, err.Error()))
+	}
+	if dec.More() {
+		return Record{}, rd.lineErr(errors.Wrap(ErrBadJSON, "more than one JSON value on the line"))
+	}
+	e, err := j.Event(rd.lim)
+	if err != nil {
+		return Record{}, rd.lineErr(err)
+	}
+	return Record{Line: rd.line, Session: j.Session, Event: e}, nil
+}

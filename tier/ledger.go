@@ -1,0 +1,202 @@
+package tier
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Open is a call, handle or process that has been opened and not yet
+// resolved.
+type Open struct {
+	ID   string `msgpack:"i" json:"id"`
+	Kind Kind   `msgpack:"k" json:"kind"` // KindToolCall or KindOpen
+	Name string `msgpack:"n,omitempty" json:"name,omitempty"`
+	Seq  uint64 `msgpack:"q,omitempty" json:"seq,omitempty"` // the opening event; 0 in a claim that does not say
+}
+
+// Disposition is a negative fact about an item: its final state
+// (KindRejected, KindFailed or KindSuperseded), why, and by what.
+type Disposition struct {
+	Key    string `msgpack:"y" json:"key"`
+	State  Kind   `msgpack:"s" json:"state"`
+	Reason string `msgpack:"r,omitempty" json:"reason,omitempty"`
+	By     string `msgpack:"b,omitempty" json:"by,omitempty"`
+	Seq    uint64 `msgpack:"q,omitempty" json:"seq,omitempty"`
+}
+
+// Constraint is a user constraint. In the ledger every Constraint is active;
+// in claims, Withdrawn says that the constraint no longer applies.
+type Constraint struct {
+	Key       string `msgpack:"y" json:"key"`
+	Text      string `msgpack:"x,omitempty" json:"text,omitempty"`
+	Withdrawn bool   `msgpack:"w,omitempty" json:"withdrawn,omitempty"`
+	Seq       uint64 `msgpack:"q,omitempty" json:"seq,omitempty"`
+}
+
+// Artifact is something the agent produced: a file or an object.
+type Artifact struct {
+	Key  string `msgpack:"y" json:"key"`
+	Text string `msgpack:"x,omitempty" json:"text,omitempty"`
+	Seq  uint64 `msgpack:"q,omitempty" json:"seq,omitempty"`
+}
+
+// Class names a class of ledger entries; each is its own bucket in the store
+// and its own reason class when a marker is refused.
+type Class uint8
+
+// Ledger classes.
+const (
+	ClassOpen        Class = 1
+	ClassDisposition Class = 2
+	ClassConstraint  Class = 3
+	ClassArtifact    Class = 4
+)
+
+// Ref names one ledger entry: a class and an id or key.
+type Ref struct {
+	Class Class
+	Name  string
+}
+
+// Refs returns the ledger entries that applying e reads or writes. The store
+// loads just these before Apply, so that an append costs O(events), not
+// O(history).
+func (e *Event) Refs() []Ref {
+	switch {
+	case e.Kind.Opens():
+		return []Ref{{ClassOpen, e.ID}}
+	case e.Kind == KindToolResult && e.Failed && e.Key != "":
+		return []Ref{{ClassOpen, e.ID}, {ClassDisposition, e.Key}}
+	case e.Kind.Resolves():
+		return []Ref{{ClassOpen, e.ID}}
+	case e.Kind == KindConstraint || e.Kind == KindWithdrawn:
+		return []Ref{{ClassConstraint, e.Key}}
+	case e.Kind.IsDisposition():
+		return []Ref{{ClassDisposition, e.Key}}
+	case e.Kind == KindArtifact:
+		return []Ref{{ClassArtifact, e.Key}}
+	}
+	return nil
+}
+
+// Ledger is the state that the raw log implies: open resources,
+// dispositions, active constraints and artifacts, each keyed by id or key.
+// A Ledger may hold only some entries (the store loads the ones an append
+// refers to); Apply needs exactly the entries that the event's Refs name.
+type Ledger struct {
+	Open         map[string]Open
+	Dispositions map[string]Disposition
+	Constraints  map[string]Constraint
+	Artifacts    map[string]Artifact
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{
+		Open:         map[string]Open{},
+		Dispositions: map[string]Disposition{},
+		Constraints:  map[string]Constraint{},
+		Artifacts:    map[string]Artifact{},
+	}
+}
+
+// Apply checks e against the ledger and, if it is accepted, applies it. On
+// error the ledger is unchanged and the error is an *EventError. On a
+// tool_result or close, Apply sets e.Opener to the seq that opened the id.
+func (l *Ledger) Apply(e *Event) error {
+	switch {
+	case e.Kind.Opens():
+		if o, ok := l.Open[e.ID]; ok {
+			return eventErr(e, ErrAlreadyOpen, fmt.Sprintf("opened at seq %d", o.Seq))
+		}
+		l.Open[e.ID] = Open{ID: e.ID, Kind: e.Kind, Name: e.Name, Seq: e.Seq}
+	case e.Kind.Resolves():
+		o, ok := l.Open[e.ID]
+		if !ok {
+			return eventErr(e, ErrNotOpen, "")
+		}
+		want := KindToolCall
+		if e.Kind == KindClose {
+			want = KindOpen
+		}
+		if o.Kind != want {
+			return eventErr(e, ErrWrongResource, fmt.Sprintf("opened by %s at seq %d", o.Kind, o.Seq))
+		}
+		delete(l.Open, e.ID)
+		e.Opener = o.Seq
+		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
+			l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Reason: e.Text, Seq: e.Seq}
+		}
+	case e.Kind == KindConstraint:
+		l.Constraints[e.Key] = Constraint{Key: e.Key, Text: e.Text, Seq: e.Seq}
+	case e.Kind == KindWithdrawn:
+		if _, ok := l.Constraints[e.Key]; !ok {
+			return eventErr(e, ErrNotActive, "")
+		}
+		delete(l.Constraints, e.Key)
+	case e.Kind.IsDisposition():
+		l.Dispositions[e.Key] = Disposition{Key: e.Key, State: e.Kind, Reason: e.Text, By: e.By, Seq: e.Seq}
+	case e.Kind == KindArtifact:
+		l.Artifacts[e.Key] = Artifact{Key: e.Key, Text: e.Text, Seq: e.Seq}
+	}
+	return nil
+}
+
+// OpenList returns the open entries sorted by id.
+func (l *Ledger) OpenList() []Open { return sortedValues(l.Open, func(o Open) string { return o.ID }) }
+
+// DispositionList returns the dispositions sorted by key.
+func (l *Ledger) DispositionList() []Disposition {
+	return sortedValues(l.Dispositions, func(d Disposition) string { return d.Key })
+}
+
+// ConstraintList returns the active constraints sorted by key.
+func (l *Ledger) ConstraintList() []Constraint {
+	return sortedValues(l.Constraints, func(c Constraint) string { return c.Key })
+}
+
+// ArtifactList returns the artifacts sorted by key.
+func (l *Ledger) ArtifactList() []Artifact {
+	return sortedValues(l.Artifacts, func(a Artifact) string { return a.Key })
+}
+
+func sortedValues[V any](m map[string]V, key func(V) string) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b V) int { return strings.Compare(key(a), key(b)) })
+	return out
+}
+
+// Diff returns one line per entry in which l and o differ, in a stable
+// order; none means the ledgers are equal.
+func (l *Ledger) Diff(o *Ledger) []string {
+	var out []string
+	out = append(out, diffMap("open", l.Open, o.Open)...)
+	out = append(out, diffMap("disposition", l.Dispositions, o.Dispositions)...)
+	out = append(out, diffMap("constraint", l.Constraints, o.Constraints)...)
+	out = append(out, diffMap("artifact", l.Artifacts, o.Artifacts)...)
+	return out
+}
+
+func diffMap[V comparable](class string, a, b map[string]V) []string {
+	var out []string
+	for k, va := range a {
+		vb, ok := b[k]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s %q: only in the first", class, k))
+		case va != vb:
+			out = append(out, fmt.Sprintf("%s %q: %+v != %+v", class, k, va, vb))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%s %q: only in the second", class, k))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,184 @@
+package tier
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Depth is a node's tier: 1 for a turn summary (L1), 2 for a session digest
+// (L2), and so on. The raw log is depth 0 and has no nodes.
+type Depth int
+
+// String returns "L1", "L2", ...
+func (d Depth) String() string { return fmt.Sprintf("L%d", int(d)) }
+
+// Claims is what a summary node asserts about the state at its boundary.
+// Every list is kept sorted by id or key (see Normalize) so that a node
+// encodes and renders the same way every time.
+type Claims struct {
+	Resolved     []string      `msgpack:"r,omitempty" json:"resolved,omitempty"`   // calls the span resolved
+	Unresolved   []Open        `msgpack:"u,omitempty" json:"unresolved,omitempty"` // open at the boundary: UNRESOLVED
+	Dispositions []Disposition `msgpack:"d,omitempty" json:"dispositions,omitempty"`
+	Constraints  []Constraint  `msgpack:"c,omitempty" json:"constraints,omitempty"`
+	Artifacts    []Artifact    `msgpack:"a,omitempty" json:"artifacts,omitempty"`
+}
+
+// Normalize sorts every list and removes exact duplicates.
+func (c *Claims) Normalize() {
+	slices.Sort(c.Resolved)
+	c.Resolved = slices.Compact(c.Resolved)
+	sortBy(c.Unresolved, func(o Open) string { return o.ID })
+	sortBy(c.Dispositions, func(d Disposition) string { return d.Key })
+	sortBy(c.Constraints, func(x Constraint) string { return x.Key })
+	sortBy(c.Artifacts, func(a Artifact) string { return a.Key })
+	c.Unresolved = slices.Compact(c.Unresolved)
+	c.Dispositions = slices.Compact(c.Dispositions)
+	c.Constraints = slices.Compact(c.Constraints)
+	c.Artifacts = slices.Compact(c.Artifacts)
+}
+
+// Count returns the number of claims.
+func (c *Claims) Count() int {
+	return len(c.Resolved) + len(c.Unresolved) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts)
+}
+
+func sortBy[V any](s []V, key func(V) string) {
+	slices.SortStableFunc(s, func(a, b V) int { return strings.Compare(key(a), key(b)) })
+}
+
+// Required is the state that a raw span [From, To] implies at its boundary
+// To, which a node covering the span must claim:
+//
+//   - Unresolved: every call, handle or process open at To (closure);
+//   - Resolved: every id opened before From and resolved inside the span, so
+//     that an earlier node's UNRESOLVED claim is not left standing (closure);
+//   - Dispositions: the final disposition of every key whose disposition
+//     changed inside the span (negative-fact retention);
+//   - Constraints: the final state — active with its text, or withdrawn — of
+//     every constraint stated or withdrawn inside the span;
+//   - Artifacts: every artifact recorded inside the span, as last recorded.
+//
+// It is computed from raw events only, never from other nodes' claims.
+type Required struct {
+	From, To     uint64
+	Unresolved   []Open
+	Resolved     []string
+	Dispositions []Disposition
+	Constraints  []Constraint
+	Artifacts    []Artifact
+}
+
+// ComputeRequired replays span (consecutive events, already accepted by the
+// ledger) on top of the calls and resources open before it, and returns what
+// a node covering the span must claim. An error means the events are not a
+// valid continuation of openBefore: a damaged or inconsistent store.
+func ComputeRequired(openBefore []Open, span []Event) (Required, error) {
+	var r Required
+	if len(span) == 0 {
+		return r, fmt.Errorf("tier: empty span")
+	}
+	r.From, r.To = span[0].Seq, span[len(span)-1].Seq
+	l := NewLedger()
+	for _, o := range openBefore {
+		l.Open[o.ID] = o
+	}
+	disp := map[string]bool{}
+	constr := map[string]bool{}
+	art := map[string]bool{}
+	resolved := map[string]bool{}
+	for i := range span {
+		e := span[i] // a copy: Apply sets Opener
+		if err := l.Apply(&e); err != nil {
+			return r, err
+		}
+		switch {
+		case e.Kind.Resolves():
+			if e.Opener < r.From {
+				resolved[e.ID] = true
+			}
+			if e.Kind == KindToolResult && e.Failed && e.Key != "" {
+				disp[e.Key] = true
+			}
+		case e.Kind.IsDisposition():
+			disp[e.Key] = true
+		case e.Kind == KindConstraint || e.Kind == KindWithdrawn:
+			constr[e.Key] = true
+		case e.Kind == KindArtifact:
+			art[e.Key] = true
+		}
+	}
+	r.Unresolved = l.OpenList()
+	for _, k := range sortedKeys(resolved) {
+		if _, open := l.Open[k]; !open {
+			r.Resolved = append(r.Resolved, k)
+		}
+	}
+	for _, k := range sortedKeys(disp) {
+		r.Dispositions = append(r.Dispositions, l.Dispositions[k])
+	}
+	for _, k := range sortedKeys(constr) {
+		c, ok := l.Constraints[k]
+		if !ok {
+			c = Constraint{Key: k, Withdrawn: true}
+		}
+		r.Constraints = append(r.Constraints, c)
+	}
+	for _, k := range sortedKeys(art) {
+		r.Artifacts = append(r.Artifacts, l.Artifacts[k])
+	}
+	return r, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Claims returns claims that carry r exactly: what an extractive summarizer
+// emits.
+func (r *Required) Claims() Claims {
+	c := Claims{
+		Resolved:     slices.Clone(r.Resolved),
+		Unresolved:   slices.Clone(r.Unresolved),
+		Dispositions: slices.Clone(r.Dispositions),
+		Constraints:  slices.Clone(r.Constraints),
+		Artifacts:    slices.Clone(r.Artifacts),
+	}
+	c.Normalize()
+	return c
+}
+
+// Count returns the number of required facts.
+func (r *Required) Count() int {
+	return len(r.Unresolved) + len(r.Resolved) + len(r.Dispositions) + len(r.Constraints) + len(r.Artifacts)
+}
+
+// Node is a summary at depth ≥ 1 covering the raw span [From, To] and, for
+// depth ≥ 2, a run of depth−1 children.
+type Node struct {
+	ID           uint64   `json:"id"`
+	Depth        Depth    `json:"depth"`
+	From         uint64   `json:"from"`
+	To           uint64   `json:"to"`
+	Children     []uint64 `json:"children,omitempty"`
+	Narrative    string   `json:"narrative"`
+	Claims       Claims   `json:"claims"`
+	FrameVersion uint64   `json:"frame_version"` // the frame version it was planned under
+	Summarizer   string   `json:"summarizer"`
+	Tokens       int      `json:"tokens"` // estimated tokens of its rendering
+	Budget       int      `json:"budget"` // the token budget it was asked to fit
+	SpanHash     []byte   `json:"-"`      // sha256 of the raw span's stored records
+
+	// Parent is the node that folded this one in, and SupersededBy the node
+	// that re-compacted it; 0 while the node is a root.
+	Parent       uint64 `json:"parent,omitempty"`
+	SupersededBy uint64 `json:"superseded_by,omitempty"`
+}
+
+// IsRoot reports whether n is neither covered by a parent nor superseded.
+func (n *Node) IsRoot() bool { return n.Parent == 0 && n.SupersededBy == 0 }

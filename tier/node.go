@@ -74,60 +74,99 @@ type Required struct {
 // a node covering the span must claim. An error means the events are not a
 // valid continuation of openBefore: a damaged or inconsistent store.
 func ComputeRequired(openBefore []Open, span []Event) (Required, error) {
-	var r Required
 	if len(span) == 0 {
-		return r, fmt.Errorf("tier: empty span")
+		return Required{}, fmt.Errorf("tier: empty span")
 	}
-	r.From, r.To = span[0].Seq, span[len(span)-1].Seq
-	l := NewLedger()
-	for _, o := range openBefore {
-		l.Open[o.ID] = o
-	}
-	disp := map[string]bool{}
-	constr := map[string]bool{}
-	art := map[string]bool{}
-	resolved := map[string]bool{}
+	b := NewRequiredBuilder(openBefore)
 	for i := range span {
-		e := span[i] // a copy: Apply sets Opener
-		if err := l.Apply(&e); err != nil {
-			return r, err
-		}
-		switch {
-		case e.Kind.Resolves():
-			if e.Opener < r.From {
-				resolved[e.ID] = true
-			}
-			if e.Kind == KindToolResult && e.Failed && e.Key != "" {
-				disp[e.Key] = true
-			}
-		case e.Kind.IsDisposition():
-			disp[e.Key] = true
-		case e.Kind == KindConstraint || e.Kind == KindWithdrawn:
-			constr[e.Key] = true
-		case e.Kind == KindArtifact:
-			art[e.Key] = true
+		if err := b.Add(span[i]); err != nil {
+			return Required{}, err
 		}
 	}
-	r.Unresolved = l.OpenList()
-	for _, k := range sortedKeys(resolved) {
-		if _, open := l.Open[k]; !open {
+	return b.Required(), nil
+}
+
+// RequiredBuilder computes Required one event at a time, so that a long
+// span need not be held in memory.
+type RequiredBuilder struct {
+	from, to uint64
+	l        *Ledger
+	disp     map[string]bool
+	constr   map[string]bool
+	art      map[string]bool
+	resolved map[string]bool
+}
+
+// NewRequiredBuilder starts a span on top of the calls and resources open
+// before it.
+func NewRequiredBuilder(openBefore []Open) *RequiredBuilder {
+	b := &RequiredBuilder{l: NewLedger(), disp: map[string]bool{}, constr: map[string]bool{},
+		art: map[string]bool{}, resolved: map[string]bool{}}
+	for _, o := range openBefore {
+		b.l.Open[o.ID] = o
+	}
+	return b
+}
+
+// Add applies the span's next event (a copy: Add does not modify e).
+func (b *RequiredBuilder) Add(e Event) error {
+	if b.from == 0 {
+		b.from = e.Seq
+	} else if e.Seq != b.to+1 {
+		return fmt.Errorf("tier: span not consecutive: seq %d after %d", e.Seq, b.to)
+	}
+	b.to = e.Seq
+	if _, ok := b.l.Constraints[e.Key]; e.Kind == KindWithdrawn && !ok {
+		// Stated before the span: the builder holds only the open set, and
+		// the store's ledger already accepted this withdrawal.
+		b.l.Constraints[e.Key] = Constraint{Key: e.Key}
+	}
+	if err := b.l.Apply(&e); err != nil {
+		return err
+	}
+	switch {
+	case e.Kind.Resolves():
+		if e.Opener < b.from {
+			b.resolved[e.ID] = true
+		}
+		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
+			b.disp[e.Key] = true
+		}
+	case e.Kind.IsDisposition():
+		b.disp[e.Key] = true
+	case e.Kind == KindConstraint || e.Kind == KindWithdrawn:
+		b.constr[e.Key] = true
+	case e.Kind == KindArtifact:
+		b.art[e.Key] = true
+	}
+	return nil
+}
+
+// Open returns what is open after the events added so far.
+func (b *RequiredBuilder) Open() []Open { return b.l.OpenList() }
+
+// Required returns what a node over the events added so far must claim.
+func (b *RequiredBuilder) Required() Required {
+	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList()}
+	for _, k := range sortedKeys(b.resolved) {
+		if _, open := b.l.Open[k]; !open {
 			r.Resolved = append(r.Resolved, k)
 		}
 	}
-	for _, k := range sortedKeys(disp) {
-		r.Dispositions = append(r.Dispositions, l.Dispositions[k])
+	for _, k := range sortedKeys(b.disp) {
+		r.Dispositions = append(r.Dispositions, b.l.Dispositions[k])
 	}
-	for _, k := range sortedKeys(constr) {
-		c, ok := l.Constraints[k]
+	for _, k := range sortedKeys(b.constr) {
+		c, ok := b.l.Constraints[k]
 		if !ok {
 			c = Constraint{Key: k, Withdrawn: true}
 		}
 		r.Constraints = append(r.Constraints, c)
 	}
-	for _, k := range sortedKeys(art) {
-		r.Artifacts = append(r.Artifacts, l.Artifacts[k])
+	for _, k := range sortedKeys(b.art) {
+		r.Artifacts = append(r.Artifacts, b.l.Artifacts[k])
 	}
-	return r, nil
+	return r
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -1,0 +1,288 @@
+package store
+
+import (
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// AppendResult says where an Append's events landed.
+type AppendResult struct {
+	First, Last uint64 // seqs of the first and last event appended
+	Turn        uint64 // turn of the last event
+}
+
+type appendReq struct {
+	session string
+	events  []tier.Event
+	res     AppendResult
+	err     error
+	done    chan struct{}
+}
+
+// Append appends events to session's raw log, creating the session on its
+// first event. It is atomic: all the events are stored or none is — also
+// when the ledger refuses one of them, in which case the error is an
+// *tier.EventError whose Index names the event. Seqs are assigned gapless
+// (an event that carries a Seq must carry the next one); a user event without
+// a Turn starts a new turn; an event without a Time gets the store's clock.
+//
+// When Append returns nil the events are durable (unless Options.NoSync).
+// Appends from many goroutines are group-committed: one write transaction,
+// and one fsync, carries every append waiting at the time.
+func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error) {
+	if err := CheckSession(session); err != nil {
+		return AppendResult{}, err
+	}
+	if len(events) == 0 {
+		return AppendResult{}, nil
+	}
+	if db.opts.ReadOnly {
+		return AppendResult{}, ErrReadOnly
+	}
+	lim := db.opts.limits()
+	evs := make([]tier.Event, len(events))
+	now := int64(0)
+	for i := range events {
+		e := events[i]
+		e.Opener = 0 // the store sets it
+		if err := e.Check(lim); err != nil {
+			ee := err.(*tier.EventError)
+			ee.Index = i
+			return AppendResult{}, ee
+		}
+		if e.Time == 0 {
+			if now == 0 {
+				now = db.opts.Clock().UnixNano()
+			}
+			e.Time = now
+		}
+		evs[i] = e
+	}
+	if err := db.acquire(); err != nil {
+		return AppendResult{}, err
+	}
+	req := &appendReq{session: session, events: evs, done: make(chan struct{})}
+	db.appends <- req
+	db.release()
+	<-req.done
+	return req.res, req.err
+}
+
+// committer is the group commit loop: it takes the first waiting append,
+// then every other one already queued (up to MaxBatch), and commits them in
+// one write transaction. A single writer pays no delay; concurrent writers
+// share fsyncs.
+func (db *DB) committer() {
+	defer close(db.stopped)
+	batch := make([]*appendReq, 0, db.opts.MaxBatch)
+	for req := range db.appends {
+		batch = append(batch[:0], req)
+	fill:
+		for len(batch) < db.opts.MaxBatch {
+			select {
+			case r, ok := <-db.appends:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		db.commitAppends(batch)
+	}
+}
+
+func (db *DB) commitAppends(batch []*appendReq) {
+	err := db.update(func(tx *bolt.Tx) error {
+		for _, req := range batch {
+			req.err = nil
+			res, err := appendTx(tx, req.session, req.events)
+			var ee *tier.EventError
+			if errors.As(err, &ee) {
+				// Bad input is refused before anything of it is written;
+				// the rest of the batch goes on.
+				req.err = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			req.res = res
+		}
+		return nil
+	})
+	for _, req := range batch {
+		if err != nil {
+			req.err = err
+			req.res = AppendResult{}
+		}
+		close(req.done)
+	}
+}
+
+// appendTx validates every event against the session's state and the ledger
+// entries they touch, entirely in memory, and only then writes: a refused
+// event leaves the transaction untouched.
+func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, error) {
+	s := &sess{id: session, b: sessionBucket(tx, session)}
+	var st stateRec
+	if s.b != nil {
+		var err error
+		if st, err = s.state(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+
+	// Load the ledger entries the events refer to.
+	l := tier.NewLedger()
+	type ref = tier.Ref
+	loaded := map[ref]bool{}
+	var touched []ref
+	for i := range events {
+		for _, r := range events[i].Refs() {
+			if loaded[r] {
+				continue
+			}
+			loaded[r] = true
+			touched = append(touched, r)
+			if s.b == nil {
+				continue
+			}
+			if err := s.loadLedgerEntry(l, r); err != nil {
+				return AppendResult{}, err
+			}
+		}
+	}
+
+	// Assign seq and turn, and apply.
+	head, turn := st.Head, st.Turn
+	for i := range events {
+		e := &events[i]
+		next := head + 1
+		if e.Seq != 0 && e.Seq != next {
+			return AppendResult{}, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+				Err: tier.ErrSeqOrder, Detail: errors.Newf("the session's next seq is %d", next).Error()}
+		}
+		e.Seq = next
+		switch {
+		case e.Turn != 0:
+			if e.Turn < turn {
+				return AppendResult{}, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+					Err: tier.ErrTurnOrder, Detail: errors.Newf("turn %d after turn %d", e.Turn, turn).Error()}
+			}
+		case e.Kind == tier.KindUser:
+			e.Turn = turn + 1
+		default:
+			e.Turn = turn
+		}
+		if err := l.Apply(e); err != nil {
+			ee := err.(*tier.EventError)
+			ee.Index = i
+			return AppendResult{}, ee
+		}
+		head, turn = e.Seq, e.Turn
+	}
+
+	// Write.
+	if s.b == nil {
+		var err error
+		if s, err = createSess(tx, session); err != nil {
+			return AppendResult{}, err
+		}
+		if st, err = s.state(); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	l0, err := s.sub(bucketL0)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l0.FillPercent = 1.0
+	for i := range events {
+		rec := toEventRec(&events[i])
+		v, err := encode(recEvent, &rec)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if err := l0.Put(u64(events[i].Seq), v); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	for _, r := range touched {
+		if err := s.storeLedgerEntry(l, r); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	res := AppendResult{First: st.Head + 1, Last: head, Turn: turn}
+	st.Head, st.Turn = head, turn
+	return res, s.putState(&st)
+}
+
+func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
+	name, t := ledgerBucket(r.Class)
+	key := []byte(r.Name)
+	var err error
+	var found bool
+	switch r.Class {
+	case tier.ClassOpen:
+		var v tier.Open
+		if found, err = s.get(name, t, key, &v); found && err == nil {
+			l.Open[r.Name] = v
+		}
+	case tier.ClassDisposition:
+		var v tier.Disposition
+		if found, err = s.get(name, t, key, &v); found && err == nil {
+			l.Dispositions[r.Name] = v
+		}
+	case tier.ClassConstraint:
+		var v tier.Constraint
+		if found, err = s.get(name, t, key, &v); found && err == nil {
+			l.Constraints[r.Name] = v
+		}
+	case tier.ClassArtifact:
+		var v tier.Artifact
+		if found, err = s.get(name, t, key, &v); found && err == nil {
+			l.Artifacts[r.Name] = v
+		}
+	}
+	return err
+}
+
+func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
+	name, t := ledgerBucket(r.Class)
+	var v any
+	var ok bool
+	switch r.Class {
+	case tier.ClassOpen:
+		var x tier.Open
+		x, ok = l.Open[r.Name]
+		v = &x
+	case tier.ClassDisposition:
+		var x tier.Disposition
+		x, ok = l.Dispositions[r.Name]
+		v = &x
+	case tier.ClassConstraint:
+		var x tier.Constraint
+		x, ok = l.Constraints[r.Name]
+		v = &x
+	case tier.ClassArtifact:
+		var x tier.Artifact
+		x, ok = l.Artifacts[r.Name]
+		v = &x
+	}
+	b, err := s.sub(name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return b.Delete([]byte(r.Name))
+	}
+	raw, err := encode(t, v)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(r.Name), raw)
+}

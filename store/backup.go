@@ -1,0 +1,79 @@
+package store
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Backup writes a consistent copy of the whole database to w, from one read
+// transaction: writers go on meanwhile, and the copy is the database as of
+// that transaction. It returns the bytes written.
+func (db *DB) Backup(w io.Writer) (n int64, err error) {
+	if err := db.acquire(); err != nil {
+		return 0, err
+	}
+	defer db.release()
+	err = db.view(func(tx *bolt.Tx) error {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, errors.Wrap(err, "store: backup")
+}
+
+// BackupFile writes a consistent copy of the database to path, never leaving
+// a half-written file there: it writes a temporary file in path's directory,
+// fsyncs it, renames it into place and fsyncs the directory. (bbolt's
+// CopyFile does none of this.) A failure leaves path as it was.
+func (db *DB) BackupFile(path string) (int64, error) {
+	return WriteFileAtomic(path, 0o600, func(w io.Writer) (int64, error) { return db.Backup(w) })
+}
+
+// WriteFileAtomic writes path through write into a temporary file beside
+// it, fsyncs, renames into place and fsyncs the directory: readers of path
+// see the old file or the whole new one, after a crash too.
+func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64, error)) (n int64, err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, errors.Wrap(err, "store: backup")
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if n, err = write(f); err != nil {
+		return n, err
+	}
+	if err = f.Chmod(mode); err != nil {
+		return n, errors.Wrap(err, "store: backup")
+	}
+	if err = f.Sync(); err != nil {
+		return n, errors.Wrap(err, "store: backup fsync")
+	}
+	if err = f.Close(); err != nil {
+		return n, errors.Wrap(err, "store: backup")
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return n, errors.Wrap(err, "store: backup rename")
+	}
+	if err = syncDir(dir); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return errors.Wrap(err, "store: open directory for fsync")
+	}
+	err = d.Sync()
+	return errors.CombineErrors(errors.Wrap(err, "store: fsync directory"), d.Close())
+}

@@ -1,0 +1,354 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// Summary is what a summarizer made of a plan.
+type Summary struct {
+	Narrative  string
+	Claims     tier.Claims
+	Summarizer string // its name, recorded on the node
+	Attempt    int    // 0 for the first try, n for the n-th retry
+}
+
+// CommitResult says what a Commit wrote. For a refused compaction Node is
+// nil, and Checkpoint and Refusal say where resume will fall back to and why.
+type CommitResult struct {
+	Node                   *tier.Node
+	Marker                 uint64
+	Checkpoint             uint64
+	InvalidatedMarkers     []uint64
+	InvalidatedCheckpoints []uint64
+	Refusal                *Refusal
+}
+
+// ErrSummaryTooLarge is returned by Commit when a summary's narrative is
+// over the event size limit: it is refused, not trusted.
+var ErrSummaryTooLarge = errors.New("store: summary is over the size limit")
+
+// Commit checks and commits a summary of plan p in one write transaction:
+// the raw span must still be resident and hash as planned, and the frame
+// must be the one planned against (else ErrConflict: plan again). The
+// ledger is recomputed from the raw events inside the transaction and the
+// claims validated against it (marker.Validate).
+//
+// Valid: the node, its marker, a checkpoint at its boundary, the roots and
+// the frame are written together, and every marker and checkpoint that the
+// frame change made stale is invalidated with its reason.
+//
+// Invalid: no node and no marker; a checkpoint at the span's start and an
+// audit record are written, and the returned error is a
+// *marker.InvalidError (errors.Is(err, marker.ErrMarkerInvalid)).
+func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
+	if err := db.acquire(); err != nil {
+		return CommitResult{}, err
+	}
+	defer db.release()
+	if len(sum.Narrative) > db.opts.MaxEventBytes {
+		return CommitResult{}, errors.Wrapf(ErrSummaryTooLarge, "narrative of %d bytes, limit %d", len(sum.Narrative), db.opts.MaxEventBytes)
+	}
+	if err := checkClaimsSize(&sum.Claims, db.opts.limits()); err != nil {
+		return CommitResult{}, err
+	}
+	claims := cloneClaims(sum.Claims)
+	claims.Normalize()
+	var res CommitResult
+	var invalid error
+	err := db.update(func(tx *bolt.Tx) error {
+		res, invalid = CommitResult{}, nil
+		ss, err := openSess(tx, p.Session)
+		if err != nil {
+			return err
+		}
+		st, err := ss.state()
+		if err != nil {
+			return err
+		}
+		slot, err := ss.checkCurrent(&st, p)
+		if err != nil {
+			return err
+		}
+		sp, err := ss.readSpan(&st, p.From, p.To)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(sp.hash, p.SpanHash) {
+			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
+		}
+		invalid = marker.Validate(
+			marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
+			marker.Frame{Version: st.FrameVersion, RootDepth: slot},
+			&sp.required, p.Depth, &claims)
+		if invalid != nil {
+			var ie *marker.InvalidError
+			if !errors.As(invalid, &ie) {
+				return invalid
+			}
+			return ss.refuse(&st, p, sum, ie, &res)
+		}
+		return ss.accept(&st, p, sum, claims, &res)
+	})
+	if err != nil {
+		return CommitResult{}, err
+	}
+	return res, invalid
+}
+
+func cloneClaims(c tier.Claims) tier.Claims {
+	return tier.Claims{
+		Resolved:     append([]string(nil), c.Resolved...),
+		Unresolved:   append([]tier.Open(nil), c.Unresolved...),
+		Dispositions: append([]tier.Disposition(nil), c.Dispositions...),
+		Constraints:  append([]tier.Constraint(nil), c.Constraints...),
+		Artifacts:    append([]tier.Artifact(nil), c.Artifacts...),
+	}
+}
+
+// checkClaimsSize refuses claims whose strings are over the event limits:
+// a summarizer's output is input like any other.
+func checkClaimsSize(c *tier.Claims, lim tier.Limits) error {
+	total := 0
+	check := func(fields ...string) error {
+		for _, f := range fields {
+			total += len(f)
+			if len(f) > lim.MaxEventBytes || total > lim.MaxEventBytes {
+				return errors.Wrapf(ErrSummaryTooLarge, "claims of more than %d bytes", lim.MaxEventBytes)
+			}
+		}
+		return nil
+	}
+	for _, x := range c.Resolved {
+		if err := check(x); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.Unresolved {
+		if err := check(x.ID, x.Name); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.Dispositions {
+		if err := check(x.Key, x.Reason, x.By); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.Constraints {
+		if err := check(x.Key, x.Text); err != nil {
+			return err
+		}
+	}
+	for _, x := range c.Artifacts {
+		if err := check(x.Key, x.Text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCurrent returns ErrConflict unless everything p replaces is still
+// current, and returns the depth of the root slot the node fills.
+func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
+	if st.FrameVersion != p.FrameVersion {
+		return 0, errors.Wrapf(ErrConflict, "planned against frame version %d, now %d", p.FrameVersion, st.FrameVersion)
+	}
+	switch p.Kind {
+	case PlanSpan:
+		if st.CompactedTo+1 != p.From {
+			return 0, errors.Wrapf(ErrConflict, "span starts at %d, the uncompacted tail now at %d", p.From, st.CompactedTo+1)
+		}
+		return 1, nil
+	case PlanFold, PlanRecompact:
+		var depth tier.Depth
+		for _, id := range p.Replaces {
+			n, err := ss.node(id)
+			if err != nil {
+				return 0, err
+			}
+			if !n.IsRoot() {
+				return 0, errors.Wrapf(ErrConflict, "node %d is no longer a root", id)
+			}
+			depth = n.Depth
+		}
+		if p.Kind == PlanFold {
+			depth++
+		}
+		return depth, nil
+	}
+	return 0, errors.AssertionFailedf("plan kind %d", p.Kind)
+}
+
+func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, res *CommitResult) error {
+	st.NextNode++
+	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
+		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash}
+	for _, c := range p.Children {
+		n.Children = append(n.Children, c.ID)
+	}
+	n.Tokens = tier.EstimateTokens(checkpoint.NodeText(&n))
+
+	rootsB, err := ss.sub(bucketRoots)
+	if err != nil {
+		return err
+	}
+	// Take the replaced roots out of the frame.
+	var why string
+	for _, id := range p.Replaces {
+		old, err := ss.node(id)
+		if err != nil {
+			return err
+		}
+		switch p.Kind {
+		case PlanFold:
+			old.Parent = n.ID
+			why = fmt.Sprintf("root %d folded into %s node %d at frame version %d", id, n.Depth, n.ID, st.FrameVersion+1)
+		case PlanRecompact:
+			old.SupersededBy = n.ID
+			why = fmt.Sprintf("root %d re-compacted into node %d (budget %d) at frame version %d", id, n.ID, p.Budget, st.FrameVersion+1)
+		}
+		if err := ss.putNode(&old); err != nil {
+			return err
+		}
+		if err := rootsB.Delete(u64(old.From)); err != nil {
+			return err
+		}
+		if err := ss.invalidateMarker(id, why, st.FrameVersion+1, res); err != nil {
+			return err
+		}
+	}
+	if p.Kind == PlanRecompact {
+		// The children now belong to the new node.
+		for _, c := range p.Children {
+			cn, err := ss.node(c.ID)
+			if err != nil {
+				return err
+			}
+			cn.Parent = n.ID
+			if err := ss.putNode(&cn); err != nil {
+				return err
+			}
+		}
+	}
+	if len(p.Replaces) > 0 {
+		st.FrameVersion++
+		if err := ss.invalidateCheckpoints(p.From, why, st.FrameVersion, res); err != nil {
+			return err
+		}
+	}
+	if err := ss.putNode(&n); err != nil {
+		return err
+	}
+	if err := ss.put(bucketRoots, recRoot, u64(n.From), &rootRec{V: recordVersion, From: n.From, Node: n.ID, To: n.To, Depth: n.Depth}, false); err != nil {
+		return err
+	}
+	st.Roots += 1 - len(p.Replaces)
+	if p.Kind == PlanSpan {
+		st.CompactedTo = p.To
+	}
+	m := marker.Marker{ID: n.ID, Node: n.ID, Depth: n.Depth, FrameVersion: st.FrameVersion, Boundary: n.To, Status: marker.StatusValid}
+	if err := ss.putMarker(&m); err != nil {
+		return err
+	}
+	prefix, err := ss.roots(n.From)
+	if err != nil {
+		return err
+	}
+	ids := make([]uint64, len(prefix))
+	for i, r := range prefix {
+		ids[i] = r.Node
+	}
+	ck, err := ss.putCheckpoint(st, n.To, ids, fmt.Sprintf("node %d committed", n.ID))
+	if err != nil {
+		return err
+	}
+	res.Node, res.Marker, res.Checkpoint = &n, m.ID, ck
+	return ss.putState(st)
+}
+
+func (ss *sess) invalidateMarker(id uint64, why string, version uint64, res *CommitResult) error {
+	m, err := ss.marker(id)
+	if err != nil {
+		return err
+	}
+	if m.Status != marker.StatusValid {
+		return nil
+	}
+	m.Status, m.Reason, m.InvalidatedAt = marker.StatusInvalid, why, version
+	res.InvalidatedMarkers = append(res.InvalidatedMarkers, id)
+	return ss.putMarker(&m)
+}
+
+// invalidateCheckpoints invalidates every usable checkpoint at seq ≥ from:
+// each holds, in its prefix, a root that just stopped being one.
+func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, res *CommitResult) error {
+	b, err := ss.sub(bucketCkValid)
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(u64u64(from, 0)); k != nil; k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if len(k) != 16 {
+			return corrupt(ss.id, "ckvalid", k, errors.New("bad key"))
+		}
+		ck, err := ss.checkpoint(u64val(k[8:]))
+		if err != nil {
+			return err
+		}
+		ck.Status, ck.Reason, ck.InvalidatedAt = checkpoint.StatusInvalid, why, version
+		if err := ss.writeCheckpoint(&ck); err != nil {
+			return err
+		}
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		res.InvalidatedCheckpoints = append(res.InvalidatedCheckpoints, ck.ID)
+	}
+	return nil
+}
+
+func (ss *sess) refuse(st *stateRec, p *Plan, sum Summary, ie *marker.InvalidError, res *CommitResult) error {
+	at := p.From - 1
+	ck, err := ss.usableCheckpointAt(at)
+	if err != nil {
+		return err
+	}
+	if ck == 0 {
+		prefix, err := ss.roots(at)
+		if err != nil {
+			return err
+		}
+		ids := make([]uint64, 0, len(prefix))
+		for _, r := range prefix {
+			if r.To <= at {
+				ids = append(ids, r.Node)
+			}
+		}
+		if ck, err = ss.putCheckpoint(st, at, ids, fmt.Sprintf("compaction of seq %d..%d refused", p.From, p.To)); err != nil {
+			return err
+		}
+	}
+	st.NextAudit++
+	r := Refusal{ID: st.NextAudit, Depth: p.Depth, From: p.From, To: p.To, FrameVersion: p.FrameVersion,
+		Summarizer: sum.Summarizer, Attempt: sum.Attempt, Checkpoint: ck, Failures: ie.Failures}
+	if err := ss.put(bucketAudit, recAudit, u64(r.ID), &auditRec{V: recordVersion, Refusal: r}, true); err != nil {
+		return err
+	}
+	if p.Kind == PlanSpan {
+		st.RefusedTo = p.To
+		st.RefusedTurn = p.Events[len(p.Events)-1].Turn
+	}
+	res.Checkpoint, res.Refusal = ck, &r
+	return ss.putState(st)
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// DB is a strata database: one bbolt file holding every session's raw log,
+// summary nodes, markers, checkpoints and ledger. A DB is safe for use by
+// many goroutines; appends from them are group-committed.
+type DB struct {
+	path string
+	opts Options
+	bolt *bolt.DB
+
+	closeOnce sync.Once
+	appends   chan *appendReq // nil when read-only
+	stopped   chan struct{}
+	mu        sync.RWMutex // held for reading by operations, for writing by Close
+	closed    bool
+}
+
+// MaxSessionBytes bounds a session id.
+const MaxSessionBytes = 256
+
+// Open opens the strata database at path. Unless opts.Create is set, the
+// file must exist; a zero-length file is refused (ErrEmptyFile); a file that
+// another process holds is refused after opts.LockTimeout (ErrLocked); a
+// database of a newer format is refused (ErrFormatTooNew).
+func Open(path string, opts Options) (db *DB, err error) {
+	opts = opts.withDefaults()
+	if opts.Create && opts.ReadOnly {
+		return nil, errors.Wrap(ErrBadOptions, "Create and ReadOnly together")
+	}
+	fi, statErr := os.Stat(path)
+	switch {
+	case statErr == nil && fi.IsDir():
+		return nil, errors.Wrapf(ErrNotStrata, "%s is a directory", path)
+	case statErr == nil && fi.Size() == 0:
+		return nil, errors.WithHint(errors.Wrapf(ErrEmptyFile, "%s", path),
+			"a zero-length file is not a database; remove it to start a new one, or restore a backup")
+	case errors.Is(statErr, os.ErrNotExist) && !opts.Create:
+		return nil, errors.WithHint(errors.Wrapf(ErrNotExist, "%s", path),
+			"create it with Options.Create (the CLI's replay creates it)")
+	case statErr != nil && !errors.Is(statErr, os.ErrNotExist):
+		return nil, errors.Wrapf(statErr, "store: open %s", path)
+	}
+	fresh := statErr != nil
+
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, errors.Wrapf(ErrCorrupt, "%s: bbolt panicked while opening: %v", path, r)
+		}
+	}()
+	restore := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(restore)
+
+	b, err := bolt.Open(path, opts.Mode, &bolt.Options{
+		Timeout:      opts.LockTimeout,
+		ReadOnly:     opts.ReadOnly,
+		NoSync:       opts.NoSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, errors.WithHint(errors.Wrapf(ErrLocked, "%s (waited %s)", path, opts.LockTimeout),
+				"another process has it open for writing; stop it, or read a backup taken through its API")
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, errors.Wrapf(ErrNotStrata, "%s: %v", path, err)
+		case errors.Is(err, berrors.ErrChecksum):
+			return nil, errors.Wrapf(ErrCorrupt, "%s: %v", path, err)
+		}
+		return nil, errors.Wrapf(err, "store: open %s", path)
+	}
+	db = &DB{path: path, opts: opts, bolt: b}
+	if err := db.init(fresh); err != nil {
+		return nil, errors.CombineErrors(err, b.Close())
+	}
+	if !opts.ReadOnly {
+		db.appends = make(chan *appendReq, opts.MaxBatch)
+		db.stopped = make(chan struct{})
+		go db.committer()
+	}
+	return db, nil
+}
+
+func (db *DB) init(fresh bool) error {
+	if fresh {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			m, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			v, err := encode(recMeta, &metaRec{V: recordVersion, Format: FormatVersion, CreatedBy: "strata", Created: db.opts.Clock().UnixNano()})
+			if err != nil {
+				return err
+			}
+			if err := m.Put(keyFormat, v); err != nil {
+				return err
+			}
+			_, err = tx.CreateBucket(bucketSessions)
+			return err
+		})
+	}
+	return db.view(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if m == nil || tx.Bucket(bucketSessions) == nil {
+			return errors.Wrapf(ErrNotStrata, "%s: a bbolt file without strata's buckets", db.path)
+		}
+		var rec metaRec
+		if err := decode(recMeta, m.Get(keyFormat), &rec); err != nil {
+			return &CorruptError{Bucket: "meta", Key: "format", Err: err}
+		}
+		if rec.Format > FormatVersion {
+			return errors.WithHintf(errors.Wrapf(ErrFormatTooNew, "%s has format %d, this strata knows %d", db.path, rec.Format, FormatVersion),
+				"use a newer strata")
+		}
+		if rec.Format < 1 {
+			return &CorruptError{Bucket: "meta", Key: "format", Err: fmt.Errorf("format version %d", rec.Format)}
+		}
+		return nil
+	})
+}
+
+// Path returns the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// Close waits for appends in flight, then closes the file. It is safe to
+// call more than once.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		db.mu.Unlock()
+		if db.appends != nil {
+			close(db.appends)
+			<-db.stopped
+		}
+		err = db.bolt.Close()
+	})
+	return err
+}
+
+// acquire marks an operation in flight; it fails once Close has begun.
+func (db *DB) acquire() error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) release() { db.mu.RUnlock() }
+
+// view runs fn in a read transaction, turning a panic or fault inside bbolt
+// (a damaged file) into ErrCorrupt.
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	return guard(func() error { return db.bolt.View(fn) })
+}
+
+// update runs fn in a write transaction, guarded like view.
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return guard(func() error { return db.bolt.Update(fn) })
+}
+
+// guard runs fn, turning a panic — or, with SetPanicOnFault, a memory fault
+// in bbolt's mmap of a damaged file — into an error instead of taking the
+// host process down.
+func guard(fn func() error) (err error) {
+	restore := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(restore)
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.Wrapf(ErrCorrupt, "bbolt panicked: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// CheckSession returns ErrBadSession (wrapped with the reason) unless id is
+// a usable session id: 1 to MaxSessionBytes bytes of UTF-8 without control
+// characters.
+func CheckSession(id string) error {
+	switch {
+	case id == "":
+		return errors.Wrap(ErrBadSession, "empty")
+	case len(id) > MaxSessionBytes:
+		return errors.Wrapf(ErrBadSession, "%d bytes, limit %d", len(id), MaxSessionBytes)
+	case !utf8.ValidString(id):
+		return errors.Wrap(ErrBadSession, "not valid UTF-8")
+	}
+	for i, r := range id {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return errors.Wrapf(ErrBadSession, "control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+func sessionBucket(tx *bolt.Tx, id string) *bolt.Bucket {
+	s := tx.Bucket(bucketSessions)
+	if s == nil {
+		return nil
+	}
+	return s.Bucket([]byte(id))
+}
+
+func corrupt(session, bucket string, key []byte, err error) error {
+	k := ""
+	switch len(key) {
+	case 0:
+	case 8:
+		k = fmt.Sprint(u64val(key))
+	default:
+		k = fmt.Sprintf("%q", key)
+	}
+	return &CorruptError{Session: session, Bucket: bucket, Key: k, Err: err}
+}
+
+func u64val(k []byte) uint64 {
+	v, _ := parseU64(k)
+	return v
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"os"
+	"time"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// Options configures Open. The zero value of each field means its default;
+// DefaultOptions spells them out.
+type Options struct {
+	// Create creates the file if it does not exist. Without it, a missing
+	// file is ErrNotExist. An existing zero-length file is ErrEmptyFile
+	// either way.
+	Create bool
+
+	// ReadOnly opens the database with a shared lock and refuses writes.
+	ReadOnly bool
+
+	// LockTimeout bounds the wait for the file lock. bbolt waits forever by
+	// default; strata never does: zero means DefaultLockTimeout. A writer
+	// holds the lock exclusively, so a reader waits for it too, and gets
+	// ErrLocked when the timeout passes.
+	LockTimeout time.Duration
+
+	// NoSync skips fsync on commit. THIS IS UNSAFE: an acknowledged append
+	// can be lost, or the file damaged, by a crash or power loss. For tests
+	// and bulk loads that can be redone.
+	NoSync bool
+
+	// MaxEventBytes and MaxIDBytes bound an event; zero means
+	// tier.DefaultMaxEventBytes and tier.DefaultMaxIDBytes.
+	MaxEventBytes int
+	MaxIDBytes    int
+
+	// MaxBatch caps how many Append calls one group commit carries; zero
+	// means 256.
+	MaxBatch int
+
+	// Clock gives the time recorded on events without one; nil means
+	// time.Now.
+	Clock func() time.Time
+
+	// Mode is the file mode for a created file; zero means 0600.
+	Mode os.FileMode
+}
+
+// DefaultLockTimeout is the lock wait when Options.LockTimeout is zero.
+const DefaultLockTimeout = time.Second
+
+// DefaultOptions opens an existing database for writing, waiting at most
+// DefaultLockTimeout for the lock, with fsync on every commit.
+var DefaultOptions = Options{
+	LockTimeout:   DefaultLockTimeout,
+	MaxEventBytes: tier.DefaultMaxEventBytes,
+	MaxIDBytes:    tier.DefaultMaxIDBytes,
+	MaxBatch:      256,
+	Mode:          0o600,
+}
+
+func (o Options) withDefaults() Options {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = tier.DefaultMaxEventBytes
+	}
+	if o.MaxIDBytes <= 0 {
+		o.MaxIDBytes = tier.DefaultMaxIDBytes
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Mode == 0 {
+		o.Mode = 0o600
+	}
+	return o
+}
+
+func (o Options) limits() tier.Limits {
+	return tier.Limits{MaxEventBytes: o.MaxEventBytes, MaxIDBytes: o.MaxIDBytes}
+}

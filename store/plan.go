@@ -1,0 +1,316 @@
+package store
+
+import (
+	"crypto/sha256"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// PlanKind says what a compaction plan makes.
+type PlanKind uint8
+
+// Plan kinds.
+const (
+	// PlanSpan summarizes the oldest uncompacted raw span into a new L1 root.
+	PlanSpan PlanKind = 1
+	// PlanFold folds K consecutive roots of depth d into one node of depth
+	// d+1 that takes their place.
+	PlanFold PlanKind = 2
+	// PlanRecompact summarizes a root's span again (e.g. with a tighter
+	// budget) into a node of the same depth that supersedes it.
+	PlanRecompact PlanKind = 3
+)
+
+// String names the kind.
+func (k PlanKind) String() string {
+	switch k {
+	case PlanSpan:
+		return "span"
+	case PlanFold:
+		return "fold"
+	case PlanRecompact:
+		return "recompact"
+	}
+	return "plan(?)"
+}
+
+// SpanPolicy says when the uncompacted raw tail is due for an L1 node:
+// every Turns complete turns, or as soon as it holds Events events (the
+// boundary may then fall mid-turn, with calls open). Zero disables a rule.
+// After a refused span, the next attempt waits for the next boundary past
+// the refused one, so a summarizer that keeps failing is asked once per
+// period, each time over a longer span.
+type SpanPolicy struct {
+	Turns  int
+	Events int
+}
+
+// Plan is a compaction planned in a read transaction: the span, the frame
+// it was planned against, the raw events, and the claims the node must
+// carry. A summarizer works from it with no transaction held; Commit then
+// checks that nothing it relied on changed.
+type Plan struct {
+	Session      string
+	Kind         PlanKind
+	Depth        tier.Depth // depth of the node to make
+	From, To     uint64     // the raw span; To is the marker's boundary
+	FrameVersion uint64
+	Replaces     []uint64    // roots the new node takes the place of
+	Children     []tier.Node // fold: the roots folded; recompact: the old node's children
+	Previous     *tier.Node  // recompact: the root being re-compacted
+	Events       []tier.Event
+	Required     tier.Required
+	SpanHash     []byte
+	Budget       int
+}
+
+// PlanSpan plans an L1 node over the oldest uncompacted raw span that
+// policy makes due, or returns ErrNothingToCompact.
+func (db *DB) PlanSpan(session string, policy SpanPolicy, budget int) (*Plan, error) {
+	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+		to, err := ss.spanBoundary(st, policy)
+		if err != nil {
+			return nil, err
+		}
+		return &Plan{Kind: PlanSpan, Depth: 1, From: st.CompactedTo + 1, To: to}, nil
+	}, budget)
+}
+
+// PlanFold plans a node of depth d+1 over the first run of k consecutive
+// roots of depth d, or returns ErrNothingToCompact.
+func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
+	if k < 2 {
+		return nil, errors.Wrapf(ErrNothingToCompact, "fold of %d roots", k)
+	}
+	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+		roots, err := ss.roots(^uint64(0))
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+k <= len(roots); {
+			j := i
+			for j < len(roots) && roots[j].Depth == roots[i].Depth {
+				j++
+			}
+			if j-i >= k {
+				run := roots[i : i+k]
+				p := &Plan{Kind: PlanFold, Depth: run[0].Depth + 1, To: run[k-1].To}
+				for _, r := range run {
+					n, err := ss.node(r.Node)
+					if err != nil {
+						return nil, err
+					}
+					p.Children = append(p.Children, n)
+					p.Replaces = append(p.Replaces, n.ID)
+				}
+				p.From = p.Children[0].From
+				return p, nil
+			}
+			i = j
+		}
+		return nil, ErrNothingToCompact
+	}, budget)
+}
+
+// PlanRecompact plans a new node over the span of root node, to supersede
+// it (typically with a tighter budget).
+func (db *DB) PlanRecompact(session string, node uint64, budget int) (*Plan, error) {
+	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+		n, err := ss.node(node)
+		if err != nil {
+			return nil, err
+		}
+		if !n.IsRoot() {
+			return nil, errors.Wrapf(ErrNothingToCompact, "node %d is not a root", node)
+		}
+		p := &Plan{Kind: PlanRecompact, Depth: n.Depth, From: n.From, To: n.To, Previous: &n, Replaces: []uint64{n.ID}}
+		for _, c := range n.Children {
+			cn, err := ss.node(c)
+			if err != nil {
+				return nil, err
+			}
+			p.Children = append(p.Children, cn)
+		}
+		return p, nil
+	}, budget)
+}
+
+func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), budget int) (*Plan, error) {
+	if err := db.acquire(); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	var p *Plan
+	err := db.view(func(tx *bolt.Tx) error {
+		ss, err := openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		st, err := ss.state()
+		if err != nil {
+			return err
+		}
+		if p, err = pick(ss, &st); err != nil {
+			return err
+		}
+		p.Session, p.FrameVersion, p.Budget = session, st.FrameVersion, budget
+		sp, err := ss.readSpan(&st, p.From, p.To)
+		if err != nil {
+			return err
+		}
+		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
+		return nil
+	})
+	return p, err
+}
+
+// spanBoundary returns the end of the next due L1 span, per policy.
+func (ss *sess) spanBoundary(st *stateRec, policy SpanPolicy) (uint64, error) {
+	c := st.CompactedTo
+	if st.Head <= c {
+		return 0, ErrNothingToCompact
+	}
+	refused := c
+	if st.RefusedTo > c {
+		refused = st.RefusedTo
+	}
+	best := uint64(0)
+	if m := uint64(policy.Events); m > 0 {
+		k := (refused-c)/m + 1
+		if to := c + k*m; to <= st.Head {
+			best = to
+		}
+	}
+	if n := uint64(policy.Turns); n > 0 {
+		first, _, err := ss.event(c + 1)
+		if err != nil {
+			return 0, err
+		}
+		t0 := first.Turn
+		k := uint64(1)
+		if refused > c && st.RefusedTurn >= t0 {
+			k = (st.RefusedTurn-t0)/n + 1
+		}
+		for ; t0+k*n <= st.Turn; k++ {
+			end := t0 + k*n // the first turn not in the span
+			to, err := ss.lastSeqBeforeTurn(c+1, st.Head, end)
+			if err != nil {
+				return 0, err
+			}
+			if to > refused {
+				if best == 0 || to < best {
+					best = to
+				}
+				break
+			}
+		}
+	}
+	if best == 0 {
+		return 0, ErrNothingToCompact
+	}
+	return best, nil
+}
+
+// lastSeqBeforeTurn returns the last seq in [from, head] whose turn is
+// below turn, or 0 if the first is not.
+func (ss *sess) lastSeqBeforeTurn(from, head, turn uint64) (uint64, error) {
+	last := uint64(0)
+	stop := errors.New("stop")
+	err := ss.events(from, head, func(e tier.Event, _ []byte) error {
+		if e.Turn >= turn {
+			return stop
+		}
+		last = e.Seq
+		return nil
+	})
+	if err != nil && err != stop {
+		return 0, err
+	}
+	return last, nil
+}
+
+type span struct {
+	events   []tier.Event // from..to
+	required tier.Required
+	hash     []byte
+}
+
+// readSpan reads the raw span [from, to] and computes what a node over it
+// must claim. The calls open before the span are recomputed from the raw
+// events after it, rewinding the ledger at head: the cost is the span plus
+// the uncompacted tail, never the whole history.
+func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
+	var sp span
+	if from < 1 || to < from || to > st.Head {
+		return sp, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
+	}
+	h := sha256.New()
+	tail := make([]tier.Event, 0, st.Head-from+1)
+	err := ss.events(from, st.Head, func(e tier.Event, raw []byte) error {
+		if e.Seq <= to {
+			h.Write(raw)
+		}
+		tail = append(tail, e)
+		return nil
+	})
+	if err != nil {
+		return sp, err
+	}
+	before, err := ss.openAt(from-1, tail)
+	if err != nil {
+		return sp, err
+	}
+	sp.events = tail[:to-from+1:to-from+1]
+	sp.hash = h.Sum(nil)
+	sp.required, err = tier.ComputeRequired(before, sp.events)
+	if err != nil {
+		return sp, corrupt(ss.id, "l0", u64(from), errors.Wrap(err, "raw span does not replay"))
+	}
+	return sp, nil
+}
+
+// openAt returns what was open at seq x, given the events x+1..head.
+func (ss *sess) openAt(x uint64, after []tier.Event) ([]tier.Open, error) {
+	b, err := ss.sub(bucketOpen)
+	if err != nil {
+		return nil, err
+	}
+	open := map[string]tier.Open{}
+	err = b.ForEach(func(k, v []byte) error {
+		var o tier.Open
+		if err := decode(recOpen, v, &o); err != nil {
+			return corrupt(ss.id, "open", k, err)
+		}
+		open[string(k)] = o
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(after) - 1; i >= 0; i-- {
+		e := &after[i]
+		switch {
+		case e.Kind.Opens():
+			delete(open, e.ID)
+		case e.Kind.Resolves():
+			var opener tier.Event
+			if e.Opener > x {
+				opener = after[e.Opener-x-1]
+			} else if opener, _, err = ss.event(e.Opener); err != nil {
+				return nil, err
+			}
+			if opener.ID != e.ID || !opener.Kind.Opens() {
+				return nil, corrupt(ss.id, "l0", u64(e.Seq), errors.Newf("opener seq %d does not open %q", e.Opener, e.ID))
+			}
+			open[e.ID] = tier.Open{ID: e.ID, Kind: opener.Kind, Name: opener.Name, Seq: opener.Seq}
+		}
+	}
+	out := make([]tier.Open, 0, len(open))
+	for _, o := range open {
+		out = append(out, o)
+	}
+	return out, nil
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// Latest asks Resume for the newest valid marker, or else the newest usable
+// checkpoint.
+const Latest uint64 = 0
+
+// Resume returns the context a resuming agent gets for session, from marker
+// markerID or, with Latest, from the newest valid marker. It never calls a
+// summarizer and never patches a summary: a valid marker serves wholesale
+// (the roots up to and including its node, then the raw events after its
+// boundary); otherwise the nearest usable checkpoint at or before the
+// marker's boundary serves wholesale (its prefix roots, then the raw events
+// after its seq), and the context says why.
+func (db *DB) Resume(session string, markerID uint64) (ctx *checkpoint.Context, err error) {
+	err = db.View(func(s *Snapshot) error {
+		ctx, err = s.Resume(session, markerID)
+		return err
+	})
+	return ctx, err
+}
+
+// Resume is DB.Resume inside a snapshot.
+func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ss.state()
+	if err != nil {
+		return nil, err
+	}
+	ctx := &checkpoint.Context{Session: session, Head: st.Head}
+
+	var m marker.Marker
+	fallbackAt := ^uint64(0)
+	if markerID == Latest {
+		roots, err := ss.roots(^uint64(0))
+		if err != nil {
+			return nil, err
+		}
+		if len(roots) == 0 {
+			ctx.Reason = "no marker yet"
+			if r, err := ss.refusalLast(); err != nil {
+				return nil, err
+			} else if r != nil {
+				ctx.Reason = refusalReason(r)
+			}
+		} else if m, err = ss.marker(roots[len(roots)-1].Node); err != nil {
+			return nil, err
+		}
+	} else {
+		if m, err = ss.marker(markerID); err != nil {
+			return nil, err
+		}
+		fallbackAt = m.Boundary
+	}
+
+	if m.ID != 0 {
+		ctx.Marker = m.ID
+		ok, why, err := ss.markerUsable(&m)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			n, err := ss.node(m.Node)
+			if err != nil {
+				return nil, err
+			}
+			if ctx.Nodes, err = ss.rootNodes(n.From); err != nil {
+				return nil, err
+			}
+			ctx.Source, ctx.Boundary = checkpoint.SourceMarker, m.Boundary
+			return ctx, ss.tail(ctx, m.Boundary, st.Head)
+		}
+		ctx.Reason = why
+	}
+
+	id, at, err := ss.nearestCheckpoint(fallbackAt)
+	if err != nil {
+		return nil, err
+	}
+	ck, err := ss.checkpoint(id)
+	if err != nil {
+		return nil, err
+	}
+	if ck.Seq != at || !ck.Usable() {
+		return nil, corrupt(session, "ckvalid", u64u64(at, id), errors.Newf("indexes checkpoint %d (seq %d, %s)", id, ck.Seq, ck.Status))
+	}
+	for _, nid := range ck.Prefix {
+		n, err := ss.node(nid)
+		if err != nil {
+			return nil, err
+		}
+		if !n.IsRoot() {
+			return nil, corrupt(session, "ckpts", u64(id), errors.Newf("usable checkpoint's prefix node %d is not a root", nid))
+		}
+		ctx.Nodes = append(ctx.Nodes, n)
+	}
+	ctx.Source, ctx.Checkpoint, ctx.Boundary = checkpoint.SourceCheckpoint, ck.ID, ck.Seq
+	return ctx, ss.tail(ctx, ck.Seq, st.Head)
+}
+
+// markerUsable reads the marker's status and re-checks the one equality
+// resume relies on: its node is still a root of the depth it was made at.
+func (ss *sess) markerUsable(m *marker.Marker) (bool, string, error) {
+	if m.Status != marker.StatusValid {
+		why := m.Reason
+		if why == "" {
+			why = "marker is " + m.Status.String()
+		}
+		return false, fmt.Sprintf("marker %d invalid: %s", m.ID, why), nil
+	}
+	n, err := ss.node(m.Node)
+	if err != nil {
+		return false, "", err
+	}
+	if !n.IsRoot() || n.Depth != m.Depth || n.To != m.Boundary {
+		return false, "", corrupt(ss.id, "markers", u64(m.ID), errors.Newf("valid marker, but node %d is not a root of depth %d ending at %d", n.ID, m.Depth, m.Boundary))
+	}
+	return true, "", nil
+}
+
+func refusalReason(r *Refusal) string {
+	ie := marker.InvalidError{Failures: r.Failures}
+	return fmt.Sprintf("compaction of seq %d..%d refused: %s", r.From, r.To, ie.Reasons())
+}
+
+func (ss *sess) tail(ctx *checkpoint.Context, after, head uint64) error {
+	if after >= head {
+		return nil
+	}
+	ctx.Events = make([]tier.Event, 0, head-after)
+	return ss.events(after+1, head, func(e tier.Event, _ []byte) error {
+		ctx.Events = append(ctx.Events, e)
+		return nil
+	})
+}

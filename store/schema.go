@@ -1,0 +1,197 @@
+package store
+
+import (
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// FormatVersion is the on-disk format this strata writes and reads. A
+// database with a higher version is refused at Open with ErrFormatTooNew.
+const FormatVersion = 1
+
+// Bucket layout (one bbolt file):
+//
+//	meta/format                 → metaRec
+//	sessions/<id>/state         → stateRec: head, turn, frame, counters
+//	sessions/<id>/l0/<seq>      → eventRec (seq big-endian)
+//	sessions/<id>/nodes/<id>    → nodeRec
+//	sessions/<id>/roots/<from>  → rootRec: the current roots in seq order
+//	sessions/<id>/markers/<id>  → markerRec (a marker's id is its node's)
+//	sessions/<id>/ckpts/<id>    → checkpointRec
+//	sessions/<id>/ckvalid/<seq,id> → indexRec: usable checkpoints by seq
+//	sessions/<id>/audit/<id>    → auditRec: refused compactions
+//	sessions/<id>/open|disp|constr|art/<id or key> → the ledger at head
+var (
+	bucketMeta     = []byte("meta")
+	bucketSessions = []byte("sessions")
+	keyFormat      = []byte("format")
+	keyState       = []byte("state")
+
+	bucketL0      = []byte("l0")
+	bucketNodes   = []byte("nodes")
+	bucketRoots   = []byte("roots")
+	bucketMarkers = []byte("markers")
+	bucketCkpts   = []byte("ckpts")
+	bucketCkValid = []byte("ckvalid")
+	bucketAudit   = []byte("audit")
+	bucketOpen    = []byte("open")
+	bucketDisp    = []byte("disp")
+	bucketConstr  = []byte("constr")
+	bucketArt     = []byte("art")
+)
+
+// sessionBuckets lists every bucket of a session, created with it.
+var sessionBuckets = [][]byte{
+	bucketL0, bucketNodes, bucketRoots, bucketMarkers, bucketCkpts, bucketCkValid,
+	bucketAudit, bucketOpen, bucketDisp, bucketConstr, bucketArt,
+}
+
+// ledgerBucket maps a ledger class to its bucket and record type.
+func ledgerBucket(c tier.Class) ([]byte, recType) {
+	switch c {
+	case tier.ClassOpen:
+		return bucketOpen, recOpen
+	case tier.ClassDisposition:
+		return bucketDisp, recDisp
+	case tier.ClassConstraint:
+		return bucketConstr, recConstraint
+	default:
+		return bucketArt, recArtifact
+	}
+}
+
+// Record versions; a record carries its version in field "v".
+const recordVersion = 1
+
+type metaRec struct {
+	V         int    `msgpack:"v"`
+	Format    int    `msgpack:"f"`
+	CreatedBy string `msgpack:"c,omitempty"`
+	Created   int64  `msgpack:"t,omitempty"`
+}
+
+// stateRec is a session's head and frame.
+type stateRec struct {
+	V            int    `msgpack:"v"`
+	Head         uint64 `msgpack:"h,omitempty"` // last seq
+	Turn         uint64 `msgpack:"t,omitempty"` // turn of the last event
+	FrameVersion uint64 `msgpack:"f,omitempty"`
+	CompactedTo  uint64 `msgpack:"c,omitempty"` // roots cover exactly [1, CompactedTo]
+	Roots        int    `msgpack:"r,omitempty"` // number of roots
+	NextNode     uint64 `msgpack:"n,omitempty"` // last node id used
+	NextCk       uint64 `msgpack:"k,omitempty"` // last checkpoint id used
+	NextAudit    uint64 `msgpack:"a,omitempty"` // last audit id used
+	RefusedTo    uint64 `msgpack:"x,omitempty"` // end of the last refused depth-1 span starting at CompactedTo+1
+	RefusedTurn  uint64 `msgpack:"y,omitempty"` // turn of the event at RefusedTo
+}
+
+type eventRec struct {
+	V      int       `msgpack:"v"`
+	Seq    uint64    `msgpack:"q"`
+	Turn   uint64    `msgpack:"t,omitempty"`
+	Time   int64     `msgpack:"m,omitempty"`
+	Kind   tier.Kind `msgpack:"k"`
+	ID     string    `msgpack:"i,omitempty"`
+	Key    string    `msgpack:"y,omitempty"`
+	Name   string    `msgpack:"n,omitempty"`
+	Failed bool      `msgpack:"f,omitempty"`
+	By     string    `msgpack:"b,omitempty"`
+	Text   string    `msgpack:"x,omitempty"`
+	Opener uint64    `msgpack:"o,omitempty"`
+}
+
+func toEventRec(e *tier.Event) eventRec {
+	return eventRec{V: recordVersion, Seq: e.Seq, Turn: e.Turn, Time: e.Time, Kind: e.Kind,
+		ID: e.ID, Key: e.Key, Name: e.Name, Failed: e.Failed, By: e.By, Text: e.Text, Opener: e.Opener}
+}
+
+func (r *eventRec) event() tier.Event {
+	return tier.Event{Seq: r.Seq, Turn: r.Turn, Time: r.Time, Kind: r.Kind,
+		ID: r.ID, Key: r.Key, Name: r.Name, Failed: r.Failed, By: r.By, Text: r.Text, Opener: r.Opener}
+}
+
+type nodeRec struct {
+	V            int         `msgpack:"v"`
+	ID           uint64      `msgpack:"i"`
+	Depth        tier.Depth  `msgpack:"d"`
+	From         uint64      `msgpack:"f"`
+	To           uint64      `msgpack:"t"`
+	Children     []uint64    `msgpack:"c,omitempty"`
+	Narrative    string      `msgpack:"n,omitempty"`
+	Claims       tier.Claims `msgpack:"l"`
+	FrameVersion uint64      `msgpack:"fv,omitempty"`
+	Summarizer   string      `msgpack:"s,omitempty"`
+	Tokens       int         `msgpack:"tk,omitempty"`
+	Budget       int         `msgpack:"b,omitempty"`
+	SpanHash     []byte      `msgpack:"h,omitempty"`
+	Parent       uint64      `msgpack:"p,omitempty"`
+	SupersededBy uint64      `msgpack:"sb,omitempty"`
+}
+
+func toNodeRec(n *tier.Node) nodeRec {
+	return nodeRec{V: recordVersion, ID: n.ID, Depth: n.Depth, From: n.From, To: n.To, Children: n.Children,
+		Narrative: n.Narrative, Claims: n.Claims, FrameVersion: n.FrameVersion, Summarizer: n.Summarizer,
+		Tokens: n.Tokens, Budget: n.Budget, SpanHash: n.SpanHash, Parent: n.Parent, SupersededBy: n.SupersededBy}
+}
+
+func (r *nodeRec) node() tier.Node {
+	return tier.Node{ID: r.ID, Depth: r.Depth, From: r.From, To: r.To, Children: r.Children,
+		Narrative: r.Narrative, Claims: r.Claims, FrameVersion: r.FrameVersion, Summarizer: r.Summarizer,
+		Tokens: r.Tokens, Budget: r.Budget, SpanHash: r.SpanHash, Parent: r.Parent, SupersededBy: r.SupersededBy}
+}
+
+type rootRec struct {
+	V     int        `msgpack:"v"`
+	From  uint64     `msgpack:"f"` // also the key
+	Node  uint64     `msgpack:"n"`
+	To    uint64     `msgpack:"t"`
+	Depth tier.Depth `msgpack:"d"`
+}
+
+type markerRec struct {
+	V             int           `msgpack:"v"`
+	ID            uint64        `msgpack:"i"`
+	Node          uint64        `msgpack:"n"`
+	Depth         tier.Depth    `msgpack:"d"`
+	FrameVersion  uint64        `msgpack:"f,omitempty"`
+	Boundary      uint64        `msgpack:"b"`
+	Status        marker.Status `msgpack:"s"`
+	Reason        string        `msgpack:"r,omitempty"`
+	InvalidatedAt uint64        `msgpack:"x,omitempty"`
+}
+
+type checkpointRec struct {
+	V             int      `msgpack:"v"`
+	ID            uint64   `msgpack:"i"`
+	Seq           uint64   `msgpack:"q"`
+	Prefix        []uint64 `msgpack:"p,omitempty"`
+	FrameVersion  uint64   `msgpack:"f,omitempty"`
+	Why           string   `msgpack:"w,omitempty"`
+	Status        uint8    `msgpack:"s"`
+	Reason        string   `msgpack:"r,omitempty"`
+	InvalidatedAt uint64   `msgpack:"x,omitempty"`
+}
+
+// Refusal is the audit record of a refused compaction: the span, what the
+// plan was, every failed condition, and the checkpoint written for it.
+type Refusal struct {
+	ID           uint64           `msgpack:"i" json:"id"`
+	Depth        tier.Depth       `msgpack:"d" json:"depth"`
+	From         uint64           `msgpack:"f" json:"from"`
+	To           uint64           `msgpack:"t" json:"to"`
+	FrameVersion uint64           `msgpack:"fv,omitempty" json:"frame_version"`
+	Summarizer   string           `msgpack:"s,omitempty" json:"summarizer"`
+	Attempt      int              `msgpack:"a,omitempty" json:"attempt"`
+	Checkpoint   uint64           `msgpack:"k" json:"checkpoint"`
+	Failures     []marker.Failure `msgpack:"r" json:"failures"`
+}
+
+type auditRec struct {
+	V int `msgpack:"v"`
+	Refusal
+}
+
+type indexRec struct {
+	V  int    `msgpack:"v"`
+	ID uint64 `msgpack:"i"`
+}

@@ -1,0 +1,321 @@
+package store
+
+import (
+	"bytes"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// sess is one session's buckets inside a transaction. Its methods are the
+// "unsafe" layer: the caller holds the transaction.
+type sess struct {
+	id string
+	b  *bolt.Bucket
+}
+
+func openSess(tx *bolt.Tx, id string) (*sess, error) {
+	b := sessionBucket(tx, id)
+	if b == nil {
+		return nil, errors.Wrapf(ErrSessionNotFound, "%q", id)
+	}
+	return &sess{id: id, b: b}, nil
+}
+
+// createSess makes a session's buckets and its checkpoint at seq 0.
+func createSess(tx *bolt.Tx, id string) (*sess, error) {
+	root := tx.Bucket(bucketSessions)
+	b, err := root.CreateBucket([]byte(id))
+	if err != nil {
+		return nil, errors.Wrapf(err, "store: creating session %q", id)
+	}
+	for _, name := range sessionBuckets {
+		if _, err := b.CreateBucket(name); err != nil {
+			return nil, err
+		}
+	}
+	s := &sess{id: id, b: b}
+	st := stateRec{V: recordVersion}
+	if _, err := s.putCheckpoint(&st, 0, nil, "session start"); err != nil {
+		return nil, err
+	}
+	return s, s.putState(&st)
+}
+
+func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
+	b := s.b.Bucket(name)
+	if b == nil {
+		return nil, corrupt(s.id, string(name), nil, errors.New("bucket missing"))
+	}
+	return b, nil
+}
+
+func (s *sess) state() (stateRec, error) {
+	var st stateRec
+	v := s.b.Get(keyState)
+	if err := decode(recState, v, &st); err != nil {
+		return st, corrupt(s.id, "state", nil, err)
+	}
+	return st, nil
+}
+
+func (s *sess) putState(st *stateRec) error {
+	st.V = recordVersion
+	v, err := encode(recState, st)
+	if err != nil {
+		return err
+	}
+	return s.b.Put(keyState, v)
+}
+
+// get decodes the record at key of bucket name into v; found is false when
+// the key is absent.
+func (s *sess) get(name []byte, t recType, key []byte, v any) (found bool, err error) {
+	b, err := s.sub(name)
+	if err != nil {
+		return false, err
+	}
+	raw := b.Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := decode(t, raw, v); err != nil {
+		return true, corrupt(s.id, string(name), key, err)
+	}
+	return true, nil
+}
+
+func (s *sess) put(name []byte, t recType, key []byte, v any, appendOnly bool) error {
+	b, err := s.sub(name)
+	if err != nil {
+		return err
+	}
+	if appendOnly {
+		b.FillPercent = 1.0
+	}
+	raw, err := encode(t, v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
+	b, err := s.sub(bucketL0)
+	if err != nil {
+		return tier.Event{}, nil, err
+	}
+	raw := b.Get(u64(seq))
+	if raw == nil {
+		return tier.Event{}, nil, corrupt(s.id, "l0", u64(seq), errors.New("event missing"))
+	}
+	e, err := decodeEvent(s.id, u64(seq), raw)
+	return e, raw, err
+}
+
+func decodeEvent(session string, k, raw []byte) (tier.Event, error) {
+	var r eventRec
+	if err := decode(recEvent, raw, &r); err != nil {
+		return tier.Event{}, corrupt(session, "l0", k, err)
+	}
+	if !bytes.Equal(k, u64(r.Seq)) {
+		return tier.Event{}, corrupt(session, "l0", k, errors.Newf("record holds seq %d", r.Seq))
+	}
+	if !r.Kind.Valid() {
+		return tier.Event{}, corrupt(session, "l0", k, errors.Newf("unknown kind %d", r.Kind))
+	}
+	return r.event(), nil
+}
+
+// events calls fn for each event with from ≤ seq ≤ to, in order, with its
+// stored bytes (valid only during the call).
+func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) error {
+	b, err := s.sub(bucketL0)
+	if err != nil {
+		return err
+	}
+	c := b.Cursor()
+	want := from
+	for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
+		seq, err := parseU64(k)
+		if err != nil {
+			return corrupt(s.id, "l0", k, err)
+		}
+		if seq > to {
+			break
+		}
+		if seq != want {
+			return corrupt(s.id, "l0", u64(want), errors.Newf("event missing (next stored is %d)", seq))
+		}
+		e, err := decodeEvent(s.id, k, v)
+		if err != nil {
+			return err
+		}
+		if err := fn(e, v); err != nil {
+			return err
+		}
+		want++
+	}
+	if want <= to {
+		return corrupt(s.id, "l0", u64(want), errors.New("event missing"))
+	}
+	return nil
+}
+
+func (s *sess) node(id uint64) (tier.Node, error) {
+	var r nodeRec
+	found, err := s.get(bucketNodes, recNode, u64(id), &r)
+	if err != nil {
+		return tier.Node{}, err
+	}
+	if !found {
+		return tier.Node{}, errors.Wrapf(ErrNotFound, "session %q node %d", s.id, id)
+	}
+	if r.ID != id {
+		return tier.Node{}, corrupt(s.id, "nodes", u64(id), errors.Newf("record holds node %d", r.ID))
+	}
+	return r.node(), nil
+}
+
+func (s *sess) putNode(n *tier.Node) error {
+	r := toNodeRec(n)
+	return s.put(bucketNodes, recNode, u64(n.ID), &r, false)
+}
+
+func (s *sess) marker(id uint64) (marker.Marker, error) {
+	var r markerRec
+	found, err := s.get(bucketMarkers, recMarker, u64(id), &r)
+	if err != nil {
+		return marker.Marker{}, err
+	}
+	if !found {
+		return marker.Marker{}, errors.Wrapf(ErrNotFound, "session %q marker %d", s.id, id)
+	}
+	return marker.Marker{ID: r.ID, Node: r.Node, Depth: r.Depth, FrameVersion: r.FrameVersion, Boundary: r.Boundary,
+		Status: r.Status, Reason: r.Reason, InvalidatedAt: r.InvalidatedAt}, nil
+}
+
+func (s *sess) putMarker(m *marker.Marker) error {
+	r := markerRec{V: recordVersion, ID: m.ID, Node: m.Node, Depth: m.Depth, FrameVersion: m.FrameVersion,
+		Boundary: m.Boundary, Status: m.Status, Reason: m.Reason, InvalidatedAt: m.InvalidatedAt}
+	return s.put(bucketMarkers, recMarker, u64(m.ID), &r, false)
+}
+
+func (s *sess) checkpoint(id uint64) (checkpoint.Checkpoint, error) {
+	var r checkpointRec
+	found, err := s.get(bucketCkpts, recCheckpoint, u64(id), &r)
+	if err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
+	if !found {
+		return checkpoint.Checkpoint{}, errors.Wrapf(ErrNotFound, "session %q checkpoint %d", s.id, id)
+	}
+	return checkpoint.Checkpoint{ID: r.ID, Seq: r.Seq, Prefix: r.Prefix, FrameVersion: r.FrameVersion, Why: r.Why,
+		Status: checkpoint.Status(r.Status), Reason: r.Reason, InvalidatedAt: r.InvalidatedAt}, nil
+}
+
+func (s *sess) writeCheckpoint(c *checkpoint.Checkpoint) error {
+	r := checkpointRec{V: recordVersion, ID: c.ID, Seq: c.Seq, Prefix: c.Prefix, FrameVersion: c.FrameVersion,
+		Why: c.Why, Status: uint8(c.Status), Reason: c.Reason, InvalidatedAt: c.InvalidatedAt}
+	return s.put(bucketCkpts, recCheckpoint, u64(c.ID), &r, false)
+}
+
+// putCheckpoint writes a new usable checkpoint at seq with the given prefix
+// roots and indexes it.
+func (s *sess) putCheckpoint(st *stateRec, seq uint64, prefix []uint64, why string) (uint64, error) {
+	st.NextCk++
+	c := checkpoint.Checkpoint{ID: st.NextCk, Seq: seq, Prefix: prefix, FrameVersion: st.FrameVersion, Why: why, Status: checkpoint.StatusValid}
+	if err := s.writeCheckpoint(&c); err != nil {
+		return 0, err
+	}
+	return c.ID, s.put(bucketCkValid, recIndex, u64u64(seq, c.ID), &indexRec{V: recordVersion, ID: c.ID}, false)
+}
+
+// usableCheckpointAt returns the id of the newest usable checkpoint at
+// exactly seq, or 0.
+func (s *sess) usableCheckpointAt(seq uint64) (uint64, error) {
+	id, at, err := s.nearestCheckpoint(seq)
+	if err != nil || at != seq {
+		return 0, err
+	}
+	return id, nil
+}
+
+// nearestCheckpoint returns the newest usable checkpoint with the greatest
+// seq ≤ seq, from the ckvalid index.
+func (s *sess) nearestCheckpoint(seq uint64) (id, at uint64, err error) {
+	b, err := s.sub(bucketCkValid)
+	if err != nil {
+		return 0, 0, err
+	}
+	c := b.Cursor()
+	var k []byte
+	if seq == ^uint64(0) {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Seek(u64u64(seq+1, 0))
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+	}
+	if k == nil {
+		return 0, 0, corrupt(s.id, "ckvalid", nil, errors.New("no usable checkpoint, not even at seq 0"))
+	}
+	if len(k) != 16 {
+		return 0, 0, corrupt(s.id, "ckvalid", k, errors.New("bad key"))
+	}
+	at, id = u64val(k[:8]), u64val(k[8:])
+	return id, at, nil
+}
+
+// roots returns the current roots in seq order, up to and including the one
+// starting at upto (all when upto is the max uint64).
+func (s *sess) roots(upto uint64) ([]rootRec, error) {
+	b, err := s.sub(bucketRoots)
+	if err != nil {
+		return nil, err
+	}
+	var out []rootRec
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		from, err := parseU64(k)
+		if err != nil {
+			return nil, corrupt(s.id, "roots", k, err)
+		}
+		if from > upto {
+			break
+		}
+		var r rootRec
+		if err := decode(recRoot, v, &r); err != nil {
+			return nil, corrupt(s.id, "roots", k, err)
+		}
+		if r.From != from || r.To < r.From {
+			return nil, corrupt(s.id, "roots", k, errors.Newf("record holds span %d..%d", r.From, r.To))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// refusalLast returns the newest audit record, if any.
+func (s *sess) refusalLast() (*Refusal, error) {
+	b, err := s.sub(bucketAudit)
+	if err != nil {
+		return nil, err
+	}
+	k, v := b.Cursor().Last()
+	if k == nil {
+		return nil, nil
+	}
+	var r auditRec
+	if err := decode(recAudit, v, &r); err != nil {
+		return nil, corrupt(s.id, "audit", k, err)
+	}
+	return &r.Refusal, nil
+}

@@ -1,0 +1,265 @@
+package store
+
+import (
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// Snapshot is a consistent read-only view of the database: one bbolt read
+// transaction. It is valid only inside the function passed to View.
+type Snapshot struct {
+	tx *bolt.Tx
+}
+
+// View calls fn with a Snapshot of the database. Everything fn reads comes
+// from one transaction; writers are not blocked.
+func (db *DB) View(fn func(*Snapshot) error) error {
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.release()
+	return db.view(func(tx *bolt.Tx) error { return fn(&Snapshot{tx: tx}) })
+}
+
+// Info is a session's head and frame.
+type Info struct {
+	Session      string `json:"id"`
+	Head         uint64 `json:"head_seq"`
+	Turn         uint64 `json:"turn"`
+	FrameVersion uint64 `json:"frame_version"`
+	CompactedTo  uint64 `json:"compacted_to"` // the roots cover exactly seq 1..CompactedTo
+	Roots        int    `json:"roots"`
+	RefusedTo    uint64 `json:"refused_to,omitempty"`
+}
+
+// Sessions returns the session ids in byte order.
+func (s *Snapshot) Sessions() ([]string, error) {
+	var out []string
+	err := s.tx.Bucket(bucketSessions).ForEachBucket(func(k []byte) error {
+		out = append(out, string(k))
+		return nil
+	})
+	return out, err
+}
+
+func (s *Snapshot) sess(id string) (*sess, error) { return openSess(s.tx, id) }
+
+// Info returns session's head and frame.
+func (s *Snapshot) Info(session string) (Info, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return Info{}, err
+	}
+	st, err := ss.state()
+	if err != nil {
+		return Info{}, err
+	}
+	return st.info(session), nil
+}
+
+func (st *stateRec) info(session string) Info {
+	return Info{Session: session, Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion,
+		CompactedTo: st.CompactedTo, Roots: st.Roots, RefusedTo: st.RefusedTo}
+}
+
+// Events calls fn for every event of session with from ≤ seq ≤ to, in order.
+// The event is a copy; fn may keep it.
+func (s *Snapshot) Events(session string, from, to uint64, fn func(tier.Event) error) error {
+	ss, err := s.sess(session)
+	if err != nil {
+		return err
+	}
+	st, err := ss.state()
+	if err != nil {
+		return err
+	}
+	if from < 1 {
+		from = 1
+	}
+	if to > st.Head {
+		to = st.Head
+	}
+	if from > to {
+		return nil
+	}
+	return ss.events(from, to, func(e tier.Event, _ []byte) error { return fn(e) })
+}
+
+// Roots returns the session's current roots, in seq order.
+func (s *Snapshot) Roots(session string) ([]tier.Node, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return nil, err
+	}
+	return ss.rootNodes(^uint64(0))
+}
+
+func (ss *sess) rootNodes(upto uint64) ([]tier.Node, error) {
+	rs, err := ss.roots(upto)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tier.Node, 0, len(rs))
+	for _, r := range rs {
+		n, err := ss.node(r.Node)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Node returns node id of session.
+func (s *Snapshot) Node(session string, id uint64) (tier.Node, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return tier.Node{}, err
+	}
+	return ss.node(id)
+}
+
+// Nodes calls fn for every node of session, in id order.
+func (s *Snapshot) Nodes(session string, fn func(tier.Node) error) error {
+	return s.each(session, bucketNodes, func(ss *sess, k, v []byte) error {
+		var r nodeRec
+		if err := decode(recNode, v, &r); err != nil {
+			return corrupt(ss.id, "nodes", k, err)
+		}
+		return fn(r.node())
+	})
+}
+
+// Markers calls fn for every marker of session, in id order.
+func (s *Snapshot) Markers(session string, fn func(marker.Marker) error) error {
+	return s.each(session, bucketMarkers, func(ss *sess, k, v []byte) error {
+		m, err := ss.marker(u64val(k))
+		if err != nil {
+			return err
+		}
+		return fn(m)
+	})
+}
+
+// Marker returns marker id of session.
+func (s *Snapshot) Marker(session string, id uint64) (marker.Marker, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return marker.Marker{}, err
+	}
+	return ss.marker(id)
+}
+
+// Checkpoints calls fn for every checkpoint of session, in id order.
+func (s *Snapshot) Checkpoints(session string, fn func(checkpoint.Checkpoint) error) error {
+	return s.each(session, bucketCkpts, func(ss *sess, k, v []byte) error {
+		c, err := ss.checkpoint(u64val(k))
+		if err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
+// Refusals calls fn for every audit record of a refused compaction of
+// session, oldest first.
+func (s *Snapshot) Refusals(session string, fn func(Refusal) error) error {
+	return s.each(session, bucketAudit, func(ss *sess, k, v []byte) error {
+		var r auditRec
+		if err := decode(recAudit, v, &r); err != nil {
+			return corrupt(ss.id, "audit", k, err)
+		}
+		return fn(r.Refusal)
+	})
+}
+
+func (s *Snapshot) each(session string, bucket []byte, fn func(ss *sess, k, v []byte) error) error {
+	ss, err := s.sess(session)
+	if err != nil {
+		return err
+	}
+	b, err := ss.sub(bucket)
+	if err != nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 8 {
+			return corrupt(session, string(bucket), k, errors.New("bad key"))
+		}
+		if err := fn(ss, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ledger returns the ledger of session at its head, as stored.
+func (s *Snapshot) Ledger(session string) (*tier.Ledger, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return nil, err
+	}
+	return ss.ledger()
+}
+
+func (ss *sess) ledger() (*tier.Ledger, error) {
+	l := tier.NewLedger()
+	for _, c := range []tier.Class{tier.ClassOpen, tier.ClassDisposition, tier.ClassConstraint, tier.ClassArtifact} {
+		name, _ := ledgerBucket(c)
+		b, err := ss.sub(name)
+		if err != nil {
+			return nil, err
+		}
+		err = b.ForEach(func(k, _ []byte) error {
+			return ss.loadLedgerEntry(l, tier.Ref{Class: c, Name: string(k)})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Each entry's key must be the id or key it holds.
+	for k, v := range l.Open {
+		if v.ID != k {
+			return nil, corrupt(ss.id, "open", []byte(k), errors.Newf("record holds id %q", v.ID))
+		}
+	}
+	for k, v := range l.Dispositions {
+		if v.Key != k {
+			return nil, corrupt(ss.id, "disp", []byte(k), errors.Newf("record holds key %q", v.Key))
+		}
+	}
+	for k, v := range l.Constraints {
+		if v.Key != k {
+			return nil, corrupt(ss.id, "constr", []byte(k), errors.Newf("record holds key %q", v.Key))
+		}
+	}
+	for k, v := range l.Artifacts {
+		if v.Key != k {
+			return nil, corrupt(ss.id, "art", []byte(k), errors.Newf("record holds key %q", v.Key))
+		}
+	}
+	return l, nil
+}
+
+// Sessions returns the session ids in byte order.
+func (db *DB) Sessions() (ids []string, err error) {
+	err = db.View(func(s *Snapshot) error {
+		ids, err = s.Sessions()
+		return err
+	})
+	return ids, err
+}
+
+// Info returns session's head and frame.
+func (db *DB) Info(session string) (info Info, err error) {
+	err = db.View(func(s *Snapshot) error {
+		info, err = s.Info(session)
+		return err
+	})
+	return info, err
+}

@@ -1,0 +1,482 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// Problem is one broken invariant found by Verify.
+type Problem struct {
+	Session string `json:"session,omitempty"`
+	What    string `json:"what"`
+}
+
+// String returns the problem on one line.
+func (p Problem) String() string {
+	if p.Session == "" {
+		return p.What
+	}
+	return fmt.Sprintf("session %q: %s", p.Session, p.What)
+}
+
+// Report is what Verify found.
+type Report struct {
+	Sessions int       `json:"sessions"`
+	Events   uint64    `json:"events"`
+	Nodes    int       `json:"nodes"`
+	Problems []Problem `json:"problems"`
+}
+
+// OK reports whether no problem was found.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// VerifyOptions tunes Verify.
+type VerifyOptions struct {
+	// Progress, if set, is called after each session with the number of
+	// sessions done and in all.
+	Progress func(done, total int)
+}
+
+// Verify checks the whole database in one read transaction: bbolt's own
+// consistency check, then every strata invariant — every record decodes
+// (envelope, checksum, type, key), seqs are gapless, the ledger equals a
+// replay of the raw log, the roots cover exactly the compacted prefix, every
+// node's span and children are consistent, every valid marker's node is a
+// root whose claims still pass marker.Validate against its raw span, every
+// usable checkpoint's prefix is exactly the current roots before it, and the
+// audit refers to existing checkpoints. Problems are reported, not returned
+// as an error; the error is for failing to run at all.
+func (db *DB) Verify(opts VerifyOptions) (Report, error) {
+	var rep Report
+	if err := db.acquire(); err != nil {
+		return rep, err
+	}
+	defer db.release()
+	err := db.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			rep.Problems = append(rep.Problems, Problem{What: "bbolt: " + err.Error()})
+		}
+		var ids []string
+		sb := tx.Bucket(bucketSessions)
+		err := sb.ForEach(func(k, v []byte) error {
+			if v != nil {
+				rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: a value at key %q, not a session bucket", k)})
+				return nil
+			}
+			ids = append(ids, string(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rep.Sessions = len(ids)
+		for i, id := range ids {
+			v := &verifier{rep: &rep, ss: &sess{id: id, b: sb.Bucket([]byte(id))}}
+			if err := guard(v.run); err != nil {
+				v.fail("%v", err)
+			}
+			if opts.Progress != nil {
+				opts.Progress(i+1, len(ids))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		rep.Problems = append(rep.Problems, Problem{What: err.Error()})
+	}
+	return rep, nil
+}
+
+type verifier struct {
+	rep   *Report
+	ss    *sess
+	st    stateRec
+	nodes map[uint64]tier.Node
+	roots []rootRec
+}
+
+// maxProblems bounds the problems reported per session: a badly damaged
+// session would otherwise report one per record.
+const maxProblems = 100
+
+func (v *verifier) fail(format string, args ...any) {
+	n := 0
+	for _, p := range v.rep.Problems {
+		if p.Session == v.ss.id {
+			n++
+		}
+	}
+	switch {
+	case n < maxProblems:
+		v.rep.Problems = append(v.rep.Problems, Problem{Session: v.ss.id, What: fmt.Sprintf(format, args...)})
+	case n == maxProblems:
+		v.rep.Problems = append(v.rep.Problems, Problem{Session: v.ss.id, What: "more problems not shown"})
+	}
+}
+
+func (v *verifier) run() error {
+	if err := CheckSession(v.ss.id); err != nil {
+		v.fail("%v", err)
+	}
+	for _, name := range sessionBuckets {
+		if v.ss.b.Bucket(name) == nil {
+			return errors.Newf("bucket %s missing", name)
+		}
+	}
+	var err error
+	if v.st, err = v.ss.state(); err != nil {
+		return err
+	}
+	v.rep.Events += v.st.Head
+	if err := v.loadNodes(); err != nil {
+		return err
+	}
+	if v.roots, err = v.ss.roots(^uint64(0)); err != nil {
+		return err
+	}
+	v.checkRawAndLedger()
+	v.checkRoots()
+	v.checkNodes()
+	v.checkMarkers()
+	v.checkCheckpoints()
+	v.checkAudit()
+	return nil
+}
+
+func (v *verifier) loadNodes() error {
+	v.nodes = map[uint64]tier.Node{}
+	b, err := v.ss.sub(bucketNodes)
+	if err != nil {
+		return err
+	}
+	return b.ForEach(func(k, raw []byte) error {
+		var r nodeRec
+		if err := decode(recNode, raw, &r); err != nil {
+			v.fail("%v", corrupt(v.ss.id, "nodes", k, err))
+			return nil
+		}
+		if u64val(k) != r.ID || len(k) != 8 {
+			v.fail("nodes: key %x holds node %d", k, r.ID)
+			return nil
+		}
+		v.nodes[r.ID] = r.node()
+		v.rep.Nodes++
+		return nil
+	})
+}
+
+// checkRawAndLedger replays the raw log: gapless seqs, records that decode,
+// turns that never go back, openers as the ledger assigns them, the ledger
+// at head equal to the stored one, and each root's claims valid against its
+// raw span.
+func (v *verifier) checkRawAndLedger() {
+	l := tier.NewLedger()
+	b, err := v.ss.sub(bucketL0)
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	ri := 0 // next root to check
+	var rb *tier.RequiredBuilder
+	want := uint64(1)
+	turn := uint64(0)
+	c := b.Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		seq, err := parseU64(k)
+		if err != nil || seq != want {
+			v.fail("l0: key %x where seq %d was expected", k, want)
+			return
+		}
+		e, err := decodeEvent(v.ss.id, k, raw)
+		if err != nil {
+			v.fail("%v", err)
+			return
+		}
+		if e.Turn < turn {
+			v.fail("l0: seq %d turn %d after turn %d", seq, e.Turn, turn)
+		}
+		turn = e.Turn
+		stored := e.Opener
+		if ri < len(v.roots) && seq == v.roots[ri].From {
+			rb = tier.NewRequiredBuilder(l.OpenList())
+		}
+		if err := l.Apply(&e); err != nil {
+			v.fail("l0: seq %d does not replay: %v", seq, err)
+			return
+		}
+		if e.Opener != stored {
+			v.fail("l0: seq %d records opener %d, the replay says %d", seq, stored, e.Opener)
+		}
+		if rb != nil {
+			e.Opener = stored
+			if err := rb.Add(e); err != nil {
+				v.fail("l0: seq %d: %v", seq, err)
+				rb = nil
+			} else if seq == v.roots[ri].To {
+				v.validateRoot(v.roots[ri], rb.Required())
+				rb = nil
+				ri++
+			}
+		}
+		want++
+	}
+	if want-1 != v.st.Head {
+		v.fail("state: head %d, l0 ends at %d", v.st.Head, want-1)
+	}
+	if turn != v.st.Turn {
+		v.fail("state: turn %d, the last event's is %d", v.st.Turn, turn)
+	}
+	stored, err := v.ss.ledger()
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	for _, d := range stored.Diff(l) {
+		v.fail("ledger differs from a replay of the raw log: %s", d)
+	}
+}
+
+func (v *verifier) validateRoot(r rootRec, req tier.Required) {
+	n, ok := v.nodes[r.Node]
+	if !ok {
+		return // reported by checkRoots
+	}
+	err := marker.Validate(marker.Frame{Version: 0, RootDepth: n.Depth}, marker.Frame{Version: 0, RootDepth: n.Depth}, &req, n.Depth, &n.Claims)
+	if err != nil {
+		v.fail("root node %d (seq %d..%d): its claims no longer validate against the raw span: %v", n.ID, n.From, n.To, err)
+	}
+}
+
+func (v *verifier) checkRoots() {
+	next := uint64(1)
+	for _, r := range v.roots {
+		if r.From != next {
+			v.fail("roots: a root starts at seq %d where %d was expected", r.From, next)
+		}
+		n, ok := v.nodes[r.Node]
+		switch {
+		case !ok:
+			v.fail("roots: root at seq %d names node %d, which does not exist", r.From, r.Node)
+		case !n.IsRoot():
+			v.fail("roots: node %d is in the frame but folded into %d / superseded by %d", n.ID, n.Parent, n.SupersededBy)
+		case n.From != r.From || n.To != r.To || n.Depth != r.Depth:
+			v.fail("roots: entry for node %d says %s %d..%d, the node %s %d..%d", n.ID, r.Depth, r.From, r.To, n.Depth, n.From, n.To)
+		}
+		next = r.To + 1
+	}
+	if next-1 != v.st.CompactedTo {
+		v.fail("roots cover seq 1..%d, the compacted prefix is 1..%d", next-1, v.st.CompactedTo)
+	}
+	if len(v.roots) != v.st.Roots {
+		v.fail("state counts %d roots, the frame holds %d", v.st.Roots, len(v.roots))
+	}
+	inFrame := map[uint64]bool{}
+	for _, r := range v.roots {
+		inFrame[r.Node] = true
+	}
+	for _, id := range sortedIDs(v.nodes) {
+		if n := v.nodes[id]; n.IsRoot() && !inFrame[id] {
+			v.fail("node %d is neither folded nor superseded, yet not in the frame", id)
+		}
+	}
+}
+
+func (v *verifier) checkNodes() {
+	for _, id := range sortedIDs(v.nodes) {
+		n := v.nodes[id]
+		if id > v.st.NextNode {
+			v.fail("node %d: beyond the last id issued (%d)", id, v.st.NextNode)
+		}
+		if n.Depth < 1 || n.From < 1 || n.From > n.To || n.To > v.st.Head {
+			v.fail("node %d: bad depth or span (%s, seq %d..%d, head %d)", id, n.Depth, n.From, n.To, v.st.Head)
+			continue
+		}
+		if n.FrameVersion > v.st.FrameVersion {
+			v.fail("node %d: made under frame version %d, the frame is at %d", id, n.FrameVersion, v.st.FrameVersion)
+		}
+		if n.Depth == 1 && len(n.Children) > 0 {
+			v.fail("node %d: an L1 node with children", id)
+		}
+		if n.Depth > 1 {
+			next := n.From
+			for _, cid := range n.Children {
+				c, ok := v.nodes[cid]
+				if !ok {
+					v.fail("node %d: child %d does not exist", id, cid)
+					break
+				}
+				if c.Depth != n.Depth-1 || c.From != next {
+					v.fail("node %d: child %d is %s seq %d..%d, expected %s from seq %d", id, cid, c.Depth, c.From, c.To, n.Depth-1, next)
+				}
+				next = c.To + 1
+			}
+			if len(n.Children) == 0 || next-1 != n.To {
+				v.fail("node %d: children cover up to seq %d, the node to %d", id, next-1, n.To)
+			}
+		}
+		if n.Parent != 0 {
+			p, ok := v.nodes[n.Parent]
+			if !ok || !slices.Contains(p.Children, id) {
+				v.fail("node %d: parent %d does not list it as a child", id, n.Parent)
+			}
+		}
+		if n.SupersededBy != 0 {
+			s, ok := v.nodes[n.SupersededBy]
+			if !ok || s.From != n.From || s.To != n.To || s.Depth != n.Depth {
+				v.fail("node %d: superseded by %d, which does not cover the same span at the same depth", id, n.SupersededBy)
+			}
+		}
+	}
+}
+
+func (v *verifier) checkMarkers() {
+	seen := map[uint64]bool{}
+	b, err := v.ss.sub(bucketMarkers)
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	_ = b.ForEach(func(k, _ []byte) error {
+		m, err := v.ss.marker(u64val(k))
+		if err != nil {
+			v.fail("%v", err)
+			return nil
+		}
+		seen[m.ID] = true
+		n, ok := v.nodes[m.Node]
+		switch {
+		case !ok || m.ID != m.Node:
+			v.fail("marker %d: names node %d, which does not exist", m.ID, m.Node)
+		case m.Depth != n.Depth || m.Boundary != n.To:
+			v.fail("marker %d: says %s boundary %d, its node %s ends at %d", m.ID, m.Depth, m.Boundary, n.Depth, n.To)
+		case m.Status == marker.StatusValid && !n.IsRoot():
+			v.fail("marker %d: valid, but node %d is no longer a root (frame version %d)", m.ID, n.ID, v.st.FrameVersion)
+		case m.Status == marker.StatusInvalid && n.IsRoot():
+			v.fail("marker %d: invalid, but node %d is a root", m.ID, n.ID)
+		case m.Status != marker.StatusValid && m.Status != marker.StatusInvalid:
+			v.fail("marker %d: unknown status %d", m.ID, m.Status)
+		case m.Status == marker.StatusInvalid && m.Reason == "":
+			v.fail("marker %d: invalid without a reason", m.ID)
+		}
+		if m.FrameVersion > v.st.FrameVersion {
+			v.fail("marker %d: emitted at frame version %d, the frame is at %d", m.ID, m.FrameVersion, v.st.FrameVersion)
+		}
+		return nil
+	})
+	for _, id := range sortedIDs(v.nodes) {
+		if !seen[id] {
+			v.fail("node %d has no marker", id)
+		}
+	}
+}
+
+func (v *verifier) checkCheckpoints() {
+	index := map[uint64]uint64{} // checkpoint id → seq, from ckvalid
+	if b, err := v.ss.sub(bucketCkValid); err == nil {
+		_ = b.ForEach(func(k, raw []byte) error {
+			var r indexRec
+			if len(k) != 16 || decode(recIndex, raw, &r) != nil || r.ID != u64val(k[8:]) {
+				v.fail("ckvalid: bad entry at key %x", k)
+				return nil
+			}
+			index[r.ID] = u64val(k[:8])
+			return nil
+		})
+	}
+	atZero := false
+	b, err := v.ss.sub(bucketCkpts)
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	_ = b.ForEach(func(k, _ []byte) error {
+		c, err := v.ss.checkpoint(u64val(k))
+		if err != nil {
+			v.fail("%v", err)
+			return nil
+		}
+		if c.ID != u64val(k) || c.ID > v.st.NextCk {
+			v.fail("checkpoint at key %d holds id %d (last issued %d)", u64val(k), c.ID, v.st.NextCk)
+		}
+		seq, indexed := index[c.ID]
+		delete(index, c.ID)
+		switch c.Status {
+		case checkpoint.StatusValid:
+			if !indexed || seq != c.Seq {
+				v.fail("checkpoint %d: usable but not indexed at its seq %d", c.ID, c.Seq)
+			}
+			if c.Seq == 0 {
+				atZero = true
+			}
+			if c.Seq > v.st.CompactedTo {
+				v.fail("checkpoint %d: at seq %d, past the compacted prefix (1..%d)", c.ID, c.Seq, v.st.CompactedTo)
+			}
+			var want []uint64
+			for _, r := range v.roots {
+				if r.To <= c.Seq {
+					want = append(want, r.Node)
+				}
+			}
+			if !slices.Equal(want, c.Prefix) {
+				v.fail("checkpoint %d: usable, but its prefix %v is not the current roots up to seq %d %v", c.ID, c.Prefix, c.Seq, want)
+			}
+		case checkpoint.StatusInvalid:
+			if indexed {
+				v.fail("checkpoint %d: invalid but indexed as usable", c.ID)
+			}
+			if c.Reason == "" {
+				v.fail("checkpoint %d: invalid without a reason", c.ID)
+			}
+		default:
+			v.fail("checkpoint %d: unknown status %d", c.ID, c.Status)
+		}
+		return nil
+	})
+	for id := range index {
+		v.fail("ckvalid indexes checkpoint %d, which is missing", id)
+	}
+	if !atZero {
+		v.fail("no usable checkpoint at seq 0")
+	}
+}
+
+func (v *verifier) checkAudit() {
+	b, err := v.ss.sub(bucketAudit)
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	_ = b.ForEach(func(k, raw []byte) error {
+		var r auditRec
+		if err := decode(recAudit, raw, &r); err != nil {
+			v.fail("%v", corrupt(v.ss.id, "audit", k, err))
+			return nil
+		}
+		if r.ID != u64val(k) || r.ID > v.st.NextAudit {
+			v.fail("audit: key %d holds record %d (last issued %d)", u64val(k), r.ID, v.st.NextAudit)
+		}
+		if _, err := v.ss.checkpoint(r.Checkpoint); err != nil {
+			v.fail("audit %d: checkpoint %d: %v", r.ID, r.Checkpoint, err)
+		}
+		if len(r.Failures) == 0 {
+			v.fail("audit %d: a refusal without a failed condition", r.ID)
+		}
+		return nil
+	})
+}
+
+func sortedIDs(m map[uint64]tier.Node) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}

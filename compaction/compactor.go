@@ -1,0 +1,208 @@
+package compaction
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// Policy says when compaction is due.
+type Policy struct {
+	// EveryTurns makes an L1 node every this many complete turns; 0 = off.
+	EveryTurns int
+	// EveryEvents makes an L1 node as soon as the uncompacted tail holds this
+	// many events, even mid-turn with calls open; 0 = off.
+	EveryEvents int
+	// Fold makes a depth d+1 node whenever this many consecutive roots of
+	// depth d have accumulated; 0 = never.
+	Fold int
+	// Budget is the token budget of each node; 0 = DefaultBudget.
+	Budget int
+}
+
+// Defaults of Policy, as the CLI uses them.
+const (
+	DefaultEveryTurns = 40
+	DefaultFold       = 4
+	DefaultBudget     = 2048
+)
+
+// DefaultPolicy is an L1 node every 40 turns and a fold every 4 roots.
+var DefaultPolicy = Policy{EveryTurns: DefaultEveryTurns, Fold: DefaultFold, Budget: DefaultBudget}
+
+// Options configures a Compactor.
+type Options struct {
+	Summarizer Summarizer // required
+	Policy     Policy
+	// Retries is how many times a refused summary is asked for again, from
+	// the raw span, told what was missing. 0 = no retry.
+	Retries int
+}
+
+// Compactor runs compactions on a store under a policy.
+type Compactor struct {
+	db   *store.DB
+	opts Options
+}
+
+// New returns a Compactor over db.
+func NewCompactor(db *store.DB, opts Options) (*Compactor, error) {
+	if opts.Summarizer == nil {
+		return nil, errors.New("compaction: Options.Summarizer is required")
+	}
+	if opts.Policy.Budget <= 0 {
+		opts.Policy.Budget = DefaultBudget
+	}
+	return &Compactor{db: db, opts: opts}, nil
+}
+
+// Result is one compaction: what was planned, and either the node and
+// marker committed or the refusal.
+type Result struct {
+	Session  string
+	Kind     store.PlanKind
+	Depth    tier.Depth
+	From, To uint64
+	Attempts int // summarizer calls made
+
+	Node       uint64 // 0 when refused
+	Marker     uint64
+	Checkpoint uint64 // at the boundary when committed; at the span start when refused
+
+	InvalidatedMarkers     []uint64
+	InvalidatedCheckpoints []uint64
+
+	// Refused is the validation failure of the last attempt, when no marker
+	// was committed.
+	Refused *marker.InvalidError
+}
+
+// Committed reports whether a node and marker were committed.
+func (r *Result) Committed() bool { return r.Node != 0 }
+
+// maxConflicts bounds re-planning after store.ErrConflict.
+const maxConflicts = 8
+
+// Run compacts session as far as the policy makes due: L1 nodes over the
+// uncompacted tail, then folds, repeatedly. A refused compaction is a
+// Result, not an error; errors are for what stops compaction itself.
+func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
+	var out []Result
+	p := c.opts.Policy
+	conflicts := 0
+	for {
+		plan, err := c.db.PlanSpan(session, store.SpanPolicy{Turns: p.EveryTurns, Events: p.EveryEvents}, p.Budget)
+		if errors.Is(err, store.ErrNothingToCompact) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		r, err := c.compact(ctx, plan)
+		if errors.Is(err, store.ErrConflict) && conflicts < maxConflicts {
+			conflicts++
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if !r.Committed() {
+			break // the next span is due only after more events
+		}
+		folds, err := c.fold(ctx, session)
+		out = append(out, folds...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// fold makes depth d+1 nodes while K consecutive roots of a depth exist.
+func (c *Compactor) fold(ctx context.Context, session string) ([]Result, error) {
+	var out []Result
+	if c.opts.Policy.Fold < 2 {
+		return nil, nil
+	}
+	conflicts := 0
+	for {
+		plan, err := c.db.PlanFold(session, c.opts.Policy.Fold, c.opts.Policy.Budget)
+		if errors.Is(err, store.ErrNothingToCompact) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		r, err := c.compact(ctx, plan)
+		if errors.Is(err, store.ErrConflict) && conflicts < maxConflicts {
+			conflicts++
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if !r.Committed() {
+			return out, nil
+		}
+	}
+}
+
+// Recompact summarizes root node again with budget and, if the summary is
+// valid, supersedes the root with it — invalidating the old node's marker and
+// every checkpoint whose prefix held it, in the same transaction. A refusal
+// comes back as an error that errors.Is(err, marker.ErrMarkerInvalid), with
+// the Result.
+func (c *Compactor) Recompact(ctx context.Context, session string, node uint64, budget int) (Result, error) {
+	plan, err := c.db.PlanRecompact(session, node, budget)
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := c.compact(ctx, plan)
+	if err == nil && r.Refused != nil {
+		err = r.Refused
+	}
+	return r, err
+}
+
+// compact summarizes and commits one plan, retrying a refused summary from
+// the raw span up to Options.Retries times.
+func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, error) {
+	r := Result{Session: plan.Session, Kind: plan.Kind, Depth: plan.Depth, From: plan.From, To: plan.To}
+	in := &Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
+		Events: plan.Events, Children: plan.Children, Required: plan.Required}
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		in.Attempt = attempt
+		out, err := c.opts.Summarizer.Summarize(ctx, in)
+		r.Attempts++
+		if err != nil {
+			return r, errors.Wrapf(err, "compaction: summarizer %s on seq %d..%d", c.opts.Summarizer.Name(), plan.From, plan.To)
+		}
+		cr, err := c.db.Commit(plan, store.Summary{Narrative: out.Narrative, Claims: out.Claims,
+			Summarizer: c.opts.Summarizer.Name(), Attempt: attempt})
+		var ie *marker.InvalidError
+		switch {
+		case err == nil:
+			r.Node, r.Marker, r.Checkpoint = cr.Node.ID, cr.Marker, cr.Checkpoint
+			r.InvalidatedMarkers, r.InvalidatedCheckpoints = cr.InvalidatedMarkers, cr.InvalidatedCheckpoints
+			r.Refused = nil
+			return r, nil
+		case errors.As(err, &ie):
+			r.Checkpoint, r.Refused = cr.Checkpoint, ie
+			if attempt >= c.opts.Retries {
+				return r, nil
+			}
+			in.Missing = ie.Failures
+		default:
+			return r, err
+		}
+	}
+}

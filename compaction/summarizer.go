@@ -1,0 +1,211 @@
+package compaction
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/tier"
+)
+
+// Input is what a summarizer is given: the raw span, or for depth ≥ 2 also
+// the child nodes, the target depth, a token budget, and the claims it must
+// carry.
+type Input struct {
+	Session  string
+	Depth    tier.Depth
+	From, To uint64
+	Budget   int          // tokens the node should fit in
+	Events   []tier.Event // the raw span [From, To]
+	Children []tier.Node  // depth ≥ 2: the nodes being folded or re-compacted
+	Required tier.Required
+	// Missing lists what the previous attempt lacked, on a retry (Attempt ≥ 1).
+	Missing []marker.Failure
+	Attempt int
+}
+
+// Output is a summary: narrative text and the claims it makes.
+type Output struct {
+	Narrative string
+	Claims    tier.Claims
+}
+
+// Summarizer makes a summary node's content. Implementations must not
+// retain Input after returning. A Summarizer backed by a model should put
+// every required claim in Output.Claims: the store refuses a summary that
+// misses one.
+type Summarizer interface {
+	// Name is recorded on every node it makes.
+	Name() string
+	Summarize(ctx context.Context, in *Input) (Output, error)
+}
+
+// Claim classes a lossy summarizer can drop.
+const (
+	DropNegatives   = "negatives"   // dispositions: rejected, failed, superseded
+	DropArtifacts   = "artifacts"   // artifacts recorded in the span
+	DropConstraints = "constraints" // constraints stated or withdrawn in the span
+	DropOpen        = "open"        // calls and resources still open: UNRESOLVED
+)
+
+// DropClasses lists the classes in a fixed order.
+var DropClasses = []string{DropNegatives, DropArtifacts, DropConstraints, DropOpen}
+
+// ErrUnknownSummarizer is returned by New for a name it does not know, and
+// ErrUnknownDrop for a drop class.
+var (
+	ErrUnknownSummarizer = errors.New("compaction: unknown summarizer")
+	ErrUnknownDrop       = errors.New("compaction: unknown claim class to drop")
+)
+
+// New returns the built-in summarizer called name: "extractive", or "lossy"
+// dropping the classes in drop.
+func New(name string, drop []string) (Summarizer, error) {
+	switch name {
+	case "extractive":
+		return Extractive{}, nil
+	case "lossy":
+		return NewLossy(drop...)
+	}
+	return nil, errors.WithHint(errors.Wrapf(ErrUnknownSummarizer, "%q", name), "use extractive or lossy")
+}
+
+// Extractive is a deterministic summarizer that carries the required claims
+// mechanically — valid by construction — with a narrative made of the span's
+// messages (or the children's narratives), cut to the budget.
+type Extractive struct{}
+
+// Name returns "extractive".
+func (Extractive) Name() string { return "extractive" }
+
+// Summarize implements Summarizer.
+func (Extractive) Summarize(_ context.Context, in *Input) (Output, error) {
+	out := Output{Claims: in.Required.Claims()}
+	out.Narrative = fitNarrative(in, &out.Claims, extract(in))
+	return out, nil
+}
+
+// Lossy is a deterministic summarizer that drops whole classes of claims, the
+// way a fluency-tuned model forgets what it found unremarkable: it mentions
+// what it dropped in passing ("explored approaches: ...") without the state
+// that makes it a fact. The store refuses what it makes whenever a dropped
+// class was required.
+type Lossy struct {
+	drop map[string]bool
+}
+
+// NewLossy returns a Lossy dropping the given classes (DropNegatives, ...).
+func NewLossy(classes ...string) (*Lossy, error) {
+	l := &Lossy{drop: map[string]bool{}}
+	for _, c := range classes {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		if !slices.Contains(DropClasses, c) {
+			return nil, errors.WithHintf(errors.Wrapf(ErrUnknownDrop, "%q", c), "use a comma list of %s", strings.Join(DropClasses, ", "))
+		}
+		l.drop[c] = true
+	}
+	return l, nil
+}
+
+// Name returns "lossy".
+func (l *Lossy) Name() string { return "lossy" }
+
+// Summarize implements Summarizer.
+func (l *Lossy) Summarize(_ context.Context, in *Input) (Output, error) {
+	c := in.Required.Claims()
+	var mentions []string
+	if l.drop[DropNegatives] {
+		for _, d := range c.Dispositions {
+			mentions = append(mentions, d.Key)
+		}
+		c.Dispositions = nil
+	}
+	if l.drop[DropArtifacts] {
+		c.Artifacts = nil
+	}
+	if l.drop[DropConstraints] {
+		c.Constraints = nil
+	}
+	if l.drop[DropOpen] {
+		c.Unresolved = nil
+	}
+	text := extract(in)
+	if len(mentions) > 0 {
+		text = "Explored approaches: " + strings.Join(mentions, ", ") + ".\n" + text
+	}
+	out := Output{Claims: c}
+	out.Narrative = fitNarrative(in, &out.Claims, text)
+	return out, nil
+}
+
+// extract returns the span's messages, one line each, or the children's
+// narratives for depth ≥ 2.
+func extract(in *Input) string {
+	var b strings.Builder
+	if len(in.Children) > 0 {
+		for _, c := range in.Children {
+			fmt.Fprintf(&b, "[%s %d, seq %d..%d] %s\n", c.Depth, c.ID, c.From, c.To, firstLine(c.Narrative, 400))
+		}
+		return b.String()
+	}
+	for i := range in.Events {
+		e := &in.Events[i]
+		switch e.Kind {
+		case tier.KindUser, tier.KindAssistant, tier.KindSystem:
+			fmt.Fprintf(&b, "%s: %s\n", e.Kind, firstLine(e.Text, 200))
+		case tier.KindToolCall:
+			fmt.Fprintf(&b, "call %s %s: %s\n", e.ID, e.Name, firstLine(e.Text, 120))
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// fitNarrative cuts text so that the node — heading, narrative and claims,
+// as a context renders it — fits the budget where it can. Claims are never
+// cut: validity comes before size.
+func fitNarrative(in *Input, c *tier.Claims, text string) string {
+	if in.Budget <= 0 {
+		return text
+	}
+	n := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
+	fixed := tier.EstimateTokens(checkpoint.NodeText(&n))
+	room := (in.Budget - fixed) * 4
+	if room <= 0 {
+		return ""
+	}
+	if len(text) <= room {
+		return text
+	}
+	cut := room
+	for cut > 0 && !isRuneStart(text[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(text[:cut], '\n'); i > 0 {
+		cut = i + 1
+	}
+	return text[:cut]
+}

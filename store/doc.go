@@ -1,0 +1,43 @@
+// Package store is strata's storage layer: one bbolt file holding, per
+// session, the raw log (L0), summary nodes (L1, L2, …), the roots and frame,
+// recovery markers, raw checkpoints, the audit of refused compactions and the
+// ledger at head.
+//
+// The main path for an agent:
+//
+//	db, err := store.Open("agent.db", store.Options{Create: true})
+//	res, err := db.Append("session-1", tier.Event{Kind: tier.KindUser, Text: "..."})
+//	ctx, err := db.Resume("session-1", store.Latest)
+//	model.Send(ctx.Text())
+//
+// with compaction.Compactor running the compactions (it calls PlanSpan,
+// PlanFold or PlanRecompact, a Summarizer with no transaction held, then
+// Commit).
+//
+// # Guarantees
+//
+//   - Append is atomic per call and durable when it returns (unless
+//     Options.NoSync); seqs are gapless; bad input (an *tier.EventError) stores
+//     nothing of the call. Concurrent appends share one transaction and one
+//     fsync (group commit).
+//   - Commit writes a node and its marker only when marker.Validate passes
+//     against the ledger recomputed from the raw span inside the write
+//     transaction; a frame change invalidates, in the same transaction, every
+//     marker and checkpoint it made stale.
+//   - Resume reads only stored bytes: the same database renders the same
+//     context, after a reopen and from a backup.
+//   - Every stored value is an envelope with a CRC32C, checked before msgpack
+//     sees a byte; damage is reported as a *CorruptError, never returned as
+//     data.
+//
+// # Caveats
+//
+//   - bbolt allows one writing process: a second Open of a live database —
+//     reader or writer — waits Options.LockTimeout and fails with ErrLocked.
+//   - bbolt checksums only its meta pages and can panic or fault on a damaged
+//     file. strata recovers panics and turns memory faults into panics
+//     (debug.SetPanicOnFault) where it reads, but a fault in another
+//     goroutine of bbolt's cannot be caught: run deep checks of untrusted
+//     files in a child process (the CLI's verify does).
+//   - A zero-length file is refused, not treated as a fresh database.
+package store

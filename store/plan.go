@@ -263,7 +263,7 @@ func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
 	if err != nil {
 		return sp, err
 	}
-	sp.events = tail[:to-from+1:to-from+1]
+	sp.events = tail[: to-from+1 : to-from+1]
 	sp.hash = h.Sum(nil)
 	sp.required, err = tier.ComputeRequired(before, sp.events)
 	if err != nil {

@@ -49,11 +49,11 @@ var (
 // known), kind, id and key. Err is one of the sentinels above, possibly
 // wrapped with detail.
 type EventError struct {
-	Index int    // position of the event in the Append call or input, from 0
-	Seq   uint64 // the seq the event has or would have had; 0 if unknown
-	Kind  string
-	ID    string
-	Key   string
+	Index  int    // position of the event in the Append call or input, from 0
+	Seq    uint64 // the seq the event has or would have had; 0 if unknown
+	Kind   string
+	ID     string
+	Key    string
 	Err    error  // the sentinel cause
 	Detail string // what exactly was wrong, for the person reading it
 }

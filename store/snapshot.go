@@ -36,6 +36,15 @@ type Info struct {
 	RefusedTo    uint64 `json:"refused_to,omitempty"`
 }
 
+// FormatVersion returns the format version recorded in the database.
+func (s *Snapshot) FormatVersion() (int, error) {
+	var rec metaRec
+	if err := decode(recMeta, s.tx.Bucket(bucketMeta).Get(keyFormat), &rec); err != nil {
+		return 0, &CorruptError{Bucket: "meta", Key: "format", Err: err}
+	}
+	return rec.Format, nil
+}
+
 // Sessions returns the session ids in byte order.
 func (s *Snapshot) Sessions() ([]string, error) {
 	var out []string

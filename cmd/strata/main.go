@@ -1,8 +1,8 @@
 package main
-import (
- _ "go.etcd.io/bbolt"
- _ "github.com/vmihailenco/msgpack/v5"
- _ "github.com/cockroachdb/errors"
- _ "github.com/spf13/cobra"
-)
-func main(){}
+
+import "os"
+
+// main runs the command line and exits with its status.
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

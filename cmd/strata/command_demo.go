@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata"
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/store"
+)
+
+// The demo's two sessions, one per summarizer, and the two facts the
+// incident is about.
+var (
+	demoSessions = []string{"incident-lossy", "incident-extractive"}
+	demoFacts    = []struct{ state, key string }{
+		{"rejected", "approach/add-column-then-backfill"},
+		{"artifact", "migrations/003_down.sql"},
+	}
+)
+
+// demoOptions are the flags of `strata demo`.
+type demoOptions struct {
+	db string
+}
+
+// newDemoCommand returns `strata demo`.
+func newDemoCommand() *cobra.Command {
+	o := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo [--db PATH]",
+		Short: "Replay the seed's incident twice: a refused lossy summary and its fallback, then a valid marker",
+		Long: `Replay the seed's incident — a schema migration in which a rollback script is
+written and the user rejects an approach after its dry run failed — into a new
+database (default strata-demo.db), compacting every 2 turns: first with the
+lossy summarizer, which drops negative facts and artifacts (every compaction
+is refused, and resume falls back to a raw checkpoint that still holds both
+facts), then with the extractive one (markers commit, and the resumed context
+holds both facts as claims).
+
+An existing file at --db is replaced only if it holds nothing but the demo's
+sessions.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.db == "" {
+				return usagef("--db must not be empty")
+			}
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.db, "db", "strata-demo.db", "the database file to create")
+	return cmd
+}
+
+func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
+	if err := o.clear(); err != nil {
+		return err
+	}
+	db, err := store.Open(o.db, store.Options{Create: true})
+	if err != nil {
+		return explainOpen(err)
+	}
+	defer closeDB(db, &err)
+	fmt.Fprintf(out, "strata demo: the seed's incident, replayed into %s with a summary every 2 turns\n", o.db)
+	for i, session := range demoSessions {
+		name := strings.TrimPrefix(session, "incident-")
+		sum, err := compaction.New(name, []string{compaction.DropNegatives, compaction.DropArtifacts})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n%d. summarizer %s", i+1, name)
+		if name == "lossy" {
+			fmt.Fprint(out, " (drops negatives and artifacts)")
+		}
+		fmt.Fprintf(out, ", session %s\n", session)
+		comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum,
+			Policy: compaction.Policy{EveryTurns: 2, Fold: compaction.DefaultFold}})
+		if err != nil {
+			return err
+		}
+		r := &replayer{ctx: ctx, db: db, comp: comp, out: out, sessions: map[string]bool{}}
+		in := bytes.Replace(strata.IncidentJSONL, []byte(`"session":"mig"`), []byte(`"session":"`+session+`"`), 1)
+		if err := r.replayFile("-", bytes.NewReader(in)); err != nil {
+			return err
+		}
+		rc, err := db.Resume(session, store.Latest)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "resume: source=%s", rc.Source)
+		if rc.Source == "marker" {
+			fmt.Fprintf(out, " marker=%d", rc.Marker)
+		} else {
+			fmt.Fprintf(out, " checkpoint=%d", rc.Checkpoint)
+		}
+		if rc.Reason != "" {
+			fmt.Fprintf(out, " reason=%q", rc.Reason)
+		}
+		fmt.Fprintf(out, " sha256=%s\n", rc.SHA256()[:16])
+		text := string(rc.Text())
+		for _, fact := range demoFacts {
+			fmt.Fprintf(out, "  %s %s: %s\n", fact.state, fact.key, demoWhere(text, fact.state, fact.key))
+		}
+	}
+	fmt.Fprintf(out, "\nLook closer:\n  strata dump %s\n  strata resume --db %s --session %s\n", o.db, o.db, demoSessions[0])
+	return nil
+}
+
+// demoWhere says where the context states that key is in state: a claim
+// of a summary node ("- rejected: key") or a raw event ("[20 t4] rejected
+// key"). A mere mention does not count.
+func demoWhere(text, state, key string) string {
+	for _, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "- "+state+": "+key):
+			return "held as a claim of a summary node"
+		case strings.HasPrefix(l, "[") && strings.Contains(l, "] "+state+" "+key):
+			return "held as raw event " + l[:strings.IndexByte(l, ']')+1]
+		}
+	}
+	return "MISSING from the context"
+}
+
+// clear removes an earlier demo database at o.db, and refuses to touch any
+// other file.
+func (o *demoOptions) clear() error {
+	if _, err := os.Stat(o.db); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := store.Open(o.db, store.Options{ReadOnly: true, LockTimeout: time.Second})
+	if err != nil {
+		return errors.WithHint(errors.Wrapf(explainOpen(err), "%s exists", o.db), "pass --db with a new path")
+	}
+	ids, err := db.Sessions()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if id != demoSessions[0] && id != demoSessions[1] {
+			return errors.WithHint(errors.Newf("%s holds session %q, not only the demo's: not replacing it", o.db, id),
+				"pass --db with a new path")
+		}
+	}
+	return os.Remove(o.db)
+}

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dumpDoc is the JSON dump, decoded loosely: each session's members are
+// kept raw so that the test can check they are arrays and objects.
+type dumpDoc struct {
+	FormatVersion *int                         `json:"format_version"`
+	Sessions      []map[string]json.RawMessage `json:"sessions"`
+}
+
+func decodeDump(t *testing.T, out string) dumpDoc {
+	t.Helper()
+	var d dumpDoc
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("dump --json is not one JSON document: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatalf("dump --json holds more than one JSON value")
+	}
+	if d.FormatVersion == nil || d.Sessions == nil {
+		t.Fatalf("dump --json lacks format_version or sessions:\n%s", out)
+	}
+	return d
+}
+
+// eventsJSONL returns the events of a `dump --json --raw` as JSONL.
+func eventsJSONL(t *testing.T, out string) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, s := range decodeDump(t, out).Sessions {
+		var evs []json.RawMessage
+		if err := json.Unmarshal(s["events"], &evs); err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		for _, e := range evs {
+			if err := json.Compact(&b, e); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func TestDump_JSON(t *testing.T) {
+	t.Parallel()
+	// Spans by event count fall mid-turn: a lossy summarizer that drops open
+	// calls is refused there, and committed elsewhere; folds invalidate.
+	db := replayed(t, []string{"--every", "0", "--every-events", "5", "--fold", "2", "--summarizer", "lossy", "--drop", "open"}, incident(t))
+	out := mustCLI(t, "dump", "--json", "--raw", db)
+	d := decodeDump(t, out)
+	if *d.FormatVersion != 1 || len(d.Sessions) != 1 {
+		t.Fatalf("format_version %d, %d sessions", *d.FormatVersion, len(d.Sessions))
+	}
+	s := d.Sessions[0]
+	for _, k := range []string{"roots", "nodes", "markers", "checkpoints", "audit", "events"} {
+		if v := string(s[k]); !strings.HasPrefix(v, "[") {
+			t.Errorf("%s is %.40q, want an array", k, v)
+		}
+	}
+	for _, k := range []string{"frame", "ledger"} {
+		if v := string(s[k]); !strings.HasPrefix(v, "{") {
+			t.Errorf("%s is %.40q, want an object", k, v)
+		}
+	}
+	if string(s["id"]) != `"mig"` || string(s["head_seq"]) != "41" {
+		t.Errorf("id %s head_seq %s", s["id"], s["head_seq"])
+	}
+	var frame map[string]any
+	_ = json.Unmarshal(s["frame"], &frame)
+	for _, k := range []string{"version", "depth", "compacted_to"} {
+		if _, ok := frame[k]; !ok {
+			t.Errorf("frame lacks %s: %s", k, s["frame"])
+		}
+	}
+	var markers []map[string]any
+	_ = json.Unmarshal(s["markers"], &markers)
+	statuses := map[any]bool{}
+	for _, m := range markers {
+		for _, k := range []string{"id", "node", "depth", "frame_version", "boundary", "status", "reason"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("marker lacks %s: %v", k, m)
+			}
+		}
+		statuses[m["status"]] = true
+	}
+	if !statuses["valid"] || !statuses["invalid"] {
+		t.Errorf("marker statuses %v, want valid and invalid", statuses)
+	}
+	var nodes []map[string]any
+	_ = json.Unmarshal(s["nodes"], &nodes)
+	for _, n := range nodes {
+		for _, k := range []string{"id", "depth", "from", "to", "children", "superseded", "parent", "claims", "narrative"} {
+			if _, ok := n[k]; !ok {
+				t.Errorf("node lacks %s: %v", k, n)
+			}
+		}
+	}
+	var ckpts []map[string]any
+	_ = json.Unmarshal(s["checkpoints"], &ckpts)
+	for _, c := range ckpts {
+		for _, k := range []string{"id", "seq", "status", "reason"} {
+			if _, ok := c[k]; !ok {
+				t.Errorf("checkpoint lacks %s: %v", k, c)
+			}
+		}
+	}
+	var ledger map[string]json.RawMessage
+	_ = json.Unmarshal(s["ledger"], &ledger)
+	for _, k := range []string{"open", "dispositions", "constraints", "artifacts"} {
+		if !strings.HasPrefix(string(ledger[k]), "[") {
+			t.Errorf("ledger %s is %s", k, ledger[k])
+		}
+	}
+	if !strings.Contains(string(s["audit"]), `"reasons": "closure:c3"`) {
+		t.Errorf("audit lacks the refusal: %s", s["audit"])
+	}
+	if regexp.MustCompile(`: null\b`).MatchString(out) {
+		t.Errorf("dump --json holds a null")
+	}
+
+	// Without --raw: no events; an empty database: no sessions.
+	d = decodeDump(t, mustCLI(t, "dump", "--json", db))
+	if _, ok := d.Sessions[0]["events"]; ok {
+		t.Errorf("events without --raw")
+	}
+	empty := replayed(t, nil, writeFile(t, "empty.jsonl", ""))
+	if out := mustCLI(t, "dump", "--json", "--raw", empty); len(decodeDump(t, out).Sessions) != 0 {
+		t.Errorf("sessions in an empty database:\n%s", out)
+	}
+}
+
+func TestDump_Text(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2", "--fold", "2"}, incident(t))
+	out := mustCLI(t, "dump", db)
+	// An L2 root with its L1 children indented below it.
+	if !regexp.MustCompile(`(?m)^    L2 node 3: seq=1\.\.\d+ root children=\[1,2\].*\n(      \| .*\n)*        L1 node 1: .*parent=3`).MatchString(out) {
+		t.Errorf("no L2 root with its L1 children below it:\n%s", out)
+	}
+	for _, re := range []string{
+		`(?m)^  frame: version=1 depth=2 compacted_to=\d+ roots=2$`,
+		`(?m)^    marker 1: node=1 depth=1 frame_version=0 boundary=\d+ status=invalid reason="root 1 folded into L2 node 3`,
+		`(?m)^    marker 3: .* status=valid$`,
+		`(?m)^    checkpoint 1: seq=0 status=valid `,
+		`(?m)^    checkpoint \d+: seq=\d+ status=invalid .* reason=`,
+		`(?m)^    rejected approach/add-column-then-backfill seq=20 `,
+		`(?m)^    open tool_call c10 name=bash seq=41$`,
+		`(?m)^  audit:$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("dump lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, `{"seq"`) {
+		t.Errorf("events without --raw")
+	}
+
+	lossy := replayed(t, []string{"--every", "2", "--summarizer", "lossy"}, incident(t))
+	out = mustCLI(t, "dump", "--raw", lossy)
+	if !regexp.MustCompile(`(?m)^    refusal 1: depth=1 seq=1\.\.12 checkpoint=1 summarizer=lossy attempt=0 reasons=artifact:migrations/003_down.sql\n      artifact:migrations/003_down.sql: not claimed$`).MatchString(out) {
+		t.Errorf("no refusal in the audit:\n%s", out)
+	}
+	// The events are JSONL lines that replay accepts.
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "{") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 41 {
+		t.Fatalf("%d event lines, want 41", len(lines))
+	}
+	again := replayed(t, []string{"--every", "2", "--summarizer", "lossy"}, writeFile(t, "events.jsonl", strings.Join(lines, "\n")+"\n"))
+	if got := mustCLI(t, "dump", "--raw", again); got != out {
+		t.Errorf("replaying the text dump's events gives another dump:\n%s", firstDiff(got, out))
+	}
+}
+
+// Replaying the events of a dump into a new database with the same flags
+// gives the same dump.
+func TestDump_RoundTrip(t *testing.T) {
+	t.Parallel()
+	multi := writeFile(t, "multi.jsonl", `{"session":"b","kind":"user","text":"first"}
+{"session":"a","kind":"user","text":"one","time":"2024-01-02T03:04:05.123456789+02:00"}
+{"session":"b","kind":"open","id":"h1","name":"file","text":"notes.txt"}
+{"session":"a","kind":"constraint","key":"tone","text":"be brief"}
+{"session":"b","kind":"artifact","key":"out/a.txt","text":"<html> & \"quotes\" \u00e9\n second line"}
+{"session":"a","kind":"user","text":"two"}
+{"session":"b","kind":"user","text":"second"}
+{"session":"a","kind":"withdrawn","key":"tone"}
+{"session":"b","kind":"close","id":"h1","ok":false}
+{"session":"a","kind":"user","text":"three"}
+{"session":"b","kind":"superseded","key":"x@1","by":"x@2","text":"newer"}
+{"session":"b","kind":"user","text":"third","turn":9}
+`)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		files []string
+	}{
+		{"incident lossy", []string{"--every", "2", "--summarizer", "lossy"}, []string{incident(t)}},
+		{"incident extractive", []string{"--every", "2", "--fold", "2"}, []string{incident(t)}},
+		{"incident by events", []string{"--every", "0", "--every-events", "5", "--fold", "2", "--summarizer", "lossy", "--drop", "open,constraints"}, []string{incident(t)}},
+		{"two sessions", []string{"--every", "1", "--fold", "2"}, []string{multi, incident(t)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := replayed(t, tc.flags, tc.files...)
+			first := mustCLI(t, "dump", "--json", "--raw", db)
+			again := replayed(t, tc.flags, writeFile(t, "events.jsonl", eventsJSONL(t, first)))
+			if second := mustCLI(t, "dump", "--json", "--raw", again); second != first {
+				t.Errorf("round trip changed the dump:\n%s", firstDiff(second, first))
+			}
+			if a, b := mustCLI(t, "dump", "--raw", db), mustCLI(t, "dump", "--raw", again); a != b {
+				t.Errorf("round trip changed the text dump:\n%s", firstDiff(b, a))
+			}
+		})
+	}
+}
+
+func TestDump_Session(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--session", "other"}, incident(t), writeFile(t, "x.jsonl", `{"kind":"user","text":"hi"}`+"\n"))
+	d := decodeDump(t, mustCLI(t, "dump", "--json", db, "--session", "other"))
+	if len(d.Sessions) != 1 || string(d.Sessions[0]["id"]) != `"other"` {
+		t.Errorf("dump --session other: %d sessions", len(d.Sessions))
+	}
+	if d := decodeDump(t, mustCLI(t, "dump", "--json", db)); len(d.Sessions) != 2 {
+		t.Errorf("dump: %d sessions, want 2", len(d.Sessions))
+	}
+	r := cli(t, "", "dump", "--session", "absent", db)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "session not found") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestDump_Usage(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, nil, incident(t))
+	for _, args := range [][]string{
+		{"dump"},
+		{"dump", db, db},
+		{"dump", "--jsn", db},
+		{"dump", "--timeout", "soon", db},
+	} {
+		wantCode(t, cli(t, "", args...), exitUsage, args...)
+	}
+	r := cli(t, "", "dump", db+".absent")
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// A database another process holds for writing: dump gives up after
+// --timeout and says so plainly.
+func TestDump_Locked(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, nil, incident(t))
+	holdForWriting(t, db)
+	for _, cmd := range [][]string{
+		{"dump", "--timeout", "300ms", db},
+		{"stats", db, "--timeout", "300ms"},
+		{"resume", "--db", db, "--session", "mig", "--timeout", "300ms"},
+		{"backup", "--timeout", "300ms", db, "-"},
+		{"verify", "--timeout", "300ms", db},
+		{"replay", "--db", db, "--timeout", "300ms", incident(t)},
+	} {
+		start := time.Now()
+		r := cli(t, "", cmd...)
+		took := time.Since(start)
+		wantCode(t, r, exitError, cmd...)
+		if !strings.Contains(r.stderr, "another process") {
+			t.Errorf("%s: stderr %q does not say another process holds the database", cmd[0], r.stderr)
+		}
+		if took > 300*time.Millisecond+time.Second {
+			t.Errorf("%s: gave up after %s", cmd[0], took)
+		}
+	}
+	start := time.Now()
+	r := cli(t, "", "dump", db) // the default timeout, 1s
+	wantCode(t, r, exitError)
+	if took := time.Since(start); took < 800*time.Millisecond || took > 2*time.Second {
+		t.Errorf("dump with the default --timeout gave up after %s", took)
+	}
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// errNoSession is the cause of a line that names no session when --session
+// is not set either.
+var errNoSession = errors.New("strata: event has no session")
+
+// replayBatch caps the events of one Append call: appends go to the store
+// in runs of consecutive lines of one session, so that a bad line leaves
+// exactly the lines before it stored.
+const replayBatch = 256
+
+// replayOptions are the flags and arguments of `strata replay`.
+type replayOptions struct {
+	db          string
+	session     string
+	every       int
+	everyEvents int
+	fold        int
+	summarizer  string
+	drop        string
+	retries     int
+	budget      int
+	timeout     time.Duration
+	noSync      bool
+	files       []string
+
+	sum compaction.Summarizer // set by validate
+}
+
+// newReplayCommand returns `strata replay`.
+func newReplayCommand() *cobra.Command {
+	o := &replayOptions{}
+	cmd := &cobra.Command{
+		Use:   "replay --db DB [flags] FILE...",
+		Short: "Append the events of JSONL files to a database, compacting as it goes",
+		Long: `Append the events of each JSONL file (shared/spec/events.md; "-" reads stdin)
+to the database, creating it if missing, and compact as it goes: an L1 node
+every --every turns or as soon as the uncompacted tail holds --every-events
+events, and a depth d+1 node whenever --fold consecutive roots of depth d have
+accumulated.
+
+Each compaction prints one line:
+  compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..]
+  refused session=S depth=D seq=A..B checkpoint=C reasons=class:item,...
+A refused compaction is normal operation: replay goes on. A closing line
+sums up: replayed files=F events=E sessions=S compacted=C refused=R.
+
+The session of an event is its line's "session" field; where absent, the
+session the file named last, or else --session.
+
+Bad input stops the replay with exit status 1, naming the file and line; the
+events before that line stay stored.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("replay needs at least one FILE (\"-\" for stdin)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.files = args
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.db, "db", "", "the database file (required; created if missing)")
+	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
+	f.IntVar(&o.every, "every", compaction.DefaultEveryTurns, "make an L1 node every N complete turns (0 = off)")
+	f.IntVar(&o.everyEvents, "every-events", 0, "make an L1 node as soon as the uncompacted tail holds M events, even mid-turn (0 = off)")
+	f.IntVar(&o.fold, "fold", compaction.DefaultFold, "fold K consecutive roots of depth d into a depth d+1 node (0 = never)")
+	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim) or lossy (drops --drop)")
+	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
+		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
+	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
+	f.IntVar(&o.budget, "budget", compaction.DefaultBudget, "the token budget of each summary node")
+	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
+	addTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+// validate checks the flags and builds the summarizer; its errors are bad
+// usage.
+func (o *replayOptions) validate() error {
+	if o.db == "" {
+		return usagef("--db is required")
+	}
+	for _, x := range []struct {
+		name string
+		v    int
+	}{{"every", o.every}, {"every-events", o.everyEvents}, {"fold", o.fold}, {"retries", o.retries}} {
+		if x.v < 0 {
+			return usagef("--%s must be 0 or more, got %d", x.name, x.v)
+		}
+	}
+	if o.fold == 1 {
+		return usagef("--fold 1 would fold a root into itself: use 0 (never) or 2 or more")
+	}
+	if o.budget <= 0 {
+		return usagef("--budget must be positive, got %d", o.budget)
+	}
+	if o.session != "" {
+		if err := store.CheckSession(o.session); err != nil {
+			return &usageError{err: errors.Wrap(err, "--session")}
+		}
+	}
+	if err := checkTimeout(o.timeout); err != nil {
+		return err
+	}
+	drop := strings.Split(o.drop, ",")
+	if _, err := compaction.NewLossy(drop...); err != nil { // checks the list whatever the summarizer
+		return &usageError{err: errors.Wrap(err, "--drop")}
+	}
+	sum, err := compaction.New(o.summarizer, drop)
+	if err != nil {
+		return &usageError{err: errors.Wrap(err, "--summarizer")}
+	}
+	o.sum = sum
+	return nil
+}
+
+// run replays the files into the database, creating it if missing, and
+// prints the closing summary whatever happens once it is open.
+func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) (err error) {
+	db, err := store.Open(o.db, store.Options{Create: true, LockTimeout: o.timeout, NoSync: o.noSync})
+	if err != nil {
+		return explainOpen(err)
+	}
+	defer closeDB(db, &err)
+	comp, err := compaction.NewCompactor(db, compaction.Options{
+		Summarizer: o.sum,
+		Policy:     compaction.Policy{EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold, Budget: o.budget},
+		Retries:    o.retries,
+	})
+	if err != nil {
+		return err
+	}
+	r := &replayer{ctx: ctx, db: db, comp: comp, out: out, defaultSession: o.session, sessions: map[string]bool{}}
+	defer func() {
+		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d\n",
+			r.files, r.events, len(r.sessions), r.compacted, r.refused)
+	}()
+	for _, name := range o.files {
+		if err := r.replayFile(name, stdin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayer appends the events of JSONL files and compacts after each
+// append, counting what it did.
+type replayer struct {
+	ctx            context.Context
+	db             *store.DB
+	comp           *compaction.Compactor
+	out            io.Writer
+	defaultSession string
+
+	files, events, compacted, refused int
+	sessions                          map[string]bool
+
+	// The pending batch: consecutive lines of one session of file.
+	file    string
+	session string
+	batch   []tier.Event
+	lines   []int
+}
+
+// replayFile appends the events of the file called name ("-": stdin).
+func (r *replayer) replayFile(name string, stdin io.Reader) error {
+	var in io.Reader = stdin
+	label := "stdin"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return errors.Wrap(err, "replay")
+		}
+		defer f.Close()
+		in, label = f, name
+	}
+	r.file = label
+	r.files++
+	last := "" // the session the file named last: it goes on where a line names none
+	rd := tier.NewReader(in, label, tier.Limits{})
+	for {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// What was read before the bad line is stored; an error in it
+			// comes first in the file.
+			if ferr := r.flush(); ferr != nil {
+				return ferr
+			}
+			return err
+		}
+		session := rec.Session
+		switch {
+		case session != "":
+			last = session
+		case last != "":
+			session = last
+		default:
+			session = r.defaultSession
+		}
+		var bad error
+		if session == "" {
+			bad = errors.WithHint(errNoSession, `give the line a "session" field, or pass --session`)
+		} else if err := store.CheckSession(session); err != nil {
+			bad = err
+		}
+		if bad != nil {
+			if ferr := r.flush(); ferr != nil {
+				return ferr
+			}
+			return &tier.LineError{File: label, Line: rec.Line, Err: bad}
+		}
+		if session != r.session || len(r.batch) >= replayBatch {
+			if err := r.flush(); err != nil {
+				return err
+			}
+			r.session = session
+		}
+		r.batch = append(r.batch, rec.Event)
+		r.lines = append(r.lines, rec.Line)
+	}
+	return r.flush()
+}
+
+// flush appends the pending batch and compacts its session. When the store
+// refuses an event of the batch, the events before it are appended, and the
+// error names the event's line.
+func (r *replayer) flush() error {
+	if len(r.batch) == 0 {
+		return nil
+	}
+	defer func() { r.batch, r.lines = r.batch[:0], r.lines[:0] }()
+	_, err := r.db.Append(r.session, r.batch...)
+	var ee *tier.EventError
+	if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(r.batch) {
+		if ee.Index > 0 {
+			if _, err := r.db.Append(r.session, r.batch[:ee.Index]...); err != nil {
+				return err
+			}
+			r.stored(ee.Index)
+			if err := r.compact(); err != nil {
+				return err
+			}
+		}
+		return &tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err}
+	}
+	if err != nil {
+		return errors.Wrapf(err, "%s:%d", r.file, r.lines[0])
+	}
+	r.stored(len(r.batch))
+	return r.compact()
+}
+
+// stored counts n events appended to the batch's session.
+func (r *replayer) stored(n int) {
+	r.events += n
+	r.sessions[r.session] = true
+}
+
+// compact runs the compactor on the batch's session until nothing more is
+// due. Compactor.Run stops after a refused span, as the next span is due
+// only once more events have come; a batch may already hold them, so run
+// again: the compactions are then exactly those of a replay that compacted
+// after every event.
+func (r *replayer) compact() error {
+	for {
+		res, err := r.comp.Run(r.ctx, r.session)
+		for i := range res {
+			r.report(&res[i])
+		}
+		if err != nil {
+			return errors.Wrapf(err, "compacting session %q", r.session)
+		}
+		if len(res) == 0 {
+			return nil
+		}
+		last := &res[len(res)-1]
+		if last.Committed() || last.Kind != store.PlanSpan {
+			return nil
+		}
+	}
+}
+
+// report prints one line per compaction.
+func (r *replayer) report(x *compaction.Result) {
+	var b strings.Builder
+	if x.Committed() {
+		r.compacted++
+		fmt.Fprintf(&b, "compacted session=%s depth=%d seq=%d..%d node=%d marker=%d",
+			fieldValue(x.Session), x.Depth, x.From, x.To, x.Node, x.Marker)
+		if len(x.InvalidatedMarkers) > 0 {
+			b.WriteString(" invalidated_markers=" + joinIDs(x.InvalidatedMarkers))
+		}
+		if len(x.InvalidatedCheckpoints) > 0 {
+			b.WriteString(" invalidated_checkpoints=" + joinIDs(x.InvalidatedCheckpoints))
+		}
+	} else {
+		r.refused++
+		reasons := ""
+		if x.Refused != nil {
+			reasons = x.Refused.Reasons()
+		}
+		fmt.Fprintf(&b, "refused session=%s depth=%d seq=%d..%d checkpoint=%d reasons=%s",
+			fieldValue(x.Session), x.Depth, x.From, x.To, x.Checkpoint, reasons)
+	}
+	b.WriteByte('\n')
+	io.WriteString(r.out, b.String())
+}
+
+// joinIDs returns ids as "3,4".
+func joinIDs(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// fieldValue returns s as a key=value field value: as is, or quoted when it
+// holds a space, a quote or an equals sign that would break the line apart.
+func fieldValue(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\"=") {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+const (
+	keyRejected = "approach/add-column-then-backfill"
+	keyArtifact = "migrations/003_down.sql"
+)
+
+func TestReplay_Incident_Lossy(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	out := mustCLI(t, "replay", "--db", db, "--every", "2", "--summarizer", "lossy", incident(t))
+	var refused string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "refused ") && strings.Contains(line, "retention:"+keyRejected) && strings.Contains(line, "artifact:"+keyArtifact) {
+			refused = line
+			break
+		}
+	}
+	if refused == "" {
+		t.Fatalf("no refused line naming both %s and %s:\n%s", keyRejected, keyArtifact, out)
+	}
+	if !regexp.MustCompile(`^refused session=mig depth=1 seq=1\.\.\d+ checkpoint=\d+ reasons=\S+$`).MatchString(refused) {
+		t.Errorf("refused line not in the contract's form: %q", refused)
+	}
+	if !regexp.MustCompile(`(?m)^replayed files=1 events=41 sessions=1 compacted=0 refused=\d+$`).MatchString(out) {
+		t.Errorf("no summary line:\n%s", out)
+	}
+
+	r := resume(t, db, "mig")
+	if r.Source != "checkpoint" {
+		t.Errorf("resume source %q, want checkpoint", r.Source)
+	}
+	for _, k := range []string{keyRejected, keyArtifact} {
+		if !strings.Contains(r.Context, k) {
+			t.Errorf("resumed context lacks %s", k)
+		}
+	}
+	if r.Marker != nil || r.Checkpoint == nil || r.Reason == "" {
+		t.Errorf("resume: marker %v checkpoint %v reason %q", r.Marker, r.Checkpoint, r.Reason)
+	}
+	dbtest.MustVerify(t, db)
+}
+
+func TestReplay_Incident_Extractive(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	out := mustCLI(t, "replay", "--db", db, "--every", "2", incident(t))
+	if strings.Contains(out, "refused ") {
+		t.Errorf("extractive was refused:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^compacted session=mig depth=1 seq=1\.\.\d+ node=1 marker=1$`).MatchString(out) {
+		t.Errorf("no compacted line in the contract's form:\n%s", out)
+	}
+	// Two L1 roots fold into an L2 node that invalidates their markers and
+	// checkpoints.
+	out = mustCLI(t, "replay", "--db", tempDB(t), "--every", "2", "--fold", "2", incident(t))
+	if !regexp.MustCompile(`(?m)^compacted session=mig depth=2 seq=1\.\.\d+ node=\d+ marker=\d+ invalidated_markers=\d+(,\d+)* invalidated_checkpoints=\d+(,\d+)*$`).MatchString(out) {
+		t.Errorf("no fold with invalidations:\n%s", out)
+	}
+	r := resume(t, db, "mig")
+	if r.Source != "marker" || r.Marker == nil {
+		t.Errorf("resume source %q marker %v, want a marker", r.Source, r.Marker)
+	}
+	for _, k := range []string{keyRejected, keyArtifact} {
+		if !strings.Contains(r.Context, k) {
+			t.Errorf("resumed context lacks %s", k)
+		}
+	}
+	dbtest.MustVerify(t, db)
+}
+
+// A bad line stops the replay naming file and line; the events before it
+// stay stored.
+func TestReplay_BadLine(t *testing.T) {
+	t.Parallel()
+	good := `{"session":"s","kind":"user","text":"hello"}
+{"kind":"tool_call","id":"c1","name":"bash","text":"ls"}
+`
+	for _, tc := range []struct{ name, line, want string }{
+		{"invalid JSON", `{"kind":"assistant","text":`, "tier: bad JSON"},
+		{"unknown id", `{"kind":"tool_result","id":"nope","text":"x"}`, "tier: id is not open"},
+		{"unknown kind", `{"kind":"dance"}`, "tier: unknown event kind"},
+		{"seq out of order", `{"seq":7,"kind":"assistant"}`, "tier: seq out of order"},
+		{"opened twice", `{"kind":"tool_call","id":"c1"}`, "tier: id opened twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			file := writeFile(t, "in.jsonl", good+tc.line+"\n"+`{"kind":"assistant","text":"after"}`+"\n")
+			db := tempDB(t)
+			r := cli(t, "", "replay", "--db", db, "--every", "1", file)
+			wantCode(t, r, exitError)
+			if !strings.Contains(r.stderr, "Error: "+file+":3: ") || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q, want %s:3 and %q", r.stderr, file, tc.want)
+			}
+			if !strings.Contains(r.stdout, "replayed files=1 events=2 sessions=1") {
+				t.Errorf("summary: %q", r.stdout)
+			}
+			dump := mustCLI(t, "dump", "--raw", db)
+			if !strings.Contains(dump, "head_seq=2 ") || !strings.Contains(dump, `"text":"hello"`) || !strings.Contains(dump, `"id":"c1"`) {
+				t.Errorf("the 2 events before the bad line are not stored:\n%s", dump)
+			}
+			if strings.Contains(dump, "after") {
+				t.Errorf("an event after the bad line was stored:\n%s", dump)
+			}
+			dbtest.MustVerify(t, db)
+		})
+	}
+}
+
+// An event the store refuses in the middle of a batch: the events before it
+// are stored, also those of the same batch.
+func TestReplay_BadLine_MidBatch(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{"session":"s","kind":"user","text":"go"}` + "\n")
+	for i := 2; i < 300; i++ {
+		fmt.Fprintf(&b, `{"kind":"assistant","text":"line %d"}`+"\n", i)
+	}
+	b.WriteString(`{"kind":"close","id":"h1"}` + "\n") // line 300
+	file := writeFile(t, "in.jsonl", b.String())
+	db := tempDB(t)
+	r := cli(t, "", "replay", "--db", db, file)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, file+":300: ") {
+		t.Errorf("stderr %q, want %s:300", r.stderr, file)
+	}
+	if !strings.Contains(r.stdout, "events=299 ") {
+		t.Errorf("summary %q, want events=299", r.stdout)
+	}
+	if ids := sessionsOf(t, db); len(ids) != 1 {
+		t.Fatalf("sessions %v", ids)
+	}
+	if out := mustCLI(t, "dump", db); !strings.Contains(out, "head_seq=299 ") {
+		t.Errorf("dump:\n%s", out)
+	}
+}
+
+func TestReplay_Session(t *testing.T) {
+	t.Parallel()
+	in := `{"kind":"user","text":"a"}
+{"session":"other","kind":"user","text":"b"}
+{"kind":"assistant","text":"c"}
+`
+	t.Run("none", func(t *testing.T) {
+		t.Parallel()
+		db := tempDB(t)
+		r := cli(t, in, "replay", "--db", db, "-")
+		wantCode(t, r, exitError)
+		if !strings.Contains(r.stderr, "stdin:1: strata: event has no session") || !strings.Contains(r.stderr, "Hint: ") {
+			t.Errorf("stderr %q", r.stderr)
+		}
+	})
+	t.Run("flag", func(t *testing.T) {
+		t.Parallel()
+		db := tempDB(t)
+		r := cli(t, in, "replay", "-", "--db", db, "--session", "main") // flags after the argument too
+		wantCode(t, r, exitOK)
+		if !strings.Contains(r.stdout, "replayed files=1 events=3 sessions=2 ") {
+			t.Errorf("stdout %q", r.stdout)
+		}
+		// A line without a session goes on in the session the file named last.
+		out := mustCLI(t, "dump", "--raw", db)
+		for _, want := range []string{`"session":"main","kind":"user","turn":1`, `"session":"other","kind":"assistant"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dump lacks %s:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// Appends are batched; compactions fall exactly where they would if the
+// replay compacted after every event.
+func TestReplay_BatchingKeepsCompactions(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := 1; i <= 400; i++ {
+		switch {
+		case i%9 == 1:
+			fmt.Fprintf(&b, `{"session":"s","kind":"user","text":"turn %d"}`+"\n", i)
+		case i%13 == 5:
+			fmt.Fprintf(&b, `{"session":"s","kind":"rejected","key":"approach/%d","text":"no"}`+"\n", i)
+		case i%7 == 3:
+			// A call left open across a few events.
+			fmt.Fprintf(&b, `{"session":"s","kind":"tool_call","id":"c%d","name":"bash"}`+"\n", i)
+			fmt.Fprintf(&b, `{"session":"s","kind":"assistant","text":"waiting"}`+"\n")
+			fmt.Fprintf(&b, `{"session":"s","kind":"tool_result","id":"c%d","ok":%v}`+"\n", i, i%2 == 0)
+		case i%50 == 0:
+			fmt.Fprintf(&b, `{"session":"t","kind":"user","text":"other %d"}`+"\n", i)
+		default:
+			fmt.Fprintf(&b, `{"session":"s","kind":"assistant","text":"event %d"}`+"\n", i)
+		}
+	}
+	// Every event has its time: the two replays must store the same bytes.
+	in := regexp.MustCompile(`(?m)^\{`).ReplaceAllString(b.String(), `{"time":"2024-05-01T10:00:00Z",`)
+	file := writeFile(t, "in.jsonl", in)
+	for _, flags := range [][]string{
+		{"--every", "0", "--every-events", "11", "--fold", "2", "--summarizer", "lossy"},
+		{"--every", "3", "--fold", "3", "--summarizer", "lossy", "--drop", "negatives"},
+		{"--every", "2", "--every-events", "17", "--fold", "2"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			t.Parallel()
+			db := replayed(t, append([]string{"--no-sync"}, flags...), file)
+			ref := referenceReplay(t, file, flags)
+			got := mustCLI(t, "dump", "--json", "--raw", db)
+			want := mustCLI(t, "dump", "--json", "--raw", ref)
+			if got != want {
+				t.Errorf("batched replay differs from a replay compacting after every event:\n%s", firstDiff(got, want))
+			}
+			if !strings.Contains(got, `"reasons": "`) && flags[len(flags)-1] != "2" {
+				t.Errorf("no refusal at all: the test does not test retries of refused spans")
+			}
+		})
+	}
+}
+
+// referenceReplay appends the events of file one at a time through the
+// library, compacting after each, with the policy of the CLI flags.
+func referenceReplay(t *testing.T, file string, flags []string) string {
+	t.Helper()
+	o := &replayOptions{}
+	cmd := newReplayCommand()
+	if err := cmd.Flags().Parse(flags); err != nil {
+		t.Fatal(err)
+	}
+	o.every, _ = cmd.Flags().GetInt("every")
+	o.everyEvents, _ = cmd.Flags().GetInt("every-events")
+	o.fold, _ = cmd.Flags().GetInt("fold")
+	o.summarizer, _ = cmd.Flags().GetString("summarizer")
+	o.drop, _ = cmd.Flags().GetString("drop")
+	sum, err := compaction.New(o.summarizer, strings.Split(o.drop, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ref.db")
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum,
+		Policy: compaction.Policy{EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := tier.NewReader(f, file, tier.Limits{})
+	for {
+		rec, err := rd.Next()
+		if err != nil {
+			break
+		}
+		if _, err := db.Append(rec.Session, rec.Event); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := comp.Run(context.Background(), rec.Session); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// firstDiff shows where two outputs part.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			lo := max(0, i-5)
+			return fmt.Sprintf("line %d:\n got: %s\nwant: %s\ncontext:\n%s", i+1, al[i], bl[i], strings.Join(al[lo:i+1], "\n"))
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d lines", len(al), len(bl))
+}
+
+func TestReplay_Usage(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	file := incident(t)
+	for _, args := range [][]string{
+		{"replay", "--db", db},
+		{"replay", file},
+		{"replay", "--db", db, "--every", "-1", file},
+		{"replay", "--db", db, "--every", "x", file},
+		{"replay", "--db", db, "--fold", "1", file},
+		{"replay", "--db", db, "--summarizer", "eloquent", file},
+		{"replay", "--db", db, "--summarizer", "lossy", "--drop", "negatives,vibes", file},
+		{"replay", "--db", db, "--budget", "0", file},
+		{"replay", "--db", db, "--timeout", "0s", file},
+		{"replay", "--db", db, "--nope", file},
+	} {
+		r := cli(t, "", args...)
+		wantCode(t, r, exitUsage, args...)
+		if !strings.HasPrefix(r.stderr, "Error: ") || !strings.Contains(r.stderr, "Hint: run 'strata replay --help'") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a refused command created the database: %v", err)
+	}
+}
+
+func TestReplay_Help(t *testing.T) {
+	t.Parallel()
+	out := mustCLI(t, "replay", "--help")
+	for _, flag := range []string{"--db", "--session", "--every", "--every-events", "--fold", "--summarizer", "--drop", "--retries", "--budget", "--timeout"} {
+		if !strings.Contains(out, flag+" ") {
+			t.Errorf("help does not describe %s:\n%s", flag, out)
+		}
+	}
+}
+
+func TestReplay_Retries(t *testing.T) {
+	t.Parallel()
+	// Lossy drops the same classes on every attempt: retries do not help,
+	// and the refusal records the last attempt.
+	db := replayed(t, []string{"--every", "2", "--summarizer", "lossy", "--retries", "2"}, incident(t))
+	out := mustCLI(t, "dump", db)
+	if !strings.Contains(out, "attempt=2 ") {
+		t.Errorf("no refusal after 2 retries:\n%s", out)
+	}
+}
+
+func TestReplay_MissingFile(t *testing.T) {
+	t.Parallel()
+	r := cli(t, "", "replay", "--db", tempDB(t), filepath.Join(t.TempDir(), "absent.jsonl"))
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "absent.jsonl") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}

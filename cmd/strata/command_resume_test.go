@@ -1,0 +1,71 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestResume(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2", "--fold", "2"}, incident(t))
+
+	text := mustCLI(t, "resume", "--db", db, "--session", "mig")
+	if !strings.HasPrefix(text, "# strata context\nsession: mig\nsource: marker 4\n") {
+		t.Errorf("text:\n%s", text)
+	}
+	j := resume(t, db, "mig")
+	if j.Context != text || j.Source != "marker" || *j.Marker != 4 || j.Checkpoint != nil {
+		t.Errorf("--json: %+v", j)
+	}
+	if len(j.SHA256) != 64 {
+		t.Errorf("sha256 %q", j.SHA256)
+	}
+	out := mustCLI(t, "resume", "--db", db, "--session", "mig", "--json")
+	for _, k := range []string{`"session"`, `"source"`, `"marker"`, `"checkpoint"`, `"reason"`, `"sha256"`, `"context"`} {
+		if !strings.Contains(out, k+":") {
+			t.Errorf("--json lacks %s", k)
+		}
+	}
+
+	// Marker 1 was folded into node 3: resume falls back, wholesale, to a
+	// checkpoint and says why.
+	old := resume(t, db, "mig", "--marker", "1")
+	if old.Source != "checkpoint" || *old.Marker != 1 || !strings.Contains(old.Reason, "folded into") {
+		t.Errorf("--marker 1: %+v", old)
+	}
+	for _, k := range []string{keyRejected, keyArtifact} {
+		if !strings.Contains(old.Context, k) {
+			t.Errorf("--marker 1: the context lacks %s", k)
+		}
+	}
+	if got := resume(t, db, "mig", "--marker", "4"); got.SHA256 != j.SHA256 {
+		t.Errorf("--marker 4 and latest differ")
+	}
+}
+
+func TestResume_Errors(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2"}, incident(t))
+	for _, args := range [][]string{
+		{"resume", "--session", "mig"},
+		{"resume", "--db", db},
+		{"resume", "--db", db, "--session", "mig", "--marker", "first"},
+		{"resume", "--db", db, "--session", "mig", "--marker", "0"},
+		{"resume", "--db", db, "--session", "mig", "extra"},
+	} {
+		wantCode(t, cli(t, "", args...), exitUsage, args...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"resume", "--db", db, "--session", "nope"}, "session not found"},
+		{[]string{"resume", "--db", db, "--session", "mig", "--marker", "99"}, "not found"},
+	} {
+		r := cli(t, "", tc.args...)
+		wantCode(t, r, exitError, tc.args...)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: stderr %q", tc.args, r.stderr)
+		}
+	}
+}

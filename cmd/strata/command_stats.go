@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+)
+
+// statsOptions are the flags and arguments of `strata stats`.
+type statsOptions struct {
+	json    bool
+	timeout time.Duration
+	db      string
+}
+
+// newStatsCommand returns `strata stats`.
+func newStatsCommand() *cobra.Command {
+	o := &statsOptions{}
+	cmd := &cobra.Command{
+		Use:   "stats [--json] DB",
+		Short: "Count what a database holds, per session and in total",
+		Long: `Count, per session and in total: events and turns, nodes per depth, roots,
+markers valid/invalid, checkpoints valid/invalid, refusals per reason class
+(a refusal counts once in each class it failed), the ledger's entries, and
+the file's size and bytes per raw event.`,
+		Args: exactArgs("DB"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.db = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	addTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+// validate checks the flags; its errors are bad usage.
+func (o *statsOptions) validate() error { return checkTimeout(o.timeout) }
+
+// run prints the counts, as text or JSON.
+func (o *statsOptions) run(out io.Writer) (err error) {
+	db, err := openReadOnly(o.db, o.timeout)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, &err)
+	st, err := db.Stats()
+	if err != nil {
+		return err
+	}
+	if st.Sessions == nil {
+		st.Sessions = []store.SessionStats{}
+	}
+	if o.json {
+		b, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(b, '\n'))
+		return err
+	}
+	var b strings.Builder
+	for i := range st.Sessions {
+		writeSessionStats(&b, "session "+fieldValue(st.Sessions[i].ID), &st.Sessions[i], true)
+	}
+	writeSessionStats(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, false)
+	fmt.Fprintf(&b, "file bytes=%d bytes_per_event=%.1f\n", st.FileBytes, st.BytesPerEvent)
+	_, err = io.WriteString(out, b.String())
+	return err
+}
+
+// writeSessionStats writes one session's counts (or the total's, without a
+// frame version of its own) as key=value lines.
+func writeSessionStats(b *strings.Builder, head string, s *store.SessionStats, frame bool) {
+	depths := make([]int, 0, len(s.NodesByDepth))
+	nodes := 0
+	for d, n := range s.NodesByDepth {
+		depths = append(depths, d)
+		nodes += n
+	}
+	slices.Sort(depths)
+	nodeLine := []string{fmt.Sprintf("nodes=%d", nodes)}
+	for _, d := range depths {
+		nodeLine = append(nodeLine, fmt.Sprintf("L%d=%d", d, s.NodesByDepth[d]))
+	}
+	nodeLine = append(nodeLine, fmt.Sprintf("roots=%d", s.Roots))
+	if frame {
+		nodeLine = append(nodeLine, fmt.Sprintf("frame_version=%d", s.FrameVersion))
+	}
+	byClass := make([]string, len(marker.Classes))
+	for i, c := range marker.Classes {
+		byClass[i] = fmt.Sprintf("%s=%d", c, s.RefusalsByClass[c])
+	}
+	fmt.Fprintf(b, "%s: events=%d turns=%d\n", head, s.Events, s.Turns)
+	fmt.Fprintf(b, "  %s\n", strings.Join(nodeLine, " "))
+	fmt.Fprintf(b, "  markers valid=%d invalid=%d\n", s.MarkersValid, s.MarkersInvalid)
+	fmt.Fprintf(b, "  checkpoints valid=%d invalid=%d\n", s.CheckpointsValid, s.CheckpointsInvalid)
+	fmt.Fprintf(b, "  refusals=%d %s\n", s.Refusals, strings.Join(byClass, " "))
+	fmt.Fprintf(b, "  ledger open=%d dispositions=%d constraints=%d artifacts=%d\n", s.Open, s.Dispositions, s.Constraints, s.Artifacts)
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/store"
+)
+
+// verifyOptions are the flags and arguments of `strata verify`.
+type verifyOptions struct {
+	inProcess bool
+	timeout   time.Duration
+	db        string
+}
+
+// newVerifyCommand returns `strata verify`.
+func newVerifyCommand() *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify DB",
+		Short: "Check a database deeply: bbolt's structure and every strata invariant",
+		Long: `Check the database: bbolt's own consistency check plus every store invariant
+(gapless seqs, the ledger equal to a replay of the raw log, roots covering
+exactly the compacted prefix, every valid marker and checkpoint consistent
+with the frame, every record decodes, the format version known).
+
+Prints "ok", or one line per problem and exits with status 3. The check runs
+in a child process, so that a file damaged enough to make bbolt fault is
+reported ("verify crashed: ...", status 3) instead of taking the check down.
+A database that cannot be opened at all (missing, empty, not strata, newer
+format, held by another process) is an error: status 1.`,
+		Args: exactArgs("DB"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.db = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if o.inProcess {
+				return o.runChild(cmd.OutOrStdout())
+			}
+			return o.runParent(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().BoolVar(&o.inProcess, "in-process", false, "run the check in this process, speaking the parent's line protocol")
+	_ = cmd.Flags().MarkHidden("in-process")
+	addTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+// validate checks the flags; its errors are bad usage.
+func (o *verifyOptions) validate() error { return checkTimeout(o.timeout) }
+
+// verifyMsg is one line of the protocol the child speaks on its stdout: a
+// problem, an error that kept the check from running, or the end.
+type verifyMsg struct {
+	Problem  *string  `json:"problem,omitempty"`
+	Error    *string  `json:"error,omitempty"`
+	Hints    []string `json:"hints,omitempty"`
+	Done     bool     `json:"done,omitempty"`
+	Problems int      `json:"problems,omitempty"`
+}
+
+// runChild runs the check in this process and reports it in the protocol.
+func (o *verifyOptions) runChild(out io.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	send := func(m verifyMsg) error { return enc.Encode(m) }
+	problem := func(s string) verifyMsg { return verifyMsg{Problem: &s} }
+
+	var problems []string
+	db, err := openReadOnly(o.db, o.timeout)
+	switch {
+	case errors.Is(err, store.ErrCorrupt):
+		problems = append(problems, err.Error()) // found damaged: a problem, not a failure to check
+	case err != nil:
+		msg := err.Error()
+		if serr := send(verifyMsg{Error: &msg, Hints: errors.GetAllHints(err)}); serr != nil {
+			return serr
+		}
+		return &exitCodeError{code: exitError}
+	default:
+		rep, verr := db.Verify(store.VerifyOptions{})
+		cerr := db.Close()
+		if verr != nil {
+			msg := verr.Error()
+			if serr := send(verifyMsg{Error: &msg, Hints: errors.GetAllHints(verr)}); serr != nil {
+				return serr
+			}
+			return &exitCodeError{code: exitError}
+		}
+		for _, p := range rep.Problems {
+			problems = append(problems, p.String())
+		}
+		if cerr != nil {
+			problems = append(problems, "closing the database: "+cerr.Error())
+		}
+	}
+	for _, p := range problems {
+		if err := send(problem(p)); err != nil {
+			return err
+		}
+	}
+	if err := send(verifyMsg{Done: true, Problems: len(problems)}); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return &exitCodeError{code: exitProblems}
+	}
+	return nil
+}
+
+// maxChildStderr bounds what is kept of the child's stderr (a Go panic's
+// traceback) to relay when it crashes.
+const maxChildStderr = 64 << 10
+
+// runParent runs this executable again as `verify --in-process DB`, relays
+// its problems, and reports a child that dies or speaks anything but the
+// protocol as a problem: the file damaged it.
+func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return errors.Wrap(err, "verify: finding this executable to run the check in a child process")
+	}
+	child := exec.CommandContext(ctx, exe, "verify", "--in-process", "--timeout", o.timeout.String(), "--", o.db)
+	stderr := &capBuffer{max: maxChildStderr}
+	child.Stderr = stderr
+	pipe, err := child.StdoutPipe()
+	if err != nil {
+		return errors.Wrap(err, "verify")
+	}
+	if err := child.Start(); err != nil {
+		return errors.Wrap(err, "verify: starting the check in a child process")
+	}
+
+	var (
+		problems int
+		done     *verifyMsg
+		failed   *verifyMsg
+		bad      string // how the child broke the protocol
+	)
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m verifyMsg
+		line := sc.Bytes()
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil || done != nil || failed != nil {
+			bad = fmt.Sprintf("unexpected output %q", truncate(string(line), 200))
+			break
+		}
+		switch {
+		case m.Problem != nil && m.Error == nil && !m.Done:
+			problems++
+			fmt.Fprintln(out, oneLine(*m.Problem))
+		case m.Error != nil && m.Problem == nil && !m.Done:
+			failed = &m
+		case m.Done && m.Problem == nil && m.Error == nil:
+			done = &m
+		default:
+			bad = fmt.Sprintf("unexpected output %q", truncate(string(line), 200))
+		}
+		if bad != "" {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil && bad == "" {
+		bad = "unreadable output: " + err.Error()
+	}
+	_, _ = io.Copy(io.Discard, pipe) // let the child finish writing
+	waitErr := child.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	code := child.ProcessState.ExitCode()
+
+	switch {
+	case bad == "" && failed != nil && code == exitError:
+		err := errors.New(*failed.Error)
+		for _, h := range failed.Hints {
+			err = errors.WithHint(err, h)
+		}
+		return err
+	case bad == "" && done != nil && done.Problems == problems && code == exitOK && problems == 0:
+		_, err := fmt.Fprintln(out, "ok")
+		return err
+	case bad == "" && done != nil && done.Problems == problems && code == exitProblems && problems > 0:
+		return &exitCodeError{code: exitProblems}
+	}
+
+	// The child crashed (a signal, a Go panic's exit status 2) or broke the
+	// protocol: the damage is the problem.
+	why := "no result"
+	switch {
+	case waitErr != nil && bad != "":
+		why = waitErr.Error() + ", " + bad
+	case waitErr != nil:
+		why = waitErr.Error()
+	case bad != "":
+		why = bad
+	}
+	fmt.Fprintf(out, "verify crashed: %s\n", why)
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		fmt.Fprintf(errOut, "verify: the check's output on stderr:\n%s\n", s)
+	}
+	return &exitCodeError{code: exitProblems}
+}
+
+// capBuffer keeps the first max bytes written to it and discards the rest.
+type capBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+// Write implements io.Writer; it never fails.
+func (b *capBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (b *capBuffer) String() string { return b.buf.String() }
+
+// truncate cuts s to n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestVerify_OK(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2", "--fold", "2", "--summarizer", "lossy", "--drop", "negatives"}, incident(t))
+	r := cli(t, "", "verify", db)
+	wantCode(t, r, exitOK)
+	if r.stdout != "ok\n" || r.stderr != "" {
+		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// damage rewrites one stored value of db through bbolt directly.
+func damage(t *testing.T, db string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	b, err := bolt.Open(db, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerify_Damaged(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2"}, incident(t))
+	damage(t, db, func(tx *bolt.Tx) error {
+		l0 := tx.Bucket([]byte("sessions")).Bucket([]byte("mig")).Bucket([]byte("l0"))
+		key := binary.BigEndian.AppendUint64(nil, 5)
+		v := append([]byte(nil), l0.Get(key)...)
+		if len(v) == 0 {
+			t.Fatal("no event at seq 5")
+		}
+		v[len(v)-2] ^= 0x20 // inside the payload: the envelope's checksum catches it
+		return l0.Put(key, v)
+	})
+	r := cli(t, "", "verify", db)
+	wantCode(t, r, exitProblems)
+	if r.stdout == "ok\n" || !strings.Contains(r.stdout, "checksum mismatch") {
+		t.Errorf("stdout %q, want a problem line about the checksum", r.stdout)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if !strings.HasPrefix(line, `session "mig": `) {
+			t.Errorf("problem line %q does not name the session", line)
+		}
+	}
+	// Reading the damaged event is an error, never wrong data.
+	r = cli(t, "", "dump", "--raw", db)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "damaged") {
+		t.Errorf("dump of a damaged database: stderr %q", r.stderr)
+	}
+}
+
+// verify's child process dies or breaks the protocol: a problem, exit 3.
+func TestVerify_ChildCrashes(t *testing.T) {
+	db := replayed(t, nil, incident(t))
+	for _, tc := range []struct{ how, want string }{
+		{"kill", "verify crashed: signal: killed\n"},
+		{"panic", "verify crashed: exit status 2\n"},
+		{"garbage", `verify crashed: unexpected output "this is not the protocol"` + "\n"},
+	} {
+		t.Run(tc.how, func(t *testing.T) {
+			t.Setenv(envCrash, tc.how)
+			r := cli(t, "", "verify", db)
+			wantCode(t, r, exitProblems)
+			if r.stdout != tc.want {
+				t.Errorf("stdout %q, want %q", r.stdout, tc.want)
+			}
+			if tc.how == "panic" && !strings.Contains(r.stderr, "injected panic") {
+				t.Errorf("the child's panic is not relayed: stderr %q", r.stderr)
+			}
+		})
+	}
+}
+
+// A file that cannot be opened as a database is an error, not a problem.
+func TestVerify_CannotOpen(t *testing.T) {
+	t.Parallel()
+	junk := make([]byte, 64<<10)
+	for i := range junk {
+		junk[i] = byte(i*7 + i>>8)
+	}
+	newer := replayed(t, nil, incident(t))
+	damage(t, newer, func(tx *bolt.Tx) error {
+		payload, err := msgpack.Marshal(&struct {
+			V int `msgpack:"v"`
+			F int `msgpack:"f"`
+		}{1, 99})
+		if err != nil {
+			return err
+		}
+		v := make([]byte, 10, 10+len(payload))
+		v[0], v[1] = 1, 1 // envelope version, record type meta
+		binary.BigEndian.PutUint32(v[2:6], uint32(len(payload)))
+		v = append(v, payload...)
+		tab := crc32.MakeTable(crc32.Castagnoli)
+		binary.BigEndian.PutUint32(v[6:10], crc32.Update(crc32.Checksum(v[:6], tab), tab, payload))
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), v)
+	})
+	for _, tc := range []struct{ name, path, want string }{
+		{"missing", tempDB(t), "does not exist"},
+		{"empty", writeFile(t, "empty.db", ""), "is empty"},
+		{"not strata", writeFile(t, "junk.db", string(junk)), "not a strata database"},
+		{"newer format", newer, "newer than this strata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := cli(t, "", "verify", tc.path)
+			wantCode(t, r, exitError)
+			if !strings.HasPrefix(r.stderr, "Error: ") || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+				t.Errorf("stdout %q stderr %q, want %q", r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+	r := cli(t, "", "verify", writeFile(t, "empty.db", ""))
+	if !strings.Contains(r.stderr, "\nHint: ") {
+		t.Errorf("the hint is not relayed from the child: %q", r.stderr)
+	}
+	if _, err := os.Stat(tempDB(t)); !os.IsNotExist(err) {
+		t.Errorf("verify created a database")
+	}
+}
+
+func TestVerify_Usage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"verify"}, {"verify", "a", "b"}, {"verify", "--json", "a"}} {
+		wantCode(t, cli(t, "", args...), exitUsage, args...)
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/store"
+)
+
+// Exit codes of the strata command (shared/spec/cli.md).
+const (
+	exitOK       = 0 // success
+	exitError    = 1 // the command failed
+	exitUsage    = 2 // bad usage: unknown flag or command, wrong argument count, bad flag value
+	exitProblems = 3 // verify found problems
+)
+
+// usageError marks an error as bad usage (exit 2).
+type usageError struct{ err error }
+
+// Error implements error.
+func (e *usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the error marked as bad usage.
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error with a formatted message.
+func usagef(format string, args ...any) error {
+	return &usageError{err: errors.Newf(format, args...)}
+}
+
+// exitCodeError is returned by a command that has already reported what went
+// wrong and only needs the process to exit with code.
+type exitCodeError struct{ code int }
+
+// Error implements error.
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// run executes the strata command line args with the given standard streams
+// and returns the process exit code. It is main without os.Exit, so that
+// tests can call it.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand()
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	code := exitError
+	if isUsage(err) {
+		code = exitUsage
+		if cmd == nil {
+			cmd = root
+		}
+		err = errors.WithHintf(err, "run '%s --help' for usage", cmd.CommandPath())
+	}
+	printError(stderr, err)
+	return code
+}
+
+// isUsage reports whether err is bad usage: ours, or one of cobra's that
+// do not pass through the flag error function.
+func isUsage(err error) bool {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag")
+}
+
+// printError writes err as "Error: <message>", then one "Hint: <hint>" line
+// per hint it carries.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "Error: %s\n", err.Error())
+	for _, h := range errors.GetAllHints(err) {
+		fmt.Fprintf(w, "Hint: %s\n", h)
+	}
+}
+
+// newRootCommand returns the strata command with every subcommand.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "strata",
+		Short: "strata: a persistent hierarchical summary store for AI agents",
+		Long: `strata stores an agent's raw log, compacts it into summary tiers, and refuses
+to commit a recovery marker whose promise is false.
+
+Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("a command is required")
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.AddCommand(
+		newReplayCommand(),
+		newDumpCommand(),
+		newResumeCommand(),
+		newVerifyCommand(),
+		newBackupCommand(),
+		newStatsCommand(),
+		newDemoCommand(),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a usage error and the arguments named.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usagef("%s takes %d argument(s) (%s), got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}
+
+// addTimeoutFlag adds --timeout, the wait for the database's file lock.
+func addTimeoutFlag(cmd *cobra.Command, p *time.Duration) {
+	cmd.Flags().DurationVar(p, "timeout", store.DefaultLockTimeout,
+		"how long to wait for the database's file lock before saying another process holds it")
+}
+
+// checkTimeout validates a --timeout value.
+func checkTimeout(d time.Duration) error {
+	if d <= 0 {
+		return usagef("--timeout must be positive, got %s", d)
+	}
+	return nil
+}
+
+// openReadOnly opens the database at path for reading: a shared lock,
+// waited for at most timeout, and never a byte written.
+func openReadOnly(path string, timeout time.Duration) (*store.DB, error) {
+	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: timeout})
+	if err != nil {
+		return nil, explainOpen(err)
+	}
+	return db, nil
+}
+
+// explainOpen makes ErrLocked say plainly who holds the file.
+func explainOpen(err error) error {
+	if errors.Is(err, store.ErrLocked) {
+		return errors.Wrap(err, "another process holds the database")
+	}
+	return err
+}
+
+// closeDB closes db, keeping the first error.
+func closeDB(db *store.DB, err *error) {
+	if cerr := db.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}

@@ -30,7 +30,9 @@ type appendReq struct {
 //
 // When Append returns nil the events are durable (unless Options.NoSync).
 // Appends from many goroutines are group-committed: one write transaction,
-// and one fsync, carries every append waiting at the time.
+// and one fsync, carries every append waiting at the time. An append refused
+// as bad input, or because the records it must read are damaged (ErrCorrupt),
+// fails alone: the others in its group commit go on.
 func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error) {
 	if err := CheckSession(session); err != nil {
 		return AppendResult{}, err
@@ -98,19 +100,20 @@ func (db *DB) committer() {
 func (db *DB) commitAppends(batch []*appendReq) {
 	err := db.update(func(tx *bolt.Tx) error {
 		for _, req := range batch {
-			req.err = nil
-			res, err := appendTx(tx, req.session, req.events)
-			var ee *tier.EventError
-			if errors.As(err, &ee) {
-				// Bad input is refused before anything of it is written;
-				// the rest of the batch goes on.
+			req.err, req.res = nil, AppendResult{}
+			p, err := prepareAppend(tx, req.session, req.events)
+			if err != nil {
+				// Refused before anything of it was written — bad input
+				// (an *tier.EventError), or damage in this session's
+				// records: the rest of the batch goes on.
 				req.err = err
 				continue
 			}
-			if err != nil {
+			if req.res, err = p.write(tx); err != nil {
+				// A write failed half-way: only rolling back the whole
+				// transaction undoes it.
 				return err
 			}
-			req.res = res
 		}
 		return nil
 	})
@@ -123,16 +126,32 @@ func (db *DB) commitAppends(batch []*appendReq) {
 	}
 }
 
-// appendTx validates every event against the session's state and the ledger
-// entries they touch, entirely in memory, and only then writes: a refused
-// event leaves the transaction untouched.
-func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, error) {
+// preparedAppend is an append validated against the session's state and
+// ledger, ready to write.
+type preparedAppend struct {
+	session    string
+	s          *sess // nil b: a new session
+	st         stateRec
+	l          *tier.Ledger
+	touched    []tier.Ref
+	events     []tier.Event
+	vals       [][]byte // the events' envelopes
+	head, turn uint64
+}
+
+// prepareAppend validates every event against the session's state and the
+// ledger entries they touch, entirely in memory and without writing: an
+// error leaves the transaction untouched.
+func prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*preparedAppend, error) {
 	s := &sess{id: session, b: sessionBucket(tx, session)}
 	var st stateRec
 	if s.b != nil {
 		var err error
 		if st, err = s.state(); err != nil {
-			return AppendResult{}, err
+			return nil, err
+		}
+		if _, err := s.sub(bucketL0); err != nil {
+			return nil, err
 		}
 	}
 
@@ -152,7 +171,7 @@ func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, e
 				continue
 			}
 			if err := s.loadLedgerEntry(l, r); err != nil {
-				return AppendResult{}, err
+				return nil, err
 			}
 		}
 	}
@@ -163,14 +182,14 @@ func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, e
 		e := &events[i]
 		next := head + 1
 		if e.Seq != 0 && e.Seq != next {
-			return AppendResult{}, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+			return nil, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
 				Err: tier.ErrSeqOrder, Detail: errors.Newf("the session's next seq is %d", next).Error()}
 		}
 		e.Seq = next
 		switch {
 		case e.Turn != 0:
 			if e.Turn < turn {
-				return AppendResult{}, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+				return nil, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
 					Err: tier.ErrTurnOrder, Detail: errors.Newf("turn %d after turn %d", e.Turn, turn).Error()}
 			}
 		case e.Kind == tier.KindUser:
@@ -181,15 +200,31 @@ func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, e
 		if err := l.Apply(e); err != nil {
 			ee := err.(*tier.EventError)
 			ee.Index = i
-			return AppendResult{}, ee
+			return nil, ee
 		}
 		head, turn = e.Seq, e.Turn
 	}
+	// Encode here, so that a record the codec refuses fails this append
+	// alone.
+	vals := make([][]byte, len(events))
+	for i := range events {
+		rec := toEventRec(&events[i])
+		v, err := encode(recEvent, &rec)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, head: head, turn: turn}, nil
+}
 
-	// Write.
+// write stores a prepared append: its events, the ledger entries they
+// touched and the session's new head.
+func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
+	s, st, l, events, head, turn := p.s, p.st, p.l, p.events, p.head, p.turn
 	if s.b == nil {
 		var err error
-		if s, err = createSess(tx, session); err != nil {
+		if s, err = createSess(tx, p.session); err != nil {
 			return AppendResult{}, err
 		}
 		if st, err = s.state(); err != nil {
@@ -202,16 +237,11 @@ func appendTx(tx *bolt.Tx, session string, events []tier.Event) (AppendResult, e
 	}
 	l0.FillPercent = 1.0
 	for i := range events {
-		rec := toEventRec(&events[i])
-		v, err := encode(recEvent, &rec)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if err := l0.Put(u64(events[i].Seq), v); err != nil {
+		if err := l0.Put(u64(events[i].Seq), p.vals[i]); err != nil {
 			return AppendResult{}, err
 		}
 	}
-	for _, r := range touched {
+	for _, r := range p.touched {
 		if err := s.storeLedgerEntry(l, r); err != nil {
 			return AppendResult{}, err
 		}

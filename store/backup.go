@@ -27,8 +27,16 @@ func (db *DB) Backup(w io.Writer) (n int64, err error) {
 // BackupFile writes a consistent copy of the database to path, never leaving
 // a half-written file there: it writes a temporary file in path's directory,
 // fsyncs it, renames it into place and fsyncs the directory. (bbolt's
-// CopyFile does none of this.) A failure leaves path as it was.
+// CopyFile does none of this.) A failure leaves path as it was. A path that
+// is the database's own file is refused: the copy would replace the file
+// under the open database, whose later writes would go to the unlinked old
+// one and be lost.
 func (db *DB) BackupFile(path string) (int64, error) {
+	if dst, err := os.Stat(path); err == nil {
+		if src, err := os.Stat(db.path); err == nil && os.SameFile(src, dst) {
+			return 0, errors.Newf("store: backup: %s is the database itself", path)
+		}
+	}
 	return WriteFileAtomic(path, 0o600, func(w io.Writer) (int64, error) { return db.Backup(w) })
 }
 

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -38,6 +41,14 @@ func Open(path string, opts Options) (db *DB, err error) {
 	opts = opts.withDefaults()
 	if opts.Create && opts.ReadOnly {
 		return nil, errors.Wrap(ErrBadOptions, "Create and ReadOnly together")
+	}
+	// An id or key is a bbolt key, an event one record: a limit past what
+	// bbolt or the codec can store would fail whole group commits later.
+	if opts.MaxIDBytes > bolt.MaxKeySize {
+		return nil, errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over bbolt's key limit %d", opts.MaxIDBytes, bolt.MaxKeySize)
+	}
+	if opts.MaxEventBytes > MaxEventBytesLimit {
+		return nil, errors.Wrapf(ErrBadOptions, "MaxEventBytes %d is over %d", opts.MaxEventBytes, MaxEventBytesLimit)
 	}
 	fi, statErr := os.Stat(path)
 	switch {
@@ -77,6 +88,14 @@ func Open(path string, opts Options) (db *DB, err error) {
 			return nil, errors.Wrapf(ErrNotStrata, "%s: %v", path, err)
 		case errors.Is(err, berrors.ErrChecksum):
 			return nil, errors.Wrapf(ErrCorrupt, "%s: %v", path, err)
+		case strings.Contains(err.Error(), "file size too small"):
+			// bbolt read a page size (from a meta page, or the OS's when
+			// neither meta page is valid) and the file is shorter than
+			// two pages: a truncated database, or not one at all.
+			if looksLikeBolt(path) {
+				return nil, errors.Wrapf(ErrCorrupt, "%s: truncated: %v", path, err)
+			}
+			return nil, errors.Wrapf(ErrNotStrata, "%s: %v", path, err)
 		}
 		return nil, errors.Wrapf(err, "store: open %s", path)
 	}
@@ -91,6 +110,24 @@ func Open(path string, opts Options) (db *DB, err error) {
 	}
 	return db, nil
 }
+
+// looksLikeBolt reports whether the file at path starts with a bbolt meta
+// page: the page header (16 bytes) then the magic number, little-endian.
+func looksLikeBolt(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [20]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	return binary.LittleEndian.Uint32(b[16:]) == boltMagic
+}
+
+// boltMagic is bbolt's meta page magic number.
+const boltMagic = 0xED0CDAED
 
 func (db *DB) init(fresh bool) error {
 	if fresh {

@@ -30,7 +30,10 @@ type Options struct {
 	NoSync bool
 
 	// MaxEventBytes and MaxIDBytes bound an event; zero means
-	// tier.DefaultMaxEventBytes and tier.DefaultMaxIDBytes.
+	// tier.DefaultMaxEventBytes and tier.DefaultMaxIDBytes. An id or key is
+	// a bbolt key, so MaxIDBytes can be at most bbolt's MaxKeySize (32 KiB),
+	// and MaxEventBytes at most MaxEventBytesLimit: Open refuses larger
+	// values with ErrBadOptions.
 	MaxEventBytes int
 	MaxIDBytes    int
 
@@ -45,6 +48,10 @@ type Options struct {
 	// Mode is the file mode for a created file; zero means 0600.
 	Mode os.FileMode
 }
+
+// MaxEventBytesLimit is the largest Options.MaxEventBytes: an event must fit
+// in one stored record (at most 64 MiB) with room to spare.
+const MaxEventBytesLimit = maxRecordBytes / 2
 
 // DefaultLockTimeout is the lock wait when Options.LockTimeout is zero.
 const DefaultLockTimeout = time.Second

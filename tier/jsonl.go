@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -83,6 +84,11 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 		if err != nil {
 			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is not RFC 3339", j.Time))
 		}
+		// UnixNano is undefined outside int64 nanoseconds (years 1678 to
+		// 2262): refuse rather than store a wrapped-around time.
+		if t.Before(minTime) || t.After(maxTime) {
+			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is outside the years 1678 to 2262", j.Time))
+		}
 		e.Time = t.UnixNano()
 	}
 	if err := e.Check(lim); err != nil {
@@ -90,6 +96,12 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 	}
 	return e, nil
 }
+
+// The times an int64 of Unix nanoseconds can hold.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
 
 // LineError is bad input in a JSONL file: the file, the line (from 1) and
 // why. Err is an *EventError, or wraps ErrBadJSON, ErrTooLarge or

@@ -1,0 +1,341 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// sessionBucket returns the bucket of session inside tx, or fails.
+func sessionBucket(t *testing.T, tx *bolt.Tx, session string, sub string) *bolt.Bucket {
+	t.Helper()
+	b := tx.Bucket([]byte("sessions")).Bucket([]byte(session))
+	if b == nil {
+		t.Fatalf("session %q not found in the file", session)
+	}
+	if sub == "" {
+		return b
+	}
+	if b = b.Bucket([]byte(sub)); b == nil {
+		t.Fatalf("session %q has no bucket %q", session, sub)
+	}
+	return b
+}
+
+// damage replaces the value at key of the session's bucket sub (or the
+// session's own bucket if sub is "") with change(value) — nil deletes it —
+// through bbolt directly, and returns a func that restores the original.
+func damage(t *testing.T, path, session, sub string, key []byte, change func([]byte) []byte) (restore func()) {
+	t.Helper()
+	var orig []byte
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		b := sessionBucket(t, tx, session, sub)
+		orig = bytes.Clone(b.Get(key))
+		if v := change(bytes.Clone(orig)); v != nil {
+			return b.Put(key, v)
+		}
+		return b.Delete(key)
+	})
+	return func() {
+		editBolt(t, path, func(tx *bolt.Tx) error {
+			b := sessionBucket(t, tx, session, sub)
+			if orig == nil {
+				return b.Delete(key)
+			}
+			return b.Put(key, orig)
+		})
+	}
+}
+
+// valueOf returns the value at key of the session's bucket sub.
+func valueOf(t *testing.T, path, session, sub string, key []byte) (v []byte) {
+	t.Helper()
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		v = bytes.Clone(sessionBucket(t, tx, session, sub).Get(key))
+		return nil
+	})
+	return v
+}
+
+// TestVerify_DetectsInconsistency makes records that each decode but no
+// longer agree with each other: Verify reports every case, naming the
+// session.
+func TestVerify_DetectsInconsistency(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", prefix...)
+	mustAppend(t, db, "bystander", prefix...)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seq2 := valueOf(t, path, "s", "l0", seqKey(2))
+	openEntry := valueOf(t, path, "s", "open", []byte("call-1"))
+	del := func([]byte) []byte { return nil }
+	put := func(v []byte) func([]byte) []byte { return func([]byte) []byte { return v } }
+	cases := []struct {
+		name, sub string
+		key       []byte
+		change    func([]byte) []byte
+		want      string
+	}{
+		{"an event deleted", "l0", seqKey(3), del, "seq 3 was expected"},
+		{"the last event deleted", "l0", seqKey(6), del, "head 6, l0 ends at 5"},
+		{"an event past the head", "l0", seqKey(7), put(seq2), "l0 key 7"},
+		{"an event stored under another seq", "l0", seqKey(3), put(seq2), "record holds seq 2"},
+		{"a ledger entry deleted", "open", []byte("call-1"), del, `ledger differs from a replay of the raw log: open "call-1"`},
+		{"a ledger entry added", "open", []byte("call-9"), put(openEntry), `open key "call-9"`},
+		{"a constraint deleted", "constr", []byte("active"), del, `constraint "active"`},
+		{"the state deleted", "", []byte("state"), del, "state"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			restore := damage(t, path, "s", tc.sub, tc.key, tc.change)
+			defer restore()
+			ro, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			rep, err := ro.Verify(store.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range rep.Problems {
+				if p.Session != "s" {
+					t.Errorf("a problem outside the damaged session: %s", p)
+				}
+				found = found || strings.Contains(p.What, tc.want)
+			}
+			if !found {
+				t.Errorf("Verify did not report %q: %v", tc.want, rep.Problems)
+			}
+		})
+	}
+}
+
+func flipAt(i int) func([]byte) []byte {
+	return func(b []byte) []byte {
+		if i < 0 {
+			i += len(b)
+		}
+		b[i] ^= 0x10
+		return b
+	}
+}
+
+// TestVerify_DamagedEvent flips one byte of one stored event, at several
+// places of its envelope: Verify names the session and the seq, reads of the
+// damaged seq fail with ErrCorrupt (never return other data), and everything
+// else still reads.
+func TestVerify_DamagedEvent(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "victim", prefix...)
+	mustAppend(t, db, "victim", tier.Event{Kind: tier.KindAssistant, Text: "after"})
+	mustAppend(t, db, "bystander", prefix...)
+	want := allStates(t, db)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const seq = 3
+	places := map[string]int{
+		"envelope version": 0, "record type": 1, "length": 3, "checksum": 7,
+		"first payload byte": store.EnvelopeHeader, "middle": -8, "last byte": -1,
+	}
+	for name, at := range places {
+		t.Run(name, func(t *testing.T) {
+			restore := damage(t, path, "victim", "l0", seqKey(seq), flipAt(at))
+			defer restore()
+			ro, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+
+			rep, err := ro.Verify(store.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range rep.Problems {
+				if p.Session != "victim" {
+					t.Errorf("a problem outside the damaged session: %s", p)
+					continue
+				}
+				if strings.Contains(p.What, fmt.Sprintf("l0 key %d", seq)) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("Verify does not name session victim seq %d: %v", seq, rep.Problems)
+			}
+
+			err = ro.View(func(s *store.Snapshot) error {
+				var got []tier.Event
+				err := s.Events("victim", 1, 100, func(e tier.Event) error {
+					got = append(got, e)
+					return nil
+				})
+				var ce *store.CorruptError
+				if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
+					t.Fatalf("Events = %v, want a *CorruptError that Is ErrCorrupt", err)
+				}
+				if ce.Session != "victim" || ce.Bucket != "l0" || ce.Key != fmt.Sprint(seq) {
+					t.Errorf("CorruptError names session %q bucket %q key %q", ce.Session, ce.Bucket, ce.Key)
+				}
+				if !equalEvents(got, want["victim"].Events[:seq-1]) {
+					t.Errorf("before failing, Events returned %d events that are not the first %d written", len(got), seq-1)
+				}
+				// The damage is local: the events after it, and another
+				// session, still read.
+				if err := s.Events("victim", seq+1, 100, func(tier.Event) error { return nil }); err != nil {
+					t.Errorf("events after the damaged one: %v", err)
+				}
+				if d := sameState(want["bystander"], readSession(t, s, "bystander")); len(d) != 0 {
+					t.Errorf("bystander: %v", d)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ro.Resume("victim", store.Latest); !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("Resume over the damaged event = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+	// Restored, the file verifies clean again (dbtest checks at cleanup).
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if d := sameState(want["victim"], state(t, ro, "victim")); len(d) != 0 {
+		t.Errorf("after restoring: %v", d)
+	}
+}
+
+// TestVerify_DamagedLedgerEntry damages a stored ledger entry: Verify and
+// Snapshot.Ledger report it, and an append that touches it fails with
+// ErrCorrupt, not as bad input.
+func TestVerify_DamagedLedgerEntry(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", prefix...)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore := damage(t, path, "s", "open", []byte("call-1"), flipAt(-1))
+	db2, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db2.Verify(store.VerifyOptions{})
+	if err != nil || rep.OK() {
+		t.Errorf("Verify = %+v, %v; want a problem", rep, err)
+	}
+	for _, p := range rep.Problems {
+		if p.Session != "s" || !strings.Contains(p.What, `open key "call-1"`) {
+			t.Errorf("problem %s does not name the damaged entry", p)
+		}
+	}
+	err = db2.View(func(s *store.Snapshot) error {
+		_, err := s.Ledger("s")
+		return err
+	})
+	if !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Ledger = %v, want ErrCorrupt", err)
+	}
+	_, err = db2.Append("s", tier.Event{Kind: tier.KindToolResult, ID: "call-1"})
+	var ee *tier.EventError
+	if !errors.Is(err, store.ErrCorrupt) || errors.As(err, &ee) {
+		t.Errorf("Append over the damaged entry = %v, want ErrCorrupt", err)
+	}
+	// An append that does not touch it goes through.
+	mustAppend(t, db2, "s", tier.Event{Kind: tier.KindAssistant, Text: "still writable"})
+	if err := db2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+}
+
+// TestAppend_DamagedSessionDoesNotFailOthers appends concurrently to a
+// session whose state record is damaged and to healthy ones: the damaged
+// session's appends fail with ErrCorrupt, every other append succeeds, even
+// when they share a group commit.
+func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "bad", prefix...)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore := damage(t, path, "bad", "", []byte("state"), flipAt(-1))
+	db2, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, appends = 16, 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var goodFailed, badOK int
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < appends; i++ {
+				session := fmt.Sprintf("good-%d", g)
+				if g%4 == 0 {
+					session = "bad"
+				}
+				_, err := db2.Append(session, tier.Event{Kind: tier.KindAssistant, Text: "x"})
+				mu.Lock()
+				switch {
+				case session == "bad" && err == nil:
+					badOK++
+				case session == "bad" && !errors.Is(err, store.ErrCorrupt):
+					t.Errorf("append to the damaged session: %v, want ErrCorrupt", err)
+				case session != "bad" && err != nil:
+					goodFailed++
+					if goodFailed == 1 {
+						t.Errorf("append to a healthy session failed: %v", err)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if goodFailed > 0 || badOK > 0 {
+		t.Errorf("%d appends to healthy sessions failed, %d to the damaged one succeeded", goodFailed, badOK)
+	}
+	for g := 0; g < writers; g++ {
+		if g%4 == 0 {
+			continue
+		}
+		if info, err := db2.Info(fmt.Sprintf("good-%d", g)); err != nil || info.Head != appends {
+			t.Errorf("good-%d: %+v %v", g, info, err)
+		}
+	}
+	if err := db2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+}

@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// t0 is the time of the test clock's first tick.
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// testClock returns a clock that advances one millisecond per call, so that
+// the time recorded on an event tells which Append read the clock.
+func testClock() func() time.Time {
+	var n atomic.Int64
+	return func() time.Time { return t0.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+}
+
+// setClock is a clock that reads what the test set.
+type setClock struct{ ns atomic.Int64 }
+
+func (c *setClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
+func (c *setClock) now() time.Time  { return time.Unix(0, c.ns.Load()) }
+
+func mustAppend(t testing.TB, db *store.DB, session string, evs ...tier.Event) store.AppendResult {
+	t.Helper()
+	res, err := db.Append(session, evs...)
+	if err != nil {
+		t.Fatalf("Append(%q, %d events): %v", session, len(evs), err)
+	}
+	return res
+}
+
+// sessionState is everything a reader can see of one session.
+type sessionState struct {
+	Exists bool
+	Info   store.Info
+	Events []tier.Event
+	Ledger *tier.Ledger
+}
+
+func readSession(t testing.TB, s *store.Snapshot, session string) sessionState {
+	t.Helper()
+	info, err := s.Info(session)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return sessionState{}
+	}
+	if err != nil {
+		t.Fatalf("Info(%q): %v", session, err)
+	}
+	st := sessionState{Exists: true, Info: info}
+	if err := s.Events(session, 1, info.Head, func(e tier.Event) error {
+		st.Events = append(st.Events, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("Events(%q): %v", session, err)
+	}
+	if st.Ledger, err = s.Ledger(session); err != nil {
+		t.Fatalf("Ledger(%q): %v", session, err)
+	}
+	return st
+}
+
+func state(t testing.TB, db *store.DB, session string) (st sessionState) {
+	t.Helper()
+	if err := db.View(func(s *store.Snapshot) error {
+		st = readSession(t, s, session)
+		return nil
+	}); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	return st
+}
+
+// allStates reads every session in one snapshot.
+func allStates(t testing.TB, db *store.DB) map[string]sessionState {
+	t.Helper()
+	out := map[string]sessionState{}
+	if err := db.View(func(s *store.Snapshot) error {
+		ids, err := s.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			out[id] = readSession(t, s, id)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	return out
+}
+
+// sameState reports how a and b differ; none means equal.
+func sameState(a, b sessionState) []string {
+	var out []string
+	if a.Exists != b.Exists || a.Info != b.Info {
+		out = append(out, "info differs")
+	}
+	if len(a.Events) != len(b.Events) {
+		out = append(out, "event count differs")
+	} else if !reflect.DeepEqual(a.Events, b.Events) {
+		out = append(out, "events differ")
+	}
+	switch {
+	case a.Ledger == nil && b.Ledger == nil:
+	case a.Ledger == nil || b.Ledger == nil:
+		out = append(out, "ledger present in one only")
+	default:
+		out = append(out, a.Ledger.Diff(b.Ledger)...)
+	}
+	return out
+}
+
+// replayLedger applies the stored events to a fresh ledger, checking that
+// each event's stored opener is the one the replay assigns.
+func replayLedger(t testing.TB, evs []tier.Event) *tier.Ledger {
+	t.Helper()
+	l := tier.NewLedger()
+	for _, e := range evs {
+		stored := e.Opener
+		if err := l.Apply(&e); err != nil {
+			t.Fatalf("seq %d does not replay: %v", e.Seq, err)
+		}
+		if e.Opener != stored {
+			t.Errorf("seq %d: stored opener %d, replay %d", e.Seq, stored, e.Opener)
+		}
+	}
+	return l
+}

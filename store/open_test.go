@@ -1,0 +1,374 @@
+package store_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+func TestOpen_NotExist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.db")
+	for _, opts := range []store.Options{{}, {ReadOnly: true}} {
+		_, err := store.Open(path, opts)
+		if !errors.Is(err, store.ErrNotExist) {
+			t.Errorf("Open(%+v) = %v, want ErrNotExist", opts, err)
+		}
+		if errors.GetAllHints(err) == nil {
+			t.Errorf("no hint on %v", err)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("Open without Create made the file: %v", err)
+	}
+	// A missing directory is not a missing database.
+	if _, err := store.Open(filepath.Join(t.TempDir(), "no", "dir", "x.db"), store.Options{Create: true}); err == nil {
+		t.Error("Open in a missing directory succeeded")
+	}
+}
+
+func TestOpen_EmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []store.Options{{}, {Create: true}, {ReadOnly: true}} {
+		if _, err := store.Open(path, opts); !errors.Is(err, store.ErrEmptyFile) {
+			t.Errorf("Open(%+v) = %v, want ErrEmptyFile", opts, err)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("the empty file was changed: %v %v", fi, err)
+	}
+}
+
+func TestOpen_Directory(t *testing.T) {
+	if _, err := store.Open(t.TempDir(), store.Options{Create: true}); !errors.Is(err, store.ErrNotStrata) {
+		t.Errorf("Open(dir) = %v, want ErrNotStrata", err)
+	}
+}
+
+func TestOpen_NotBbolt(t *testing.T) {
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		_, _ = rand.Read(b)
+		return b
+	}
+	zeros := make([]byte, 64<<10)
+	cases := map[string][]byte{
+		"one byte":         {0x42},
+		"text":             []byte("this is not a database\nat all\n"),
+		"jsonl":            []byte(`{"kind":"user","text":"hello"}` + "\n"),
+		"random 100 bytes": random(100),
+		"random 4 KiB":     random(4 << 10),
+		"random 8 KiB":     random(8 << 10),
+		"random 64 KiB":    random(64 << 10),
+		"random 1 MiB":     random(1 << 20),
+		"zeros 64 KiB":     zeros,
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.db")
+			if err := os.WriteFile(path, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, opts := range []store.Options{{}, {ReadOnly: true}, {Create: true}} {
+				db, err := store.Open(path, opts)
+				if err == nil {
+					db.Close()
+					t.Fatalf("Open(%+v) succeeded on %s", opts, name)
+				}
+				if !errors.Is(err, store.ErrNotStrata) && !errors.Is(err, store.ErrCorrupt) {
+					t.Errorf("Open(%+v) = %v, want ErrNotStrata or ErrCorrupt", opts, err)
+				}
+			}
+			// Refusing the file did not write to it.
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, content) {
+				t.Errorf("Open changed the file")
+			}
+		})
+	}
+}
+
+func TestOpen_BboltWithoutStrataBuckets(t *testing.T) {
+	for name, setup := range map[string]func(*bolt.Tx) error{
+		"no buckets": func(*bolt.Tx) error { return nil },
+		"other buckets": func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket([]byte("kv"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("k"), []byte("v"))
+		},
+		"meta but no sessions": func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucket([]byte("meta"))
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "plain.db")
+			writeBolt(t, path, setup)
+			for _, opts := range []store.Options{{}, {ReadOnly: true}} {
+				if _, err := store.Open(path, opts); !errors.Is(err, store.ErrNotStrata) {
+					t.Errorf("Open(%+v) = %v, want ErrNotStrata", opts, err)
+				}
+			}
+		})
+	}
+}
+
+// writeBolt creates a plain bbolt file at path.
+func writeBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editBolt changes a closed strata database through bbolt directly.
+func editBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpen_FormatTooNew(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser})
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var orig []byte
+	setFormat := func(v []byte) {
+		editBolt(t, path, func(tx *bolt.Tx) error {
+			m := tx.Bucket([]byte("meta"))
+			if orig == nil {
+				orig = bytes.Clone(m.Get([]byte("format")))
+			}
+			return m.Put([]byte("format"), v)
+		})
+	}
+	newer, err := store.EncodeMetaFormat(store.FormatVersion + 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setFormat(newer)
+	for _, opts := range []store.Options{{}, {ReadOnly: true}} {
+		_, err := store.Open(path, opts)
+		if !errors.Is(err, store.ErrFormatTooNew) {
+			t.Errorf("Open(%+v) = %v, want ErrFormatTooNew", opts, err)
+		}
+		if !strings.Contains(err.Error(), "format 2") {
+			t.Errorf("error %q does not say the format", err)
+		}
+	}
+	// Format 0 and a damaged meta record are damage, not "too new".
+	zero, _ := store.EncodeMetaFormat(0)
+	setFormat(zero)
+	if _, err := store.Open(path, store.Options{ReadOnly: true}); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("format 0: %v, want ErrCorrupt", err)
+	}
+	setFormat([]byte("garbage"))
+	if _, err := store.Open(path, store.Options{ReadOnly: true}); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("garbage meta: %v, want ErrCorrupt", err)
+	}
+	// Restored, the database opens again (and dbtest verifies it).
+	setFormat(orig)
+	db2, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if err := db2.View(func(s *store.Snapshot) error {
+		v, err := s.FormatVersion()
+		if err == nil && v != store.FormatVersion {
+			t.Errorf("FormatVersion = %d", v)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpen_BadOptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	if _, err := store.Open(path, store.Options{Create: true, ReadOnly: true}); !errors.Is(err, store.ErrBadOptions) {
+		t.Errorf("Create+ReadOnly = %v, want ErrBadOptions", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a refused Open created the file")
+	}
+	// Limits the store cannot honour: an id is a bbolt key (at most
+	// bolt.MaxKeySize bytes).
+	if _, err := store.Open(path, store.Options{Create: true, MaxIDBytes: bolt.MaxKeySize + 1}); !errors.Is(err, store.ErrBadOptions) {
+		t.Errorf("MaxIDBytes over bbolt's key size = %v, want ErrBadOptions", err)
+	}
+	if _, err := store.Open(path, store.Options{Create: true, MaxEventBytes: 1 << 30}); !errors.Is(err, store.ErrBadOptions) {
+		t.Errorf("MaxEventBytes of 1 GiB = %v, want ErrBadOptions", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a refused Open created the file")
+	}
+}
+
+func TestOpen_MaxIDBytesAtBboltLimit(t *testing.T) {
+	db := dbtest.Open(t, store.Options{MaxIDBytes: bolt.MaxKeySize, NoSync: true})
+	id := strings.Repeat("k", bolt.MaxKeySize)
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindToolCall, ID: id}, tier.Event{Kind: tier.KindArtifact, Key: id})
+	if l := state(t, db, "s").Ledger; len(l.Open) != 1 || len(l.Artifacts) != 1 {
+		t.Errorf("ledger %d open %d artifacts", len(l.Open), len(l.Artifacts))
+	}
+}
+
+func TestOpen_ReopenKeepsData(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", prefix...)
+	before := state(t, db, "s")
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Create on an existing database opens it; it does not start afresh.
+	db2, err := store.Open(path, store.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameState(before, state(t, db2, "s")); len(d) != 0 {
+		t.Errorf("after reopening: %v", d)
+	}
+	res := mustAppend(t, db2, "s", tier.Event{Kind: tier.KindAssistant})
+	if res.First != before.Info.Head+1 {
+		t.Errorf("append after reopen at seq %d, want %d", res.First, before.Info.Head+1)
+	}
+	if err := db2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := state(t, ro, "s"); got.Info.Head != before.Info.Head+1 {
+		t.Errorf("read-only reopen: head %d", got.Info.Head)
+	}
+	if ro.Path() != path {
+		t.Errorf("Path() = %q", ro.Path())
+	}
+}
+
+func TestOpen_FileMode(t *testing.T) {
+	db := dbtest.Open(t, store.Options{Mode: 0o640})
+	fi, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&^0o640 != 0 {
+		t.Errorf("mode %v, want at most 0640", fi.Mode().Perm())
+	}
+}
+
+// TestOpen_Truncated cuts a database at many lengths: Open refuses it with a
+// typed error, or opens it; either way nothing panics, and whatever it
+// returns as data is the data that was written.
+func TestOpen_Truncated(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	for i := 0; i < 20; i++ {
+		batch := make([]tier.Event, 50)
+		for j := range batch {
+			batch[j] = tier.Event{Kind: tier.KindAssistant, Text: strings.Repeat("x", 200)}
+		}
+		mustAppend(t, db, "s"+strings.Repeat("z", i%3), batch...)
+	}
+	want := allStates(t, db)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts := []int{1, 16, 20, 100, 4096, 4097, 8192, 12288, 16384, 32768, len(full) / 2, len(full) - 4096, len(full) - 1}
+	for _, n := range cuts {
+		if n <= 0 || n >= len(full) {
+			continue
+		}
+		p := filepath.Join(t.TempDir(), "cut.db")
+		if err := os.WriteFile(p, full[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut, err := store.Open(p, store.Options{ReadOnly: true})
+		if err != nil {
+			if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrNotStrata) {
+				t.Errorf("cut at %d: Open = %v, want ErrCorrupt or ErrNotStrata", n, err)
+			}
+			if n >= 16<<10 && !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("cut at %d: a truncated strata file is reported as %v, want ErrCorrupt", n, err)
+			}
+			continue
+		}
+		rep, verr := cut.Verify(store.VerifyOptions{})
+		_ = cut.View(func(s *store.Snapshot) error {
+			ids, err := s.Sessions()
+			if err != nil {
+				return nil
+			}
+			for _, id := range ids {
+				var got []tier.Event
+				err := s.Events(id, 1, ^uint64(0), func(e tier.Event) error {
+					got = append(got, e)
+					return nil
+				})
+				if err != nil {
+					continue // refused: fine
+				}
+				w := want[id].Events
+				if len(got) > len(w) || !equalEvents(got, w[:len(got)]) {
+					t.Errorf("cut at %d: session %q returned events that were never written", n, id)
+				}
+			}
+			return nil
+		})
+		if verr == nil && rep.OK() && n < len(full)-4096 {
+			t.Logf("cut at %d of %d: opened and verified clean", n, len(full))
+		}
+		cut.Close()
+	}
+}
+
+func equalEvents(a, b []tier.Event) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+func TestStats_Counts(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	empty, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty.Sessions) != 0 || empty.Total.Events != 0 || empty.BytesPerEvent != 0 {
+		t.Errorf("stats of an empty database: %+v", empty)
+	}
+
+	// Session a: every kind (kindsLog); session b: prefix; session c: calls
+	// only, all resolved but one.
+	var all []tier.Event
+	for _, b := range kindsLog() {
+		all = append(all, b...)
+	}
+	mustAppend(t, db, "a", all...)
+	mustAppend(t, db, "b", prefix...)
+	mustAppend(t, db, "c",
+		tier.Event{Kind: tier.KindToolCall, ID: "1"}, tier.Event{Kind: tier.KindToolResult, ID: "1"},
+		tier.Event{Kind: tier.KindToolCall, ID: "2"}, tier.Event{Kind: tier.KindToolCall, ID: "3"},
+		tier.Event{Kind: tier.KindToolResult, ID: "3", Failed: true, Key: "k3"},
+	)
+	// A refused append counts nowhere.
+	if _, err := db.Append("c", tier.Event{Kind: tier.KindClose, ID: "2"}); err == nil {
+		t.Fatal("close of a call accepted")
+	}
+
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]store.SessionStats{
+		// a: 21 events, turn 9; open c3; dispositions approach/add-column
+		// (rejected) and approach/b (superseded); the constraint was
+		// withdrawn; one artifact.
+		"a": {ID: "a", Events: uint64(len(all)), Turns: 9, Open: 1, Dispositions: 2, Constraints: 0, Artifacts: 1},
+		"b": {ID: "b", Events: 6, Turns: 2, Open: 2, Dispositions: 0, Constraints: 1, Artifacts: 1},
+		"c": {ID: "c", Events: 5, Turns: 0, Open: 1, Dispositions: 1},
+	}
+	if len(st.Sessions) != len(want) {
+		t.Fatalf("%d sessions, want %d", len(st.Sessions), len(want))
+	}
+	var total store.SessionStats
+	for i, s := range st.Sessions {
+		w := want[s.ID]
+		if i > 0 && st.Sessions[i-1].ID >= s.ID {
+			t.Errorf("sessions not in id order: %q after %q", s.ID, st.Sessions[i-1].ID)
+		}
+		if s.Events != w.Events || s.Turns != w.Turns || s.Open != w.Open || s.Dispositions != w.Dispositions ||
+			s.Constraints != w.Constraints || s.Artifacts != w.Artifacts {
+			t.Errorf("session %q:\n got %+v\nwant %+v", s.ID, s, w)
+		}
+		// No compaction yet: one usable checkpoint (seq 0), nothing else.
+		if s.CheckpointsValid != 1 || s.CheckpointsInvalid != 0 || s.MarkersValid != 0 || s.MarkersInvalid != 0 ||
+			s.Refusals != 0 || len(s.NodesByDepth) != 0 || s.Roots != 0 || s.FrameVersion != 0 {
+			t.Errorf("session %q: compaction counts %+v", s.ID, s)
+		}
+		if len(s.RefusalsByClass) != len(marker.Classes) {
+			t.Errorf("session %q: refusal classes %v, want every class of %v at 0", s.ID, s.RefusalsByClass, marker.Classes)
+		}
+		total.Events += s.Events
+		total.Open += s.Open
+		total.Dispositions += s.Dispositions
+		total.Constraints += s.Constraints
+		total.Artifacts += s.Artifacts
+	}
+	if st.Total.Events != total.Events || st.Total.Open != total.Open || st.Total.Dispositions != total.Dispositions ||
+		st.Total.Constraints != total.Constraints || st.Total.Artifacts != total.Artifacts || st.Total.CheckpointsValid != 3 {
+		t.Errorf("total %+v, sum of sessions %+v", st.Total, total)
+	}
+	fi, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.FileBytes != fi.Size() || st.BytesPerEvent != float64(fi.Size())/float64(total.Events) {
+		t.Errorf("file bytes %d (file %d), per event %v", st.FileBytes, fi.Size(), st.BytesPerEvent)
+	}
+
+	// Snapshot.SessionStats gives the same per session, and refuses an
+	// unknown session.
+	err = db.View(func(s *store.Snapshot) error {
+		one, err := s.SessionStats("b")
+		if err != nil {
+			return err
+		}
+		if one.Events != 6 || one.Open != 2 {
+			t.Errorf("SessionStats(b) = %+v", one)
+		}
+		if _, err := s.SessionStats("nope"); err == nil {
+			t.Error("SessionStats of an unknown session succeeded")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Verify's counts agree, and it reports progress once per session.
+	var progress []int
+	rep, err := db.Verify(store.VerifyOptions{Progress: func(done, total int) {
+		if total != 3 {
+			t.Errorf("progress total %d, want 3", total)
+		}
+		progress = append(progress, done)
+	}})
+	if err != nil || !rep.OK() || rep.Sessions != 3 || rep.Events != total.Events || rep.Nodes != 0 {
+		t.Errorf("Verify = %+v, %v", rep, err)
+	}
+	if fmt.Sprint(progress) != "[1 2 3]" {
+		t.Errorf("progress %v, want [1 2 3]", progress)
+	}
+}

@@ -189,7 +189,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8:
 			return need(1 + 1<<(c-0xd4))
 		case 0xc4, 0xd9, 0xc5, 0xda, 0xc6, 0xdb, 0xc7, 0xc8, 0xc9:
-			size := map[byte]int{0xc4: 1, 0xd9: 1, 0xc7: 1, 0xc5: 2, 0xda: 2, 0xc8: 2, 0xc6: 4, 0xdb: 4, 0xc9: 4}[c]
+			size := lengthSize(c)
 			n, err := length(size)
 			if err != nil {
 				return 0, err
@@ -199,13 +199,13 @@ func skipValue(b []byte, i, depth int) (int, error) {
 			}
 			return need(n)
 		case 0xdc, 0xdd:
-			n, err := length(map[byte]int{0xdc: 2, 0xdd: 4}[c])
+			n, err := length(lengthSize(c))
 			if err != nil {
 				return 0, err
 			}
 			items = n
 		case 0xde, 0xdf:
-			n, err := length(map[byte]int{0xde: 2, 0xdf: 4}[c])
+			n, err := length(lengthSize(c))
 			if err != nil {
 				return 0, err
 			}
@@ -226,6 +226,18 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// lengthSize returns how many bytes hold the length that follows code c
+// (bin, str, ext, array and map codes).
+func lengthSize(c byte) int {
+	switch c {
+	case 0xc4, 0xd9, 0xc7:
+		return 1
+	case 0xc5, 0xda, 0xc8, 0xdc, 0xde:
+		return 2
+	}
+	return 4 // 0xc6, 0xdb, 0xc9, 0xdd, 0xdf
 }
 
 // u64 encodes a big-endian uint64 key, so that bbolt's byte order is

@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -199,20 +201,24 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	if err != nil {
 		return err
 	}
-	// Take the replaced roots out of the frame.
-	var why string
+	// Take the replaced roots out of the frame. Each marker names its own
+	// root; a checkpoint may hold several of them, so its reason names all.
+	var whyCk string
 	for _, id := range p.Replaces {
 		old, err := ss.node(id)
 		if err != nil {
 			return err
 		}
+		var why string
 		switch p.Kind {
 		case PlanFold:
 			old.Parent = n.ID
 			why = fmt.Sprintf("root %d folded into %s node %d at frame version %d", id, n.Depth, n.ID, st.FrameVersion+1)
+			whyCk = fmt.Sprintf("roots %s folded into %s node %d at frame version %d", joinIDs(p.Replaces), n.Depth, n.ID, st.FrameVersion+1)
 		case PlanRecompact:
 			old.SupersededBy = n.ID
 			why = fmt.Sprintf("root %d re-compacted into node %d (budget %d) at frame version %d", id, n.ID, p.Budget, st.FrameVersion+1)
+			whyCk = why
 		}
 		if err := ss.putNode(&old); err != nil {
 			return err
@@ -239,7 +245,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	}
 	if len(p.Replaces) > 0 {
 		st.FrameVersion++
-		if err := ss.invalidateCheckpoints(p.From, why, st.FrameVersion, res); err != nil {
+		if err := ss.invalidateCheckpoints(p.From, whyCk, st.FrameVersion, res); err != nil {
 			return err
 		}
 	}
@@ -351,4 +357,13 @@ func (ss *sess) refuse(st *stateRec, p *Plan, sum Summary, ie *marker.InvalidErr
 	}
 	res.Checkpoint, res.Refusal = ck, &r
 	return ss.putState(st)
+}
+
+// joinIDs returns ids as "3,4".
+func joinIDs(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -140,7 +141,7 @@ func writeEvent(b *bytes.Buffer, e *tier.Event) {
 		// Text keeps its lines, each indented, so that a line of text can
 		// never look like the start of another event.
 		b.WriteString(":")
-		for _, l := range strings.Split(e.Text, "\n") {
+		for _, l := range splitLines(e.Text) {
 			b.WriteString("\n    ")
 			b.WriteString(l)
 		}
@@ -162,9 +163,31 @@ func paren(s string) string {
 	return " (" + oneLine(s) + ")"
 }
 
-// oneLine quotes s if it holds a newline, so that it stays on its line.
+// lineBreaks are Unicode's mandatory line breaks (UAX #14: LF, CR, BK, NL).
+// A reader that splits lines on any of them — not only on "\n" — must still
+// see each event start on its own header line and nowhere else.
+const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
+
+// splitLines splits s at every line break, "\r\n" counting as one.
+func splitLines(s string) []string {
+	var out []string
+	for {
+		i := strings.IndexAny(s, lineBreaks)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		_, w := utf8.DecodeRuneInString(s[i:])
+		if strings.HasPrefix(s[i:], "\r\n") {
+			w = 2
+		}
+		s = s[i+w:]
+	}
+}
+
+// oneLine quotes s if it holds a line break, so that it stays on its line.
 func oneLine(s string) string {
-	if strings.ContainsAny(s, "\n\r") {
+	if strings.ContainsAny(s, lineBreaks) {
 		return strconv.Quote(s)
 	}
 	return s

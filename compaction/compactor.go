@@ -49,7 +49,8 @@ type Compactor struct {
 	opts Options
 }
 
-// New returns a Compactor over db.
+// NewCompactor returns a Compactor over db. Options.Summarizer is required;
+// a zero Policy.Budget means DefaultBudget.
 func NewCompactor(db *store.DB, opts Options) (*Compactor, error) {
 	if opts.Summarizer == nil {
 		return nil, errors.New("compaction: Options.Summarizer is required")

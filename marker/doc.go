@@ -12,11 +12,13 @@
 // # The three conditions
 //
 //  1. Closure: every call, handle or process open at the boundary is claimed
-//     UNRESOLVED; nothing open is claimed resolved; every id opened before
-//     the span and resolved inside it is claimed resolved.
+//     UNRESOLVED, as what it is (a call or a resource); nothing open is
+//     claimed resolved; every id opened before the span and resolved inside
+//     it is claimed resolved.
 //  2. Negative-fact retention: every key whose disposition changed inside
 //     the span is claimed with its final state (rejected, failed,
-//     superseded), not merely mentioned. The same rule covers artifacts
+//     superseded) and the replacement the raw log names, if any — not
+//     merely mentioned. The same rule covers artifacts
 //     recorded in the span and constraints stated or withdrawn in it; each
 //     class has its own reason code.
 //  3. Depth consistency: the frame the compaction was planned against is

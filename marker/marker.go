@@ -71,8 +71,14 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 	claimedOpen := map[string]bool{}
 	for _, o := range claims.Unresolved {
 		claimedOpen[o.ID] = true
-		if _, ok := open[o.ID]; !ok {
+		want, ok := open[o.ID]
+		switch {
+		case !ok:
 			add(ClassClosure, o.ID, "claimed UNRESOLVED but not open at seq %d", req.To)
+		case o.Kind != want.Kind:
+			// A call is not a handle; and a claim with no kind would render
+			// as a call and fail to encode as JSON.
+			add(ClassClosure, o.ID, "claimed UNRESOLVED as %s, opened by %s at seq %d", o.Kind, want.Kind, want.Seq)
 		}
 	}
 	for _, o := range req.Unresolved {
@@ -100,7 +106,10 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 			if got.State != want.State {
 				return fmt.Sprintf("claimed %s, the span ends with %s", stateName(got.State), want.State)
 			}
-			if want.By != "" && got.By != want.By {
+			if got.By != want.By {
+				if want.By == "" {
+					return fmt.Sprintf("the span names no replacement, claimed by %q", got.By)
+				}
 				return fmt.Sprintf("superseded by %q, claimed by %q", want.By, got.By)
 			}
 			return ""

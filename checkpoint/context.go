@@ -52,7 +52,11 @@ func (c *Context) Text() []byte {
 	if c.Reason != "" {
 		fmt.Fprintf(&b, "reason: %s\n", oneLine(c.Reason))
 	}
-	fmt.Fprintf(&b, "summarized: seq 1..%d\nhead: seq %d\n", c.Boundary, c.Head)
+	if c.Boundary == 0 {
+		fmt.Fprintf(&b, "summarized: nothing\nhead: seq %d\n", c.Head)
+	} else {
+		fmt.Fprintf(&b, "summarized: seq 1..%d\nhead: seq %d\n", c.Boundary, c.Head)
+	}
 	for i := range c.Nodes {
 		writeNode(&b, &c.Nodes[i])
 	}
@@ -76,8 +80,13 @@ func NodeText(n *tier.Node) string {
 func writeNode(b *bytes.Buffer, n *tier.Node) {
 	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d\n", n.Depth, n.ID, n.From, n.To)
 	if n.Narrative != "" {
-		b.WriteString(strings.TrimRight(n.Narrative, "\n"))
-		b.WriteByte('\n')
+		// The narrative is the summarizer's free text: indented, so that no
+		// line of it can pass for a heading or a validated claim ("- ...").
+		for _, l := range splitLines(strings.TrimRight(n.Narrative, lineBreaks)) {
+			b.WriteString("  ")
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
 	}
 	cl := &n.Claims
 	for _, o := range cl.Unresolved {

@@ -89,8 +89,10 @@ func (r *Result) Committed() bool { return r.Node != 0 }
 const maxConflicts = 8
 
 // Run compacts session as far as the policy makes due: L1 nodes over the
-// uncompacted tail, then folds, repeatedly. A refused compaction is a
-// Result, not an error; errors are for what stops compaction itself.
+// uncompacted tail, each followed by the folds it makes due. A refused
+// compaction is a Result, not an error, and Run goes on past it; errors are
+// for what stops compaction itself. Where compactions fall depends only on
+// the events' seqs and turns, not on how often Run is called.
 func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	var out []Result
 	p := c.opts.Policy
@@ -113,7 +115,9 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 		}
 		out = append(out, r)
 		if !r.Committed() {
-			break // the next span is due only after more events
+			// The next span is due at the policy's next boundary past
+			// this one: PlanSpan finds it if the tail already reaches it.
+			continue
 		}
 		folds, err := c.fold(ctx, session)
 		out = append(out, folds...)

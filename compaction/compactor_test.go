@@ -566,3 +566,96 @@ func TestCompactor_Run_ConflictReplans(t *testing.T) {
 	}
 	checkValidMarkers(t, db, session)
 }
+
+// TestCompactor_Run_OversizedSummaryIsRefused: a summary over the size
+// limits is a refusal (class size, audited, a checkpoint), not an error and
+// never a node.
+func TestCompactor_Run_OversizedSummaryIsRefused(t *testing.T) {
+	session, events := readIncident(t, "migration.jsonl")
+	for _, tc := range []struct {
+		name string
+		out  func(in *compaction.Input) compaction.Output
+		item string
+	}{
+		{"narrative", func(in *compaction.Input) compaction.Output {
+			return compaction.Output{Narrative: strings.Repeat("x", 5000), Claims: in.Required.Claims()}
+		}, "narrative"},
+		{"claims", func(in *compaction.Input) compaction.Output {
+			c := in.Required.Claims()
+			for i := 0; i < 100; i++ {
+				c.Artifacts = append(c.Artifacts, tier.Artifact{Key: fmt.Sprintf("junk/%03d", i), Text: strings.Repeat("y", 60)})
+			}
+			return compaction.Output{Claims: c}
+		}, "claims"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.Open(t, store.Options{NoSync: true, MaxEventBytes: 4096})
+			c := newCompactor(t, db, compaction.Options{Summarizer: summarizerFunc{name: "verbose", fn: func(in *compaction.Input) (compaction.Output, error) {
+				return tc.out(in), nil
+			}}, Policy: compaction.Policy{EveryEvents: 10}})
+			if _, err := db.Append(session, events[:12]...); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Run(context.Background(), session)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if len(res) != 1 || res[0].Committed() || res[0].Refused == nil {
+				t.Fatalf("results %+v", res)
+			}
+			if got := res[0].Refused.Reasons(); got != "size:"+tc.item {
+				t.Errorf("reasons %q, want size:%s", got, tc.item)
+			}
+			if a := refusals(t, db, session); len(a) != 1 || a[0].Failures[0].Class != marker.ClassSize {
+				t.Errorf("audit %+v", a)
+			}
+			if ms := markers(t, db, session); len(ms) != 0 {
+				t.Errorf("markers %+v", ms)
+			}
+		})
+	}
+}
+
+// TestCompactor_Run_RefusedFoldIsNotAskedAgain: a fold the store refused is
+// not planned again over the same roots after every later span; the next
+// fold waits for K new roots after it.
+func TestCompactor_Run_RefusedFoldIsNotAskedAgain(t *testing.T) {
+	session, events := readIncident(t, "long_migration.jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	// Carries everything at depth 1; forgets every disposition at depth 2.
+	sum := summarizerFunc{name: "forgets-when-folding", fn: func(in *compaction.Input) (compaction.Output, error) {
+		c := in.Required.Claims()
+		if in.Depth > 1 {
+			c.Dispositions = nil
+		}
+		return compaction.Output{Claims: c}, nil
+	}}
+	c := newCompactor(t, db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryEvents: 8, Fold: 2}})
+	res := agentLoop(t, db, c, session, events)
+	var spans, folds int
+	var refusedFolds [][2]uint64
+	for _, r := range res {
+		switch {
+		case r.Kind == store.PlanSpan:
+			if !r.Committed() {
+				t.Fatalf("span %d..%d refused: %v", r.From, r.To, r.Refused)
+			}
+			spans++
+		case r.Kind == store.PlanFold && !r.Committed():
+			refusedFolds = append(refusedFolds, [2]uint64{r.From, r.To})
+		case r.Kind == store.PlanFold:
+			folds++
+		}
+	}
+	if len(refusedFolds) == 0 {
+		t.Fatal("no fold was refused: the fixture no longer exercises this")
+	}
+	for i := 1; i < len(refusedFolds); i++ {
+		if refusedFolds[i][0] <= refusedFolds[i-1][1] {
+			t.Errorf("fold over seq %d..%d asked again after the refused %d..%d", refusedFolds[i][0], refusedFolds[i][1], refusedFolds[i-1][0], refusedFolds[i-1][1])
+		}
+	}
+	if max := spans/2 + 1; len(refusedFolds)+folds > max {
+		t.Errorf("%d fold attempts for %d spans with K=2, want at most %d", len(refusedFolds)+folds, spans, max)
+	}
+}

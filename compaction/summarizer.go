@@ -192,20 +192,38 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 		return text
 	}
 	n := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
-	fixed := tier.EstimateTokens(checkpoint.NodeText(&n))
-	room := (in.Budget - fixed) * 4
-	if room <= 0 {
-		return ""
+	fits := func(t string) bool {
+		n.Narrative = t
+		return tier.EstimateTokens(checkpoint.NodeText(&n)) <= in.Budget
 	}
-	if len(text) <= room {
+	if fits(text) {
 		return text
 	}
-	cut := room
-	for cut > 0 && !isRuneStart(text[cut]) {
-		cut--
+	// The longest prefix that fits (the rendering grows with the prefix),
+	// then back to a line end where there is one.
+	lo, hi := 0, len(text)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if fits(cutRune(text, mid)) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
 	}
-	if i := strings.LastIndexByte(text[:cut], '\n'); i > 0 {
-		cut = i + 1
+	t := cutRune(text, lo)
+	if i := strings.LastIndexByte(t, '\n'); i > 0 {
+		t = t[:i+1]
 	}
-	return text[:cut]
+	return t
+}
+
+// cutRune returns s cut to at most n bytes, at a rune boundary.
+func cutRune(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

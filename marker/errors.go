@@ -20,10 +20,13 @@ const (
 	ClassArtifact   = "artifact"
 	ClassConstraint = "constraint"
 	ClassDepth      = "depth"
+	// ClassSize is a summary over the size limits (narrative or claims):
+	// refused, not trusted. The store checks it; Validate does not.
+	ClassSize = "size"
 )
 
 // Classes lists the reason classes in a fixed order.
-var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassDepth}
+var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassDepth, ClassSize}
 
 // Failure is one failed condition: its class, the id or key it is about,
 // and what exactly is wrong.

@@ -87,10 +87,16 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 		}
 	}
 	claimedResolved := map[string]bool{}
+	resolvedInside := map[string]bool{}
+	for _, id := range req.ResolvedInside {
+		resolvedInside[id] = true
+	}
 	for _, id := range claims.Resolved {
 		claimedResolved[id] = true
 		if _, ok := open[id]; ok {
 			add(ClassClosure, id, "claimed resolved but still open at seq %d", req.To)
+		} else if !resolvedInside[id] {
+			add(ClassClosure, id, "claimed resolved, but the span seq %d..%d resolves no such id", req.From, req.To)
 		}
 	}
 	for _, id := range req.Resolved {

@@ -14,7 +14,7 @@ import (
 
 // baseRequired is a span [10, 20] that implies one of everything: two ids
 // open at the boundary (a call and a handle), one call opened before the
-// span and resolved in it, a rejection and a supersession, an active and a
+// span and resolved in it (and c1, opened and resolved inside it), a rejection and a supersession, an active and a
 // withdrawn constraint, and an artifact.
 func baseRequired() tier.Required {
 	return tier.Required{
@@ -23,7 +23,8 @@ func baseRequired() tier.Required {
 			{ID: "c2", Kind: tier.KindToolCall, Name: "bash", Seq: 15},
 			{ID: "h1", Kind: tier.KindOpen, Name: "file", Seq: 12},
 		},
-		Resolved: []string{"c0"},
+		Resolved:       []string{"c0"},
+		ResolvedInside: []string{"c0", "c1"},
 		Dispositions: []tier.Disposition{
 			{Key: "approach/add-column-then-backfill", State: tier.KindRejected, Reason: "user rejected", Seq: 14},
 			{Key: "draft@v1", State: tier.KindSuperseded, By: "draft@v2", Seq: 18},
@@ -129,6 +130,9 @@ func TestValidate_EachClassFailsAlone(t *testing.T) {
 		{name: "closure/opened before the span, resolved inside, not claimed resolved",
 			mutate: func(c *tier.Claims) { c.Resolved = nil },
 			want:   []string{"closure:c0"}, detail: "not claimed resolved"},
+		{name: "closure/claimed resolved, but the span resolved no such id",
+			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, "c7") },
+			want:   []string{"closure:c7"}, detail: "resolves no such id"},
 		{name: "closure/UNRESOLVED claim for something not open",
 			mutate: func(c *tier.Claims) {
 				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c9", Kind: tier.KindToolCall})

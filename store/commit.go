@@ -33,10 +33,6 @@ type CommitResult struct {
 	Refusal                *Refusal
 }
 
-// ErrSummaryTooLarge is returned by Commit when a summary's narrative is
-// over the event size limit: it is refused, not trusted.
-var ErrSummaryTooLarge = errors.New("store: summary is over the size limit")
-
 // Commit checks and commits a summary of plan p in one write transaction:
 // the raw span must still be resident and hash as planned, and the frame
 // must be the one planned against (else ErrConflict: plan again). The
@@ -55,12 +51,7 @@ func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
 		return CommitResult{}, err
 	}
 	defer db.release()
-	if len(sum.Narrative) > db.opts.MaxEventBytes {
-		return CommitResult{}, errors.Wrapf(ErrSummaryTooLarge, "narrative of %d bytes, limit %d", len(sum.Narrative), db.opts.MaxEventBytes)
-	}
-	if err := checkClaimsSize(&sum.Claims, db.opts.limits()); err != nil {
-		return CommitResult{}, err
-	}
+	tooLarge := summarySize(&sum, db.opts.limits())
 	claims := cloneClaims(sum.Claims)
 	claims.Normalize()
 	var res CommitResult
@@ -86,10 +77,15 @@ func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
 		if !bytes.Equal(sp.hash, p.SpanHash) {
 			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
 		}
-		invalid = marker.Validate(
-			marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
-			marker.Frame{Version: st.FrameVersion, RootDepth: slot},
-			&sp.required, p.Depth, &claims)
+		if tooLarge != nil {
+			// Not validated: its keys could be as large as the rest.
+			invalid = &marker.InvalidError{Failures: tooLarge}
+		} else {
+			invalid = marker.Validate(
+				marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
+				marker.Frame{Version: st.FrameVersion, RootDepth: slot},
+				&sp.required, p.Depth, &claims)
+		}
 		if invalid != nil {
 			var ie *marker.InvalidError
 			if !errors.As(invalid, &ie) {
@@ -115,43 +111,34 @@ func cloneClaims(c tier.Claims) tier.Claims {
 	}
 }
 
-// checkClaimsSize refuses claims whose strings are over the event limits:
-// a summarizer's output is input like any other.
-func checkClaimsSize(c *tier.Claims, lim tier.Limits) error {
+// summarySize returns a ClassSize failure when the summary's narrative or
+// claims are over the event limits: a summarizer's output is input like any
+// other, and an enormous one is refused, not trusted.
+func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
+	if n := len(sum.Narrative); n > lim.MaxEventBytes {
+		return []marker.Failure{{Class: marker.ClassSize, Item: "narrative", Detail: fmt.Sprintf("%d bytes, limit %d", n, lim.MaxEventBytes)}}
+	}
+	c := &sum.Claims
 	total := 0
-	check := func(fields ...string) error {
-		for _, f := range fields {
-			total += len(f)
-			if len(f) > lim.MaxEventBytes || total > lim.MaxEventBytes {
-				return errors.Wrapf(ErrSummaryTooLarge, "claims of more than %d bytes", lim.MaxEventBytes)
-			}
-		}
-		return nil
-	}
-	for _, x := range c.Resolved {
-		if err := check(x); err != nil {
-			return err
-		}
-	}
+	var fields []string
+	fields = append(fields, c.Resolved...)
 	for _, x := range c.Unresolved {
-		if err := check(x.ID, x.Name); err != nil {
-			return err
-		}
+		fields = append(fields, x.ID, x.Name)
 	}
 	for _, x := range c.Dispositions {
-		if err := check(x.Key, x.Reason, x.By); err != nil {
-			return err
-		}
+		fields = append(fields, x.Key, x.Reason, x.By)
 	}
 	for _, x := range c.Constraints {
-		if err := check(x.Key, x.Text); err != nil {
-			return err
-		}
+		fields = append(fields, x.Key, x.Text)
 	}
 	for _, x := range c.Artifacts {
-		if err := check(x.Key, x.Text); err != nil {
-			return err
-		}
+		fields = append(fields, x.Key, x.Text)
+	}
+	for _, f := range fields {
+		total += len(f)
+	}
+	if total > lim.MaxEventBytes {
+		return []marker.Failure{{Class: marker.ClassSize, Item: "claims", Detail: fmt.Sprintf("%d claims of %d bytes, limit %d", c.Count(), total, lim.MaxEventBytes)}}
 	}
 	return nil
 }
@@ -351,9 +338,12 @@ func (ss *sess) refuse(st *stateRec, p *Plan, sum Summary, ie *marker.InvalidErr
 	if err := ss.put(bucketAudit, recAudit, u64(r.ID), &auditRec{V: recordVersion, Refusal: r}, true); err != nil {
 		return err
 	}
-	if p.Kind == PlanSpan {
+	switch p.Kind {
+	case PlanSpan:
 		st.RefusedTo = p.To
 		st.RefusedTurn = p.Events[len(p.Events)-1].Turn
+	case PlanFold:
+		st.FoldRefusedTo = p.To
 	}
 	res.Checkpoint, res.Refusal = ck, &r
 	return ss.putState(st)

@@ -46,7 +46,7 @@ func ExampleDB_Resume() {
 	// session: agent-1
 	// source: checkpoint 1
 	// reason: no marker yet
-	// summarized: seq 1..0
+	// summarized: nothing
 	// head: seq 2
 	//
 	// ## raw seq 1..2

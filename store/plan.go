@@ -80,7 +80,9 @@ func (db *DB) PlanSpan(session string, policy SpanPolicy, budget int) (*Plan, er
 }
 
 // PlanFold plans a node of depth d+1 over the first run of k consecutive
-// roots of depth d, or returns ErrNothingToCompact.
+// roots of depth d, or returns ErrNothingToCompact. Roots up to the end of
+// the last refused fold are not considered: a refused fold is not asked for
+// again, the next one waits for k more roots after it.
 func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 	if k < 2 {
 		return nil, errors.Wrapf(ErrNothingToCompact, "fold of %d roots", k)
@@ -90,7 +92,14 @@ func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := 0; i+k <= len(roots); {
+		// Roots up to a refused fold stay as they are: the policy does not
+		// ask again for the same fold (Compactor.Recompact or a fold plan
+		// over later roots still can).
+		first := 0
+		for first < len(roots) && roots[first].From <= st.FoldRefusedTo {
+			first++
+		}
+		for i := first; i+k <= len(roots); {
 			j := i
 			for j < len(roots) && roots[j].Depth == roots[i].Depth {
 				j++

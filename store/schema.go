@@ -72,17 +72,18 @@ type metaRec struct {
 
 // stateRec is a session's head and frame.
 type stateRec struct {
-	V            int    `msgpack:"v"`
-	Head         uint64 `msgpack:"h,omitempty"` // last seq
-	Turn         uint64 `msgpack:"t,omitempty"` // turn of the last event
-	FrameVersion uint64 `msgpack:"f,omitempty"`
-	CompactedTo  uint64 `msgpack:"c,omitempty"` // roots cover exactly [1, CompactedTo]
-	Roots        int    `msgpack:"r,omitempty"` // number of roots
-	NextNode     uint64 `msgpack:"n,omitempty"` // last node id used
-	NextCk       uint64 `msgpack:"k,omitempty"` // last checkpoint id used
-	NextAudit    uint64 `msgpack:"a,omitempty"` // last audit id used
-	RefusedTo    uint64 `msgpack:"x,omitempty"` // end of the last refused depth-1 span starting at CompactedTo+1
-	RefusedTurn  uint64 `msgpack:"y,omitempty"` // turn of the event at RefusedTo
+	V             int    `msgpack:"v"`
+	Head          uint64 `msgpack:"h,omitempty"` // last seq
+	Turn          uint64 `msgpack:"t,omitempty"` // turn of the last event
+	FrameVersion  uint64 `msgpack:"f,omitempty"`
+	CompactedTo   uint64 `msgpack:"c,omitempty"` // roots cover exactly [1, CompactedTo]
+	Roots         int    `msgpack:"r,omitempty"` // number of roots
+	NextNode      uint64 `msgpack:"n,omitempty"` // last node id used
+	NextCk        uint64 `msgpack:"k,omitempty"` // last checkpoint id used
+	NextAudit     uint64 `msgpack:"a,omitempty"` // last audit id used
+	RefusedTo     uint64 `msgpack:"x,omitempty"` // end of the last refused depth-1 span starting at CompactedTo+1
+	RefusedTurn   uint64 `msgpack:"y,omitempty"` // turn of the event at RefusedTo
+	FoldRefusedTo uint64 `msgpack:"z,omitempty"` // end of the last refused fold: the policy folds only roots after it
 }
 
 type eventRec struct {

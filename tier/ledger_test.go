@@ -300,6 +300,10 @@ func TestComputeRequired_Closure(t *testing.T) {
 	if want := []string{"early"}; !reflect.DeepEqual(req.Resolved, want) {
 		t.Errorf("resolved = %v, want %v", req.Resolved, want)
 	}
+	// What a node may claim resolved: not "reopened", open again at the end.
+	if want := []string{"early", "inside"}; !reflect.DeepEqual(req.ResolvedInside, want) {
+		t.Errorf("resolved inside = %v, want %v", req.ResolvedInside, want)
+	}
 	if req.Count() != 4 {
 		t.Errorf("Count = %d, want 4", req.Count())
 	}

@@ -61,12 +61,16 @@ func sortBy[V any](s []V, key func(V) string) {
 //
 // It is computed from raw events only, never from other nodes' claims.
 type Required struct {
-	From, To     uint64
-	Unresolved   []Open
-	Resolved     []string
-	Dispositions []Disposition
-	Constraints  []Constraint
-	Artifacts    []Artifact
+	From, To   uint64
+	Unresolved []Open
+	Resolved   []string
+	// ResolvedInside lists every id the span resolved and left resolved
+	// (Resolved and those both opened and resolved inside it): a node may
+	// claim these resolved, and nothing else.
+	ResolvedInside []string
+	Dispositions   []Disposition
+	Constraints    []Constraint
+	Artifacts      []Artifact
 }
 
 // ComputeRequired replays span (consecutive events, already accepted by the
@@ -126,9 +130,7 @@ func (b *RequiredBuilder) Add(e Event) error {
 	}
 	switch {
 	case e.Kind.Resolves():
-		if e.Opener < b.from {
-			b.resolved[e.ID] = true
-		}
+		b.resolved[e.ID] = e.Opener < b.from
 		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
 			b.disp[e.Key] = true
 		}
@@ -149,7 +151,11 @@ func (b *RequiredBuilder) Open() []Open { return b.l.OpenList() }
 func (b *RequiredBuilder) Required() Required {
 	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList()}
 	for _, k := range sortedKeys(b.resolved) {
-		if _, open := b.l.Open[k]; !open {
+		if _, open := b.l.Open[k]; open {
+			continue // resolved, then opened again inside the span
+		}
+		r.ResolvedInside = append(r.ResolvedInside, k)
+		if b.resolved[k] {
 			r.Resolved = append(r.Resolved, k)
 		}
 	}

@@ -282,28 +282,15 @@ func (r *replayer) stored(n int) {
 	r.sessions[r.session] = true
 }
 
-// compact runs the compactor on the batch's session until nothing more is
-// due. Compactor.Run stops after a refused span, as the next span is due
-// only once more events have come; a batch may already hold them, so run
-// again: the compactions are then exactly those of a replay that compacted
+// compact runs the compactor on the batch's session: it compacts as far as
+// is due, so the compactions are exactly those of a replay that compacted
 // after every event.
 func (r *replayer) compact() error {
-	for {
-		res, err := r.comp.Run(r.ctx, r.session)
-		for i := range res {
-			r.report(&res[i])
-		}
-		if err != nil {
-			return errors.Wrapf(err, "compacting session %q", r.session)
-		}
-		if len(res) == 0 {
-			return nil
-		}
-		last := &res[len(res)-1]
-		if last.Committed() || last.Kind != store.PlanSpan {
-			return nil
-		}
+	res, err := r.comp.Run(r.ctx, r.session)
+	for i := range res {
+		r.report(&res[i])
 	}
+	return errors.Wrapf(err, "compacting session %q", r.session)
 }
 
 // report prints one line per compaction.

@@ -1,29 +1,15 @@
 package checkpoint
 
-import "fmt"
+import "github.com/strata-go/strata/tier"
 
-// Status is a checkpoint's state.
-type Status uint8
+// Status is a checkpoint's state: valid until a frame change makes it stale.
+type Status = tier.Status
 
-// Checkpoint statuses. Stored on disk: never renumber.
+// Statuses, as tier defines them.
 const (
-	StatusValid   Status = 1
-	StatusInvalid Status = 2
+	StatusValid   = tier.StatusValid
+	StatusInvalid = tier.StatusInvalid
 )
-
-// String returns "valid" or "invalid".
-func (s Status) String() string {
-	switch s {
-	case StatusValid:
-		return "valid"
-	case StatusInvalid:
-		return "invalid"
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
-}
-
-// MarshalJSON encodes s as its name.
-func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
 
 // Checkpoint is a raw checkpoint: the roots ending at or before Seq when it
 // was written (Prefix, in order), and the raw log after Seq.

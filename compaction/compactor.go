@@ -96,21 +96,12 @@ const maxConflicts = 8
 func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	var out []Result
 	p := c.opts.Policy
-	conflicts := 0
+	planSpan := func() (*store.Plan, error) {
+		return c.db.PlanSpan(session, store.SpanPolicy{Turns: p.EveryTurns, Events: p.EveryEvents}, p.Budget)
+	}
 	for {
-		plan, err := c.db.PlanSpan(session, store.SpanPolicy{Turns: p.EveryTurns, Events: p.EveryEvents}, p.Budget)
-		if errors.Is(err, store.ErrNothingToCompact) {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		r, err := c.compact(ctx, plan)
-		if errors.Is(err, store.ErrConflict) && conflicts < maxConflicts {
-			conflicts++
-			continue
-		}
-		if err != nil {
+		r, due, err := c.step(ctx, planSpan)
+		if !due || err != nil {
 			return out, err
 		}
 		out = append(out, r)
@@ -125,7 +116,6 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 			return out, err
 		}
 	}
-	return out, nil
 }
 
 // fold makes depth d+1 nodes while K consecutive roots of a depth exist.
@@ -134,27 +124,38 @@ func (c *Compactor) fold(ctx context.Context, session string) ([]Result, error) 
 	if c.opts.Policy.Fold < 2 {
 		return nil, nil
 	}
-	conflicts := 0
+	planFold := func() (*store.Plan, error) {
+		return c.db.PlanFold(session, c.opts.Policy.Fold, c.opts.Policy.Budget)
+	}
 	for {
-		plan, err := c.db.PlanFold(session, c.opts.Policy.Fold, c.opts.Policy.Budget)
-		if errors.Is(err, store.ErrNothingToCompact) {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		r, err := c.compact(ctx, plan)
-		if errors.Is(err, store.ErrConflict) && conflicts < maxConflicts {
-			conflicts++
-			continue
-		}
-		if err != nil {
+		r, due, err := c.step(ctx, planFold)
+		if !due || err != nil {
 			return out, err
 		}
 		out = append(out, r)
 		if !r.Committed() {
 			return out, nil
 		}
+	}
+}
+
+// step plans one compaction and runs it, planning again when another
+// compaction committed first (store.ErrConflict). due is false when the plan
+// finds nothing to compact.
+func (c *Compactor) step(ctx context.Context, plan func() (*store.Plan, error)) (r Result, due bool, err error) {
+	for conflicts := 0; ; conflicts++ {
+		p, err := plan()
+		if errors.Is(err, store.ErrNothingToCompact) {
+			return Result{}, false, nil
+		}
+		if err != nil {
+			return Result{}, true, err
+		}
+		r, err := c.compact(ctx, p)
+		if errors.Is(err, store.ErrConflict) && conflicts < maxConflicts {
+			continue
+		}
+		return r, true, err
 	}
 }
 

@@ -7,29 +7,14 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// Status is a marker's state: valid until a frame change makes its node stop
-// being a root.
-type Status uint8
+// Status is a marker's state: valid until a frame change makes it stale.
+type Status = tier.Status
 
-// Marker statuses. Stored on disk: never renumber.
+// Statuses, as tier defines them.
 const (
-	StatusValid   Status = 1
-	StatusInvalid Status = 2
+	StatusValid   = tier.StatusValid
+	StatusInvalid = tier.StatusInvalid
 )
-
-// String returns "valid" or "invalid".
-func (s Status) String() string {
-	switch s {
-	case StatusValid:
-		return "valid"
-	case StatusInvalid:
-		return "invalid"
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
-}
-
-// MarshalJSON encodes s as its name.
-func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
 
 // Marker is a recovery marker: the promise that Node holds every fact needed
 // to resume after Boundary. Its ID is its node's ID: a node gets exactly one

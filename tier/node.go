@@ -227,3 +227,28 @@ type Node struct {
 
 // IsRoot reports whether n is neither covered by a parent nor superseded.
 func (n *Node) IsRoot() bool { return n.Parent == 0 && n.SupersededBy == 0 }
+
+// Status is the state of a recovery marker or a raw checkpoint: valid until
+// a frame change makes it stale. The marker and checkpoint packages name it
+// marker.Status and checkpoint.Status.
+type Status uint8
+
+// Statuses. Stored on disk: never renumber.
+const (
+	StatusValid   Status = 1
+	StatusInvalid Status = 2
+)
+
+// String returns "valid" or "invalid".
+func (s Status) String() string {
+	switch s {
+	case StatusValid:
+		return "valid"
+	case StatusInvalid:
+		return "invalid"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// MarshalJSON encodes s as its name.
+func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }

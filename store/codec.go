@@ -68,6 +68,9 @@ type pooledEncoder struct {
 // encode returns the envelope of v, a pointer to a record struct. The
 // returned slice is freshly allocated (bbolt keeps it until commit).
 func encode(t recType, v any) ([]byte, error) {
+	if err := hookEncode(t); err != nil {
+		return nil, err
+	}
 	pe := encPool.Get().(*pooledEncoder)
 	defer encPool.Put(pe)
 	pe.buf.Reset()

@@ -78,6 +78,9 @@ func Open(path string, opts Options) (db *DB, err error) {
 		ReadOnly:     opts.ReadOnly,
 		NoSync:       opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
+		// Read-only too: bbolt would load it lazily, in tx.Check's own
+		// goroutine, where a damaged freelist page panics past guard.
+		PreLoadFreelist: true,
 	})
 	if err != nil {
 		switch {
@@ -210,7 +213,14 @@ func (db *DB) update(fn func(*bolt.Tx) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	return guard(func() error { return db.bolt.Update(fn) })
+	return guard(func() error {
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return hook("commit")
+		})
+	})
 }
 
 // guard runs fn, turning a panic — or, with SetPanicOnFault, a memory fault

@@ -42,7 +42,17 @@ type VerifyOptions struct {
 	// Progress, if set, is called after each session with the number of
 	// sessions done and in all.
 	Progress func(done, total int)
+
+	// Events, if set, is called as the raw log is checked — every 64 Ki
+	// events and after each session — with the events checked so far and
+	// in all (the sum of the sessions' heads): progress through one long
+	// session, which Progress cannot show.
+	Events func(done, total uint64)
 }
+
+// eventsProgressEvery is how many raw events Verify checks between two
+// calls of VerifyOptions.Events.
+const eventsProgressEvery = 64 << 10
 
 // Verify checks the whole database in one read transaction: bbolt's own
 // consistency check, then every strata invariant — every record decodes
@@ -60,9 +70,18 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	}
 	defer db.release()
 	err := db.view(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			rep.Problems = append(rep.Problems, Problem{What: "bbolt: " + err.Error()})
+		// tx.Check runs in a goroutine guard cannot protect: only once
+		// preCheck found what it reads sound (see verify_guard.go).
+		pre, safe := db.preCheck(tx)
+		rep.Problems = append(rep.Problems, pre...)
+		if safe {
+			for err := range tx.Check() {
+				rep.Problems = append(rep.Problems, Problem{What: "bbolt: " + err.Error()})
+			}
 		}
+		// tx.Check touched every page: let them leave the resident set
+		// (see Snapshot.ReleaseMapped), and so again as the raw log is read.
+		releaseMapped(db.path)
 		var ids []string
 		sb := tx.Bucket(bucketSessions)
 		err := sb.ForEach(func(k, v []byte) error {
@@ -77,10 +96,30 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 			return err
 		}
 		rep.Sessions = len(ids)
+		var total, done uint64
+		if opts.Events != nil {
+			for _, id := range ids {
+				ss := &sess{id: id, b: sb.Bucket([]byte(id))}
+				if ss.b == nil {
+					continue
+				}
+				if st, err := ss.state(); err == nil {
+					total += st.Head
+				}
+			}
+		}
 		for i, id := range ids {
-			v := &verifier{rep: &rep, ss: &sess{id: id, b: sb.Bucket([]byte(id))}}
+			v := &verifier{rep: &rep, ss: &sess{id: id, b: sb.Bucket([]byte(id))}, path: db.path}
+			if opts.Events != nil {
+				base := done
+				v.progress = func(n uint64) { opts.Events(base+n, total) }
+			}
 			if err := guard(v.run); err != nil {
 				v.fail("%v", err)
+			}
+			if opts.Events != nil {
+				done += v.checked
+				opts.Events(done, max(total, done))
 			}
 			if opts.Progress != nil {
 				opts.Progress(i+1, len(ids))
@@ -100,6 +139,10 @@ type verifier struct {
 	st    stateRec
 	nodes map[uint64]tier.Node
 	roots []rootRec
+
+	path     string         // the database file, for releaseMapped
+	checked  uint64         // raw events checked
+	progress func(n uint64) // nil, or told checked every eventsProgressEvery
 }
 
 // maxProblems bounds the problems reported per session: a badly damaged
@@ -166,7 +209,12 @@ func (v *verifier) loadNodes() error {
 			v.fail("nodes: key %x holds node %d", k, r.ID)
 			return nil
 		}
-		v.nodes[r.ID] = r.node()
+		// Keep the structure only: the narrative and claims of every node
+		// of a long session would hold the whole summary tree in memory;
+		// validateRoot reads a root's claims again when it needs them.
+		n := r.node()
+		n.Narrative, n.Claims = "", tier.Claims{}
+		v.nodes[r.ID] = n
 		v.rep.Nodes++
 		return nil
 	})
@@ -226,6 +274,13 @@ func (v *verifier) checkRawAndLedger() {
 			}
 		}
 		want++
+		v.checked++
+		if v.checked%eventsProgressEvery == 0 {
+			releaseMapped(v.path)
+			if v.progress != nil {
+				v.progress(v.checked)
+			}
+		}
 	}
 	if want-1 != v.st.Head {
 		v.fail("state: head %d, l0 ends at %d", v.st.Head, want-1)
@@ -244,11 +299,15 @@ func (v *verifier) checkRawAndLedger() {
 }
 
 func (v *verifier) validateRoot(r rootRec, req tier.Required) {
-	n, ok := v.nodes[r.Node]
-	if !ok {
+	if _, ok := v.nodes[r.Node]; !ok {
 		return // reported by checkRoots
 	}
-	err := marker.Validate(marker.Frame{Version: 0, RootDepth: n.Depth}, marker.Frame{Version: 0, RootDepth: n.Depth}, &req, n.Depth, &n.Claims)
+	n, err := v.ss.node(r.Node)
+	if err != nil {
+		v.fail("%v", err)
+		return
+	}
+	err = marker.Validate(marker.Frame{Version: 0, RootDepth: n.Depth}, marker.Frame{Version: 0, RootDepth: n.Depth}, &req, n.Depth, &n.Claims)
 	if err != nil {
 		v.fail("root node %d (seq %d..%d): its claims no longer validate against the raw span: %v", n.ID, n.From, n.To, err)
 	}

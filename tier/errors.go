@@ -2,6 +2,7 @@ package tier
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/errors"
 )
@@ -68,10 +69,10 @@ func (e *EventError) Error() string {
 		s += " kind " + e.Kind
 	}
 	if e.ID != "" {
-		s += fmt.Sprintf(" id %q", e.ID)
+		s += fmt.Sprintf(" id %q", clip(e.ID))
 	}
 	if e.Key != "" {
-		s += fmt.Sprintf(" key %q", e.Key)
+		s += fmt.Sprintf(" key %q", clip(e.Key))
 	}
 	s += ": " + e.Err.Error()
 	if e.Detail != "" {
@@ -82,6 +83,23 @@ func (e *EventError) Error() string {
 
 // Unwrap returns the cause, one of the sentinels of this package.
 func (e *EventError) Unwrap() error { return e.Err }
+
+// clipBytes bounds an id or key quoted in an error message: a hostile one
+// can be megabytes long (the full value stays in the EventError's field).
+const clipBytes = 128
+
+// clip returns s cut to about clipBytes bytes, at a rune boundary, with
+// the number of bytes left out.
+func clip(s string) string {
+	if len(s) <= clipBytes {
+		return s
+	}
+	i := clipBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s…(%d more bytes)", s[:i], len(s)-i)
+}
 
 // Format implements fmt.Formatter through errors.FormatError.
 func (e *EventError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }

@@ -1,0 +1,416 @@
+package store_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+var crashCycles = flag.Int("strata.crash-cycles", 40, "kill-and-reopen cycles of TestCrash_KillLoop (10 with -short)")
+
+// Environment of the crash child: the database, and the seed of its
+// events.
+const (
+	crashChildEnv = "STRATA_TEST_CRASH_CHILD_DB"
+	crashSeedEnv  = "STRATA_TEST_CRASH_SEED"
+)
+
+// crashSessions are the sessions the child writes: two compacted by the
+// extractive summarizer, one by a lossy one (so refusals, their
+// checkpoints and audit records are written too).
+var crashSessions = []string{"ext-a", "ext-b", "lossy"}
+
+// eventDigest identifies what an appender gave: every field it set (the
+// store assigns Seq, Turn and Opener).
+func eventDigest(evs []tier.Event) string {
+	h := sha256.New()
+	for _, e := range evs {
+		fmt.Fprintf(h, "%d|%d|%q|%q|%q|%v|%q|%q\n", e.Time, e.Kind, e.ID, e.Key, e.Name, e.Failed, e.By, e.Text)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// crashGen makes random valid events against a session's ledger.
+type crashGen struct {
+	rng  *rand.Rand
+	l    *tier.Ledger
+	tag  string
+	n    int
+	time int64
+}
+
+func (g *crashGen) pick(m []string) string { return m[g.rng.Intn(len(m))] }
+
+func (g *crashGen) next() tier.Event {
+	g.n++
+	g.time++
+	id := fmt.Sprintf("%s-%d", g.tag, g.n)
+	text := strings.Repeat("lorem ", g.rng.Intn(40))
+	var calls, handles, constr []string
+	for k, o := range g.l.Open {
+		if o.Kind == tier.KindToolCall {
+			calls = append(calls, k)
+		} else {
+			handles = append(handles, k)
+		}
+	}
+	for k := range g.l.Constraints {
+		constr = append(constr, k)
+	}
+	slices.Sort(calls)
+	slices.Sort(handles)
+	slices.Sort(constr)
+	e := tier.Event{Kind: tier.KindAssistant, Text: text, Time: g.time}
+	switch r := g.rng.Intn(12); {
+	case r == 0:
+		e.Kind = tier.KindUser
+	case r == 1 && len(calls) < 4:
+		e.Kind, e.ID, e.Name = tier.KindToolCall, "call-"+id, "bash"
+	case r == 2 && len(calls) > 0:
+		e.Kind, e.ID = tier.KindToolResult, g.pick(calls)
+		if g.rng.Intn(3) == 0 {
+			e.Failed, e.Key = true, fmt.Sprintf("approach/%d", g.rng.Intn(5))
+		}
+	case r == 3 && len(handles) < 2:
+		e.Kind, e.ID, e.Name = tier.KindOpen, "h-"+id, "file"
+	case r == 4 && len(handles) > 0:
+		e.Kind, e.ID = tier.KindClose, g.pick(handles)
+	case r == 5:
+		e.Kind, e.Key = tier.KindConstraint, fmt.Sprintf("rule/%d", g.rng.Intn(4))
+	case r == 6 && len(constr) > 0:
+		e.Kind, e.Key = tier.KindWithdrawn, g.pick(constr)
+	case r == 7:
+		e.Kind, e.Key = tier.KindRejected, fmt.Sprintf("idea/%d", g.rng.Intn(6))
+	case r == 8:
+		e.Kind, e.Key, e.By = tier.KindSuperseded, fmt.Sprintf("idea/%d", g.rng.Intn(6)), "idea/new"
+	case r == 9:
+		e.Kind, e.Key = tier.KindArtifact, fmt.Sprintf("out/%d.txt", g.rng.Intn(8))
+	}
+	if err := g.l.Apply(&e); err != nil {
+		panic(err) // the generator's own bug
+	}
+	e.Opener = 0
+	return e
+}
+
+// TestCrash_Child is not a test: it is the child process of
+// TestCrash_KillLoop. It appends to and compacts its sessions until
+// killed, printing "ack SESSION FIRST LAST DIGEST" after each Append
+// returned.
+func TestCrash_Child(t *testing.T) {
+	path := os.Getenv(crashChildEnv)
+	if path == "" {
+		t.Skip("helper process for TestCrash_KillLoop")
+	}
+	seed, _ := strconv.ParseInt(os.Getenv(crashSeedEnv), 10, 64)
+	fail := func(err error) {
+		fmt.Printf("error: %v\n", err)
+		os.Exit(2)
+	}
+	db, err := store.Open(path, store.Options{Create: true, LockTimeout: 10 * time.Second})
+	if err != nil {
+		fail(err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	lossy, _ := compaction.NewLossy(compaction.DropNegatives, compaction.DropArtifacts)
+	policy := compaction.Policy{EveryEvents: 7, EveryTurns: 2, Fold: 2, Budget: 200}
+	gens := map[string]*crashGen{}
+	comps := map[string]*compaction.Compactor{}
+	for i, s := range crashSessions {
+		l := tier.NewLedger()
+		var head uint64
+		err := db.View(func(snap *store.Snapshot) error {
+			info, err := snap.Info(s)
+			if err != nil {
+				return nil // a new session
+			}
+			head = info.Head
+			l, err = snap.Ledger(s)
+			return err
+		})
+		if err != nil {
+			fail(err)
+		}
+		gens[s] = &crashGen{rng: rng, l: l, tag: fmt.Sprintf("%d-%d", seed, i), time: int64(seed)<<20 + int64(head)}
+		var sum compaction.Summarizer = compaction.Extractive{}
+		if s == "lossy" {
+			sum = lossy
+		}
+		if comps[s], err = compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: policy}); err != nil {
+			fail(err)
+		}
+	}
+	fmt.Println("ready")
+	ctx := context.Background()
+	for {
+		s := crashSessions[rng.Intn(len(crashSessions))]
+		evs := make([]tier.Event, 1+rng.Intn(4))
+		for i := range evs {
+			evs[i] = gens[s].next()
+		}
+		res, err := db.Append(s, evs...)
+		if err != nil {
+			fail(err)
+		}
+		// One write of a short line: a pipe delivers it whole or not at all.
+		os.Stdout.WriteString(fmt.Sprintf("ack %s %d %d %s\n", s, res.First, res.Last, eventDigest(evs)))
+		if _, err := comps[s].Run(ctx, s); err != nil {
+			fail(err)
+		}
+		if rng.Intn(20) == 0 {
+			var roots []tier.Node
+			_ = db.View(func(snap *store.Snapshot) (err error) { roots, err = snap.Roots(s); return err })
+			if len(roots) > 0 {
+				r := roots[rng.Intn(len(roots))]
+				if _, err := comps[s].Recompact(ctx, s, r.ID, 60+rng.Intn(100)); err != nil && !isRefusal(err) {
+					fail(err)
+				}
+			}
+		}
+	}
+}
+
+func isRefusal(err error) bool {
+	var ie *marker.InvalidError
+	return errors.As(err, &ie)
+}
+
+// crashAck is one acknowledged append.
+type crashAck struct {
+	session     string
+	first, last uint64
+	digest      string
+}
+
+// runCrashChild starts the child on path, kills it with SIGKILL after a
+// random delay once it has opened the database, and returns the appends
+// it acknowledged.
+func runCrashChild(t *testing.T, path string, seed int64, rng *rand.Rand) (acks []crashAck, killedAfter time.Duration) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_Child$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashSeedEnv+"="+strconv.FormatInt(seed, 10))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var out []string
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				break wait
+			}
+			out = append(out, l)
+			if l == "ready" {
+				break wait
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatal("the crash child did not open the database in 60s")
+		}
+	}
+	killedAfter = time.Duration(rng.Intn(400)) * time.Millisecond
+	time.Sleep(killedAfter)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	for l := range lines {
+		out = append(out, l)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("the crash child exited before it was killed (%v): %q", err, out[max(0, len(out)-3):])
+	}
+	for _, l := range out {
+		f := strings.Fields(l)
+		switch {
+		case l == "ready":
+		case len(f) == 5 && f[0] == "ack":
+			first, _ := strconv.ParseUint(f[2], 10, 64)
+			last, _ := strconv.ParseUint(f[3], 10, 64)
+			acks = append(acks, crashAck{session: f[1], first: first, last: last, digest: f[4]})
+		default:
+			t.Fatalf("crash child: %q", l)
+		}
+	}
+	return acks, killedAfter
+}
+
+// TestCrash_KillLoop kills, with SIGKILL at random moments, a child
+// process that appends to and compacts three sessions (extractive and lossy
+// summarizers, folds, re-compactions), then reopens the database each time:
+// it verifies clean; every append the child acknowledged is stored,
+// unaltered, at the seqs it was given; every node has its marker and every
+// marker its node; and resume gives the same bytes twice and after a
+// reopen. -strata.crash-cycles=1000 runs the long version.
+func TestCrash_KillLoop(t *testing.T) {
+	t.Parallel()
+	cycles := *crashCycles
+	if testing.Short() {
+		cycles = min(cycles, 10)
+	}
+	const perDB = 25 // a fresh database every perDB cycles keeps Verify fast
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	dir := t.TempDir()
+	began := time.Now()
+	var path string
+	acked := map[string]map[uint64]crashAck{} // session → first seq → ack
+	totalAcks, totalNodes, totalRefusals := 0, 0, 0
+	var childTime, checkTime time.Duration
+	for c := 0; c < cycles; c++ {
+		if c%perDB == 0 {
+			path = filepath.Join(dir, fmt.Sprintf("crash-%d.db", c/perDB))
+			acked = map[string]map[uint64]crashAck{}
+		}
+		t0 := time.Now()
+		acks, after := runCrashChild(t, path, seed+int64(c), rng)
+		childTime += time.Since(t0)
+		t0 = time.Now()
+		for _, a := range acks {
+			if acked[a.session] == nil {
+				acked[a.session] = map[uint64]crashAck{}
+			}
+			acked[a.session][a.first] = a
+		}
+		totalAcks += len(acks)
+		nodes, refusals := checkAfterCrash(t, path, acked)
+		checkTime += time.Since(t0)
+		if t.Failed() {
+			t.Fatalf("cycle %d (child seed %d, killed %v after it opened the database, %d acks this cycle)", c, seed+int64(c), after, len(acks))
+		}
+		if c%perDB == perDB-1 || c == cycles-1 {
+			totalNodes += nodes
+			totalRefusals += refusals
+		}
+	}
+	t.Logf("%d kill cycles in %v: %d acknowledged appends all present and unaltered, %d nodes (each with its marker), %d refusals, resume identical after every reopen",
+		cycles, time.Since(began).Round(time.Millisecond), totalAcks, totalNodes, totalRefusals)
+	t.Logf("time in the child %v, in the checks %v", childTime.Round(time.Millisecond), checkTime.Round(time.Millisecond))
+}
+
+// checkAfterCrash reopens path as a restarted process would and checks it.
+func checkAfterCrash(t *testing.T, path string, acked map[string]map[uint64]crashAck) (nodes, refusals int) {
+	t.Helper()
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatalf("reopen after the kill: %v", err)
+	}
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	for _, p := range rep.Problems {
+		t.Errorf("Verify: %s", p)
+	}
+	shas := map[string]string{}
+	err = db.View(func(s *store.Snapshot) error {
+		for session, acks := range acked {
+			info, err := s.Info(session)
+			if err != nil {
+				return fmt.Errorf("session %q, acknowledged, is gone: %w", session, err)
+			}
+			var evs []tier.Event
+			if err := s.Events(session, 1, info.Head, func(e tier.Event) error { evs = append(evs, e); return nil }); err != nil {
+				return err
+			}
+			for _, a := range acks {
+				if a.last > info.Head {
+					t.Errorf("%q: acknowledged seqs %d..%d, head %d", session, a.first, a.last, info.Head)
+					continue
+				}
+				if got := eventDigest(evs[a.first-1 : a.last]); got != a.digest {
+					t.Errorf("%q: seqs %d..%d hold other events than the acknowledged append", session, a.first, a.last)
+				}
+			}
+			nodeIDs, markerIDs := []uint64{}, []uint64{}
+			if err := s.Nodes(session, func(n tier.Node) error { nodeIDs = append(nodeIDs, n.ID); return nil }); err != nil {
+				return err
+			}
+			if err := s.Markers(session, func(m marker.Marker) error { markerIDs = append(markerIDs, m.Node); return nil }); err != nil {
+				return err
+			}
+			if !slices.Equal(nodeIDs, markerIDs) {
+				t.Errorf("%q: nodes %v, markers of nodes %v", session, nodeIDs, markerIDs)
+			}
+			nodes += len(nodeIDs)
+			if err := s.Refusals(session, func(store.Refusal) error { refusals++; return nil }); err != nil {
+				return err
+			}
+			// Latest, and a few markers: the first (long invalidated by
+			// folds, so served by a checkpoint) and the newest.
+			ids := []uint64{store.Latest}
+			if n := len(markerIDs); n > 0 {
+				ids = append(ids, markerIDs[0], markerIDs[n-1], markerIDs[n/2])
+			}
+			for _, id := range ids {
+				a, err := s.Resume(session, id)
+				if err != nil {
+					return err
+				}
+				b, err := s.Resume(session, id)
+				if err != nil {
+					return err
+				}
+				if a.SHA256() != b.SHA256() {
+					t.Errorf("%q: resume from marker %d differs between two calls", session, id)
+				}
+				shas[fmt.Sprintf("%s/%d", session, id)] = a.SHA256()
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("reading after the kill: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("reopen read-only: %v", err)
+	}
+	defer ro.Close()
+	for k, want := range shas {
+		i := strings.LastIndexByte(k, '/')
+		id, _ := strconv.ParseUint(k[i+1:], 10, 64)
+		ctx, err := ro.Resume(k[:i], id)
+		if err != nil || ctx.SHA256() != want {
+			t.Errorf("resume %s after a reopen: %v, sha differs: %v", k, err, err == nil)
+		}
+	}
+	return nodes, refusals
+}

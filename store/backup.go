@@ -18,10 +18,26 @@ func (db *DB) Backup(w io.Writer) (n int64, err error) {
 	}
 	defer db.release()
 	err = db.view(func(tx *bolt.Tx) error {
-		n, err = tx.WriteTo(w)
+		n, err = tx.WriteTo(bigCopies{w})
 		return err
 	})
 	return n, errors.Wrap(err, "store: backup")
+}
+
+// backupBuffer is the copy buffer of a backup. bbolt copies the file's
+// pages with io.CopyN, whose 32 KiB buffer made a backup 0.78× the speed
+// of copying the file here; 1 MiB brings it to the copy's speed.
+const backupBuffer = 1 << 20
+
+// bigCopies is a writer whose ReadFrom copies with a backupBuffer.
+type bigCopies struct{ w io.Writer }
+
+// Write implements io.Writer.
+func (b bigCopies) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// ReadFrom implements io.ReaderFrom, which io.CopyN uses when present.
+func (b bigCopies) ReadFrom(r io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{b.w}, r, make([]byte, backupBuffer))
 }
 
 // BackupFile writes a consistent copy of the database to path, never leaving
@@ -90,6 +106,6 @@ func syncDir(dir string) error {
 // snapshot, to w: what Backup does, for a caller that also reads the same
 // snapshot (and so knows exactly what the copy holds).
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
-	n, err := s.tx.WriteTo(w)
+	n, err := s.tx.WriteTo(bigCopies{w})
 	return n, errors.Wrap(err, "store: backup")
 }

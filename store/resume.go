@@ -67,18 +67,15 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 
 	if m.ID != 0 {
 		ctx.Marker = m.ID
-		ok, why, err := ss.markerUsable(&m)
+		n, why, err := ss.markerUsable(&m)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			n, err := ss.node(m.Node)
-			if err != nil {
+		if n != nil {
+			if ctx.Nodes, err = ss.rootNodes(n.From - 1); err != nil {
 				return nil, err
 			}
-			if ctx.Nodes, err = ss.rootNodes(n.From); err != nil {
-				return nil, err
-			}
+			ctx.Nodes = append(ctx.Nodes, *n)
 			ctx.Source, ctx.Boundary = checkpoint.SourceMarker, m.Boundary
 			return ctx, ss.tail(ctx, m.Boundary, st.Head)
 		}
@@ -112,22 +109,23 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 
 // markerUsable reads the marker's status and re-checks the one equality
 // resume relies on: its node is still a root of the depth it was made at.
-func (ss *sess) markerUsable(m *marker.Marker) (bool, string, error) {
+// It returns the node when the marker is usable, else why not.
+func (ss *sess) markerUsable(m *marker.Marker) (*tier.Node, string, error) {
 	if m.Status != marker.StatusValid {
 		why := m.Reason
 		if why == "" {
 			why = "marker is " + m.Status.String()
 		}
-		return false, fmt.Sprintf("marker %d invalid: %s", m.ID, why), nil
+		return nil, fmt.Sprintf("marker %d invalid: %s", m.ID, why), nil
 	}
 	n, err := ss.node(m.Node)
 	if err != nil {
-		return false, "", err
+		return nil, "", err
 	}
 	if !n.IsRoot() || n.Depth != m.Depth || n.To != m.Boundary {
-		return false, "", corrupt(ss.id, "markers", u64(m.ID), errors.Newf("valid marker, but node %d is not a root of depth %d ending at %d", n.ID, m.Depth, m.Boundary))
+		return nil, "", corrupt(ss.id, "markers", u64(m.ID), errors.Newf("valid marker, but node %d is not a root of depth %d ending at %d", n.ID, m.Depth, m.Boundary))
 	}
-	return true, "", nil
+	return &n, "", nil
 }
 
 func refusalReason(r *Refusal) string {

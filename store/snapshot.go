@@ -272,3 +272,12 @@ func (db *DB) Info(session string) (info Info, err error) {
 	})
 	return info, err
 }
+
+// ReleaseMapped lets the kernel take back, from this process's resident
+// set, the pages of the database file read so far: they stay in the page
+// cache and are read back from there when touched again. A long read — a
+// dump, a verify — of a database larger than memory calls it now and then,
+// so that its resident memory stays bounded by what it holds, not by the
+// size of the file (bbolt maps the whole file). Linux only; elsewhere it
+// does nothing. It never changes what the snapshot reads.
+func (s *Snapshot) ReleaseMapped() { releaseMapped(s.tx.DB().Path()) }

@@ -24,6 +24,45 @@ type dumpOptions struct {
 	session string
 	timeout time.Duration
 	db      string
+
+	out      *countingWriter // the output, counted
+	released int64           // output bytes at the last ReleaseMapped
+	records  int             // records written
+}
+
+// releaseEvery is how many bytes dump writes between two calls of
+// Snapshot.ReleaseMapped: a dump of a database larger than memory then
+// keeps a bounded resident set (the pages read since the last call)
+// instead of the whole mapped file. The output is about as large as the
+// records it was read from.
+const releaseEvery = 8 << 20
+
+// written is called after each record written; every releaseEvery bytes
+// of output it lets the kernel take back the database pages read so far.
+func (o *dumpOptions) written(s *store.Snapshot) {
+	o.records++
+	if o.out != nil && (o.out.n-o.released >= releaseEvery || o.records%releaseRecords == 0) {
+		o.released = o.out.n
+		s.ReleaseMapped()
+	}
+}
+
+// releaseRecords bounds the records between two calls of ReleaseMapped
+// too: small records (markers, checkpoints) are read through pages that
+// their output does not account for.
+const releaseRecords = 2048
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+// Write implements io.Writer.
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // newDumpCommand returns `strata dump`.
@@ -82,7 +121,8 @@ func (o *dumpOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
-	w := bufio.NewWriterSize(out, 64<<10)
+	o.out = &countingWriter{w: out}
+	w := bufio.NewWriterSize(o.out, 64<<10)
 	err = db.View(func(s *store.Snapshot) error {
 		var ids []string
 		if o.session != "" {
@@ -388,6 +428,7 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	if err := j.array(in, func(emit func(any)) error {
 		return s.Nodes(id, func(n tier.Node) error {
 			emit(toDumpNode(&n))
+			o.written(s)
 			return j.err
 		})
 	}); err != nil {
@@ -397,6 +438,7 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	if err := j.array(in, func(emit func(any)) error {
 		return s.Markers(id, func(m marker.Marker) error {
 			emit(toDumpMarker(&m))
+			o.written(s)
 			return j.err
 		})
 	}); err != nil {
@@ -406,6 +448,7 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	if err := j.array(in, func(emit func(any)) error {
 		return s.Checkpoints(id, func(c checkpoint.Checkpoint) error {
 			emit(toDumpCheckpoint(&c))
+			o.written(s)
 			return j.err
 		})
 	}); err != nil {
@@ -421,6 +464,7 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	if err := j.array(in, func(emit func(any)) error {
 		return s.Refusals(id, func(r store.Refusal) error {
 			emit(toDumpRefusal(&r))
+			o.written(s)
 			return j.err
 		})
 	}); err != nil {
@@ -431,6 +475,7 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 		if err := j.array(in, func(emit func(any)) error {
 			return s.Events(id, 1, info.Head, func(e tier.Event) error {
 				emit(e.ToJSON(id))
+				o.written(s)
 				return j.err
 			})
 		}); err != nil {
@@ -478,6 +523,7 @@ func (o *dumpOptions) writeSessionText(w *bufio.Writer, s *store.Snapshot, id st
 	if err := s.Nodes(id, func(n tier.Node) error {
 		nodes[n.ID] = n
 		order = append(order, n.ID)
+		o.written(s)
 		return nil
 	}); err != nil {
 		return err
@@ -599,6 +645,7 @@ func (o *dumpOptions) writeSessionText(w *bufio.Writer, s *store.Snapshot, id st
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		if err := s.Events(id, 1, info.Head, func(e tier.Event) error {
+			o.written(s)
 			return enc.Encode(e.ToJSON(id))
 		}); err != nil {
 			return err

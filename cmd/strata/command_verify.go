@@ -21,6 +21,7 @@ import (
 // verifyOptions are the flags and arguments of `strata verify`.
 type verifyOptions struct {
 	inProcess bool
+	progress  bool // the child: send progress lines
 	timeout   time.Duration
 	db        string
 }
@@ -40,7 +41,10 @@ Prints "ok", or one line per problem and exits with status 3. The check runs
 in a child process, so that a file damaged enough to make bbolt fault is
 reported ("verify crashed: ...", status 3) instead of taking the check down.
 A database that cannot be opened at all (missing, empty, not strata, newer
-format, held by another process) is an error: status 1.`,
+format, held by another process) is an error: status 1.
+
+On a terminal, progress (sessions and raw events checked) is shown on
+stderr, on one line that is cleared at the end; piped, verify is quiet.`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]
@@ -55,6 +59,8 @@ format, held by another process) is an error: status 1.`,
 	}
 	cmd.Flags().BoolVar(&o.inProcess, "in-process", false, "run the check in this process, speaking the parent's line protocol")
 	_ = cmd.Flags().MarkHidden("in-process")
+	cmd.Flags().BoolVar(&o.progress, "progress", false, "with --in-process: send progress lines")
+	_ = cmd.Flags().MarkHidden("progress")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
@@ -65,12 +71,24 @@ func (o *verifyOptions) validate() error { return checkTimeout(o.timeout) }
 // verifyMsg is one line of the protocol the child speaks on its stdout: a
 // problem, an error that kept the check from running, or the end.
 type verifyMsg struct {
-	Problem  *string  `json:"problem,omitempty"`
-	Error    *string  `json:"error,omitempty"`
-	Hints    []string `json:"hints,omitempty"`
-	Done     bool     `json:"done,omitempty"`
-	Problems int      `json:"problems,omitempty"`
+	Problem  *string         `json:"problem,omitempty"`
+	Error    *string         `json:"error,omitempty"`
+	Hints    []string        `json:"hints,omitempty"`
+	Progress *verifyProgress `json:"progress,omitempty"`
+	Done     bool            `json:"done,omitempty"`
+	Problems int             `json:"problems,omitempty"`
 }
+
+// verifyProgress is how far the check has got.
+type verifyProgress struct {
+	Sessions      int    `json:"sessions"`
+	TotalSessions int    `json:"total_sessions"`
+	Events        uint64 `json:"events"`
+	TotalEvents   uint64 `json:"total_events"`
+}
+
+// progressInterval spaces progress lines: often enough to look alive.
+const progressInterval = 200 * time.Millisecond
 
 // runChild runs the check in this process and reports it in the protocol.
 func (o *verifyOptions) runChild(out io.Writer) error {
@@ -91,7 +109,21 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 		}
 		return &exitCodeError{code: exitError}
 	default:
-		rep, verr := db.Verify(store.VerifyOptions{})
+		var vo store.VerifyOptions
+		if o.progress {
+			var p verifyProgress
+			last := time.Now()
+			report := func(force bool) {
+				if force || time.Since(last) >= progressInterval {
+					last = time.Now()
+					q := p
+					_ = send(verifyMsg{Progress: &q}) // a lost progress line is no failure
+				}
+			}
+			vo.Progress = func(done, total int) { p.Sessions, p.TotalSessions = done, total; report(done == total) }
+			vo.Events = func(done, total uint64) { p.Events, p.TotalEvents = done, total; report(false) }
+		}
+		rep, verr := db.Verify(vo)
 		cerr := db.Close()
 		if verr != nil {
 			msg := verr.Error()
@@ -133,7 +165,12 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 	if err != nil {
 		return errors.Wrap(err, "verify: finding this executable to run the check in a child process")
 	}
-	child := exec.CommandContext(ctx, exe, "verify", "--in-process", "--timeout", o.timeout.String(), "--", o.db)
+	args := []string{"verify", "--in-process", "--timeout", o.timeout.String()}
+	term := isTerminal(errOut)
+	if term {
+		args = append(args, "--progress")
+	}
+	child := exec.CommandContext(ctx, exe, append(args, "--", o.db)...)
 	stderr := &capBuffer{max: maxChildStderr}
 	child.Stderr = stderr
 	pipe, err := child.StdoutPipe()
@@ -149,6 +186,7 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		done     *verifyMsg
 		failed   *verifyMsg
 		bad      string // how the child broke the protocol
+		shown    bool   // a progress line is on the terminal
 	)
 	sc := bufio.NewScanner(pipe)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -162,7 +200,21 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 			break
 		}
 		switch {
+		case m.Progress != nil && m.Problem == nil && m.Error == nil && !m.Done:
+			if term {
+				p := m.Progress
+				fmt.Fprintf(errOut, "\rverify: %d/%d events checked", p.Events, p.TotalEvents)
+				if p.TotalSessions > 0 {
+					fmt.Fprintf(errOut, ", %d/%d sessions", p.Sessions, p.TotalSessions)
+				}
+				fmt.Fprint(errOut, "\x1b[K")
+				shown = true
+			}
 		case m.Problem != nil && m.Error == nil && !m.Done:
+			if shown {
+				fmt.Fprint(errOut, "\r\x1b[K")
+				shown = false
+			}
 			problems++
 			fmt.Fprintln(out, oneLine(*m.Problem))
 		case m.Error != nil && m.Problem == nil && !m.Done:
@@ -181,6 +233,9 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 	}
 	_, _ = io.Copy(io.Discard, pipe) // let the child finish writing
 	waitErr := child.Wait()
+	if shown {
+		fmt.Fprint(errOut, "\r\x1b[K")
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -241,4 +296,15 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// isTerminal reports whether w is a terminal: progress is for a person
+// watching, never for a pipe or a file.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -143,3 +143,21 @@ func TestVerify_Usage(t *testing.T) {
 		wantCode(t, cli(t, "", args...), exitUsage, args...)
 	}
 }
+
+// TestVerify_Progress checks the child's progress lines (sent only when the
+// parent's stderr is a terminal, which the other tests' buffers are not:
+// TestVerify_OK checks that verify is then quiet).
+func TestVerify_Progress(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2"}, incident(t))
+	r := cli(t, "", "verify", "--in-process", "--progress", db)
+	wantCode(t, r, exitOK)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-2], `"progress":{"sessions":1,"total_sessions":1,"events":`) ||
+		!strings.Contains(lines[len(lines)-1], `"done":true`) {
+		t.Errorf("want a final progress line before done, got:\n%s", r.stdout)
+	}
+	if isTerminal(&strings.Builder{}) {
+		t.Error("a buffer is not a terminal")
+	}
+}

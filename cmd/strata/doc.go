@@ -11,6 +11,8 @@
 //	strata verify DB
 //	strata backup DB DEST
 //	strata stats [--json] DB
+//	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p] [--class-rate LIST]
+//	            [--retries r|r1,r2,...] [--seed s] [--json] [--per-session=false] [--dir DIR] FILE...
 //
 // shared/spec/cli.md is the contract: the field names of every output and
 // the exit codes — 0 success, 1 error, 2 bad usage, 3 verify found problems.

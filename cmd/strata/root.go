@@ -119,6 +119,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		newBackupCommand(),
 		newStatsCommand(),
 		newDemoCommand(),
+		newEvalCommand(),
 	)
 	return root
 }

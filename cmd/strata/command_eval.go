@@ -16,19 +16,16 @@ import (
 
 // evalOptions are the flags and arguments of `strata eval`.
 type evalOptions struct {
-	every       int
-	everyEvents int
-	fold        int
-	budget      int
-	dropRate    float64
-	classRates  string
-	retries     string
-	seed        uint64
-	parallel    int
-	dir         string
-	json        bool
-	perSession  bool
-	files       []string
+	policyFlags
+	dropRate   float64
+	classRates string
+	retries    string
+	seed       uint64
+	parallel   int
+	dir        string
+	json       bool
+	perSession bool
+	files      []string
 
 	opts eval.Options // built by validate
 }
@@ -76,10 +73,7 @@ databases are temporary and unsynced (eval measures logic, not durability).`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.every, "every", compaction.DefaultEveryTurns, "make an L1 node every N complete turns (0 = off)")
-	f.IntVar(&o.everyEvents, "every-events", 0, "make an L1 node as soon as the uncompacted tail holds M events, even mid-turn (0 = off)")
-	f.IntVar(&o.fold, "fold", compaction.DefaultFold, "fold K consecutive roots of depth d into a depth d+1 node (0 = never)")
-	f.IntVar(&o.budget, "budget", compaction.DefaultBudget, "the token budget of each summary node")
+	o.policyFlags.add(f)
 	f.Float64Var(&o.dropRate, "drop-rate", 0.05, "the probability that the summarizer drops each required fact, in [0, 1]")
 	f.StringVar(&o.classRates, "class-rate", "", "per-class drop rates overriding --drop-rate, e.g. negatives=0.1,open=0.02 (classes: "+
 		strings.Join(compaction.ProbabilisticClasses, ", ")+")")
@@ -95,19 +89,11 @@ databases are temporary and unsynced (eval measures logic, not durability).`,
 // validate checks the flags and builds the eval options; its errors are bad
 // usage.
 func (o *evalOptions) validate() error {
-	for _, x := range []struct {
-		name string
-		v    int
-	}{{"every", o.every}, {"every-events", o.everyEvents}, {"fold", o.fold}, {"parallel", o.parallel}} {
-		if x.v < 0 {
-			return usagef("--%s must be 0 or more, got %d", x.name, x.v)
-		}
+	if err := o.policyFlags.validate(); err != nil {
+		return err
 	}
-	if o.fold == 1 {
-		return usagef("--fold 1 would fold a root into itself: use 0 (never) or 2 or more")
-	}
-	if o.budget <= 0 {
-		return usagef("--budget must be positive, got %d", o.budget)
+	if o.parallel < 0 {
+		return usagef("--parallel must be 0 or more, got %d", o.parallel)
 	}
 	if o.every == 0 && o.everyEvents == 0 {
 		return usagef("--every and --every-events are both 0: nothing would be compacted")
@@ -144,7 +130,7 @@ func (o *evalOptions) validate() error {
 		return &usageError{err: errors.Wrap(err, "--drop-rate/--class-rate")}
 	}
 	o.opts = eval.Options{
-		Policy:   compaction.Policy{EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold, Budget: o.budget},
+		Policy:   o.policy(),
 		DropRate: o.dropRate, Rates: rates, Seed: o.seed, Retries: retries, Parallel: o.parallel, Dir: o.dir,
 	}
 	return nil

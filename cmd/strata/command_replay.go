@@ -28,18 +28,15 @@ const replayBatch = 256
 
 // replayOptions are the flags and arguments of `strata replay`.
 type replayOptions struct {
-	db          string
-	session     string
-	every       int
-	everyEvents int
-	fold        int
-	summarizer  string
-	drop        string
-	retries     int
-	budget      int
-	timeout     time.Duration
-	noSync      bool
-	files       []string
+	db      string
+	session string
+	policyFlags
+	summarizer string
+	drop       string
+	retries    int
+	timeout    time.Duration
+	noSync     bool
+	files      []string
 
 	sum compaction.Summarizer // set by validate
 }
@@ -84,14 +81,11 @@ events before that line stay stored.`,
 	f := cmd.Flags()
 	f.StringVar(&o.db, "db", "", "the database file (required; created if missing)")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
-	f.IntVar(&o.every, "every", compaction.DefaultEveryTurns, "make an L1 node every N complete turns (0 = off)")
-	f.IntVar(&o.everyEvents, "every-events", 0, "make an L1 node as soon as the uncompacted tail holds M events, even mid-turn (0 = off)")
-	f.IntVar(&o.fold, "fold", compaction.DefaultFold, "fold K consecutive roots of depth d into a depth d+1 node (0 = never)")
+	o.policyFlags.add(f)
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim) or lossy (drops --drop)")
 	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
 		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
 	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
-	f.IntVar(&o.budget, "budget", compaction.DefaultBudget, "the token budget of each summary node")
 	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
@@ -103,19 +97,11 @@ func (o *replayOptions) validate() error {
 	if o.db == "" {
 		return usagef("--db is required")
 	}
-	for _, x := range []struct {
-		name string
-		v    int
-	}{{"every", o.every}, {"every-events", o.everyEvents}, {"fold", o.fold}, {"retries", o.retries}} {
-		if x.v < 0 {
-			return usagef("--%s must be 0 or more, got %d", x.name, x.v)
-		}
+	if err := o.policyFlags.validate(); err != nil {
+		return err
 	}
-	if o.fold == 1 {
-		return usagef("--fold 1 would fold a root into itself: use 0 (never) or 2 or more")
-	}
-	if o.budget <= 0 {
-		return usagef("--budget must be positive, got %d", o.budget)
+	if o.retries < 0 {
+		return usagef("--retries must be 0 or more, got %d", o.retries)
 	}
 	if o.session != "" {
 		if err := store.CheckSession(o.session); err != nil {
@@ -147,7 +133,7 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out io.Writer)
 	defer closeDB(db, &err)
 	comp, err := compaction.NewCompactor(db, compaction.Options{
 		Summarizer: o.sum,
-		Policy:     compaction.Policy{EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold, Budget: o.budget},
+		Policy:     o.policy(),
 		Retries:    o.retries,
 	})
 	if err != nil {

@@ -47,11 +47,20 @@ type CommitResult struct {
 // audit record are written, and the returned error is a
 // *marker.InvalidError (errors.Is(err, marker.ErrMarkerInvalid)).
 func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
+	return db.commit(p, sum, true)
+}
+
+// commit is Commit, and with validate false CommitUnchecked: the same
+// transaction, with or without the size check and marker.Validate.
+func (db *DB) commit(p *Plan, sum Summary, validate bool) (CommitResult, error) {
 	if err := db.acquire(); err != nil {
 		return CommitResult{}, err
 	}
 	defer db.release()
-	tooLarge := summarySize(&sum, db.opts.limits())
+	var tooLarge []marker.Failure
+	if validate {
+		tooLarge = summarySize(&sum, db.opts.limits())
+	}
 	claims := cloneClaims(sum.Claims)
 	claims.Normalize()
 	var res CommitResult
@@ -77,10 +86,12 @@ func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
 		if !bytes.Equal(sp.hash, p.SpanHash) {
 			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
 		}
-		if tooLarge != nil {
+		switch {
+		case !validate:
+		case tooLarge != nil:
 			// Not validated: its keys could be as large as the rest.
 			invalid = &marker.InvalidError{Failures: tooLarge}
-		} else {
+		default:
 			invalid = marker.Validate(
 				marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
 				marker.Frame{Version: st.FrameVersion, RootDepth: slot},

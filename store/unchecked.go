@@ -1,12 +1,5 @@
 package store
 
-import (
-	"bytes"
-
-	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
-)
-
 // CommitUnchecked commits a summary of plan p the way every compaction
 // scheme in the field does today: trusted, without validation.
 //
@@ -23,37 +16,5 @@ import (
 // re-validates every root's claims against its raw span: that is expected.
 // Never use it on a database an agent resumes from.
 func (db *DB) CommitUnchecked(p *Plan, sum Summary) (CommitResult, error) {
-	if err := db.acquire(); err != nil {
-		return CommitResult{}, err
-	}
-	defer db.release()
-	claims := cloneClaims(sum.Claims)
-	claims.Normalize()
-	var res CommitResult
-	err := db.update(func(tx *bolt.Tx) error {
-		res = CommitResult{}
-		ss, err := openSess(tx, p.Session)
-		if err != nil {
-			return err
-		}
-		st, err := ss.state()
-		if err != nil {
-			return err
-		}
-		if _, err := ss.checkCurrent(&st, p); err != nil {
-			return err
-		}
-		sp, err := ss.readSpan(&st, p.From, p.To)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(sp.hash, p.SpanHash) {
-			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
-		}
-		return ss.accept(&st, p, sum, claims, &res)
-	})
-	if err != nil {
-		return CommitResult{}, err
-	}
-	return res, nil
+	return db.commit(p, sum, false)
 }

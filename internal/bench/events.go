@@ -182,6 +182,7 @@ type Encoder struct {
 
 type bytesWriter struct{ b *[]byte }
 
+// Write implements io.Writer, appending to the slice.
 func (w bytesWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
 
 // NewEncoder returns an Encoder; it is not safe for concurrent use.

@@ -104,6 +104,7 @@ func openBolt(path string, batch, noSync bool) (*boltPeer, error) {
 	return &boltPeer{db: db, batch: batch, pool: sync.Pool{New: func() any { return NewEncoder() }}}, nil
 }
 
+// Name implements Peer.
 func (p *boltPeer) Name() string {
 	if p.batch {
 		return PeerBoltBatch
@@ -111,6 +112,7 @@ func (p *boltPeer) Name() string {
 	return PeerBolt
 }
 
+// Append implements Peer.
 func (p *boltPeer) Append(session string, events ...tier.Event) error {
 	en := p.pool.Get().(*Encoder)
 	defer p.pool.Put(en)
@@ -139,7 +141,10 @@ func (p *boltPeer) Append(session string, events ...tier.Event) error {
 	return p.db.Update(fn)
 }
 
+// Path implements Peer.
 func (p *boltPeer) Path() string { return p.db.Path() }
+
+// Close implements Peer.
 func (p *boltPeer) Close() error { return p.db.Close() }
 
 // sqlitePeer is SQLite in WAL mode through modernc.org/sqlite: a table
@@ -199,6 +204,7 @@ func openSQLite(path, synchronous string) (*sqlitePeer, error) {
 		pool: sync.Pool{New: func() any { return NewEncoder() }}}, nil
 }
 
+// Name implements Peer.
 func (p *sqlitePeer) Name() string { return p.name }
 
 func (p *sqlitePeer) head(session string) (uint64, error) {
@@ -215,6 +221,7 @@ func (p *sqlitePeer) head(session string) (uint64, error) {
 	return uint64(h.Int64), nil
 }
 
+// Append implements Peer.
 func (p *sqlitePeer) Append(session string, events ...tier.Event) error {
 	head, err := p.head(session)
 	if err != nil {
@@ -248,8 +255,10 @@ func (p *sqlitePeer) Append(session string, events ...tier.Event) error {
 	return nil
 }
 
+// Path implements Peer.
 func (p *sqlitePeer) Path() string { return p.path }
 
+// Close implements Peer.
 func (p *sqlitePeer) Close() error {
 	p.ins.Close()
 	return p.db.Close()

@@ -443,6 +443,7 @@ func dump(dir string) {
 
 type countWriter struct{ n int64 }
 
+// Write implements io.Writer, counting the bytes.
 func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
 
 var _ io.Writer = (*countWriter)(nil)

@@ -29,6 +29,9 @@ type appendReq struct {
 // a Turn starts a new turn; an event without a Time gets the store's clock.
 //
 // When Append returns nil the events are durable (unless Options.NoSync).
+// When its commit fails at the disk's fsync, the error is marked ErrPoisoned:
+// the events may or may not be stored (they can be visible to readers), and
+// the DB refuses every later write until it is reopened.
 // Appends from many goroutines are group-committed: one write transaction,
 // and one fsync, carries every append waiting at the time. An append refused
 // as bad input, or because the records it must read are damaged (ErrCorrupt),

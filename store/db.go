@@ -4,10 +4,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/errors"
@@ -28,6 +31,7 @@ type DB struct {
 	stopped   chan struct{}
 	mu        sync.RWMutex // held for reading by operations, for writing by Close
 	closed    bool
+	poisoned  atomic.Pointer[error] // the commit error that poisoned the DB
 }
 
 // MaxSessionBytes bounds a session id.
@@ -37,6 +41,10 @@ const MaxSessionBytes = 256
 // file must exist; a zero-length file is refused (ErrEmptyFile); a file that
 // another process holds is refused after opts.LockTimeout (ErrLocked); a
 // database of a newer format is refused (ErrFormatTooNew).
+//
+// A write whose commit fails at the disk's fsync (or with EIO) poisons the
+// returned DB: that write's error is marked ErrPoisoned, every later write
+// returns ErrPoisoned, and reads go on. Close it and Open again to write.
 func Open(path string, opts Options) (db *DB, err error) {
 	opts = opts.withDefaults()
 	if opts.Create && opts.ReadOnly {
@@ -208,19 +216,56 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 	return guard(func() error { return db.bolt.View(fn) })
 }
 
-// update runs fn in a write transaction, guarded like view.
+// update runs fn in a write transaction, guarded like view. A commit that
+// fails at the disk's sync poisons the DB: that error is marked ErrPoisoned,
+// and every later update returns ErrPoisoned without writing.
 func (db *DB) update(fn func(*bolt.Tx) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	return guard(func() error {
+	committing := false
+	err := guard(func() error {
 		return db.bolt.Update(func(tx *bolt.Tx) error {
+			// Checked under bbolt's writer lock: no write begins on the
+			// state a failed sync left.
+			if p := db.poisoned.Load(); p != nil {
+				return errors.WithHint(errors.Wrapf(ErrPoisoned, "%s: %v", db.path, *p),
+					"close the database and reopen it; the failed write may or may not be stored")
+			}
 			if err := fn(tx); err != nil {
 				return err
 			}
-			return hook("commit")
+			if err := hook("commit"); err != nil {
+				return err
+			}
+			committing = true
+			return nil
 		})
 	})
+	if err != nil && committing && syncFailed(err) {
+		db.poisoned.CompareAndSwap(nil, &err)
+		return errors.Mark(errors.Wrap(err, "store: commit failed at the disk"), ErrPoisoned)
+	}
+	return err
+}
+
+// syncFailed reports whether err, returned by bbolt's commit, may come
+// from an fsync or is an I/O error: then the commit's outcome is unknown.
+// bbolt returns fdatasync's error as it is (a bare syscall.Errno on Linux,
+// an *fs.PathError "sync" elsewhere) and the fsync of a file it grows as a
+// "file sync error" string; a write or a truncate fails with an
+// *fs.PathError before the meta page is written, so a full disk (ENOSPC
+// there) leaves the DB usable once space is freed.
+func syncFailed(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op == "sync" || errors.Is(pe.Err, syscall.EIO)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return true
+	}
+	return strings.Contains(err.Error(), "file sync error")
 }
 
 // guard runs fn, turning a panic — or, with SetPanicOnFault, a memory fault

@@ -55,6 +55,16 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrBadOptions is returned by Open for contradictory options.
 	ErrBadOptions = errors.New("store: bad options")
+	// ErrPoisoned marks a write whose commit failed at the disk — an fsync
+	// (fdatasync) that failed, or an EIO — and is returned by every later
+	// write on the same DB. After a failed fsync the file's state is not
+	// known: bbolt may already have written the new meta page, so the
+	// failed write can be visible to readers of this DB and after a reopen,
+	// and the kernel may have dropped pages it could not write. Reads go
+	// on; to write again, close the DB and reopen it (Verify, or read back
+	// what the failed write was to store). Errors at write time, before
+	// any sync — a full disk (ENOSPC) — do not poison the DB.
+	ErrPoisoned = errors.New("store: a commit failed at the disk; reopen the database")
 )
 
 // CorruptError says where damage was found: the session (if any), the

@@ -40,4 +40,8 @@
 //     goroutine of bbolt's cannot be caught: run deep checks of untrusted
 //     files in a child process (the CLI's verify does).
 //   - A zero-length file is refused, not treated as a fresh database.
+//   - A damaged page graph (a branch page pointing back at an ancestor) makes
+//     bbolt's cursors loop forever. Verify walks the page graph from the file
+//     before any cursor runs; other reads do not, so check a file you do not
+//     trust with Verify (or `strata verify`) before reading it.
 package store

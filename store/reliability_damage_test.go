@@ -27,6 +27,8 @@ import (
 
 var damageCases = flag.Int("strata.damage-cases", 16, "random data-page damages of TestDamage_Files (on top of the fixed cases)")
 
+var damageSeed = flag.Int64("strata.damage-seed", 0, "the seed of TestDamage_Files' random damages (0: from the clock; the seed is logged)")
+
 // Environment of the damage child: the damaged file and the pristine one.
 const (
 	damageChildEnv = "STRATA_TEST_DAMAGE_CHILD_DB"
@@ -268,8 +270,11 @@ func TestDamage_Files(t *testing.T) {
 	if testing.Short() {
 		random = min(random, 10)
 	}
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	seed := *damageSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (-strata.damage-seed to repeat)", seed)
 	rng := rand.New(rand.NewSource(seed))
 	origPath, full := damageSource(t)
 	cases := damageCasesFor(t, full, rng, random)

@@ -73,8 +73,11 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	err := db.view(func(tx *bolt.Tx) error {
 		// tx.Check runs in a goroutine guard cannot protect: only once
 		// preCheck found what it reads sound (see verify_guard.go).
-		pre, safe := db.preCheck(tx)
+		pre, safe, graph := db.preCheck(tx)
 		rep.Problems = append(rep.Problems, pre...)
+		if !graph {
+			return nil // every further check walks pages with cursors
+		}
 		if safe {
 			for err := range tx.Check() {
 				rep.Problems = append(rep.Problems, Problem{What: "bbolt: " + err.Error()})

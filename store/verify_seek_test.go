@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -17,7 +18,87 @@ import (
 // wrong leaf: iteration (and so a replay) still sees every event, a read by
 // seq does not. Verify must say so.
 func TestVerify_FindsUnseekableKeys(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "strata.db")
+	path, f, root, page := l0BranchPage(t)
+	key := func(i int) []byte {
+		off := boltPageHeader + i*boltElement
+		pos, ksize := binary.LittleEndian.Uint32(page[off:]), binary.LittleEndian.Uint32(page[off+4:])
+		return page[off+int(pos) : off+int(pos)+int(ksize)]
+	}
+	first, second := binary.BigEndian.Uint64(key(0)), binary.BigEndian.Uint64(key(1))
+	if second-first < 3 {
+		t.Fatalf("first leaf too small: keys %d, %d", first, second)
+	}
+	// Still above the first key, so the page sorts; below the second
+	// leaf's first key, so seeks for the first leaf's tail go there.
+	binary.BigEndian.PutUint64(key(1), first+1)
+	if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyWithin(t, path)
+	found := false
+	for _, p := range rep.Problems {
+		if strings.Contains(p.What, "not found by a seek") && strings.Contains(p.What, "l0") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("Verify did not report the unseekable key; problems: %v", rep.Problems)
+	}
+}
+
+// TestVerify_PageCycleIsAProblemNotAHang points a branch page at itself:
+// every cursor that descends there would loop forever. Verify must report
+// the damaged page graph and return.
+func TestVerify_PageCycleIsAProblemNotAHang(t *testing.T) {
+	path, f, root, page := l0BranchPage(t)
+	binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], root) // element 1's child: the page itself
+	if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyWithin(t, path)
+	if len(rep.Problems) == 0 || !strings.Contains(rep.Problems[len(rep.Problems)-1].What, "reached twice") {
+		t.Fatalf("problems %v, want the page reached twice", rep.Problems)
+	}
+}
+
+// verifyWithin runs Verify on the database at path and fails the test if it
+// takes more than a few seconds (a hang).
+func verifyWithin(t *testing.T, path string) Report {
+	t.Helper()
+	db, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rep Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := db.Verify(VerifyOptions{})
+		done <- result{rep, err}
+	}()
+	select {
+	case r := <-done:
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.rep
+	case <-time.After(20 * time.Second):
+		t.Fatal("Verify hangs")
+	}
+	return Report{}
+}
+
+// l0BranchPage makes a database whose session "s" has an l0 bucket of
+// several leaves under one branch page, and returns the file open for
+// writing, that page's id and its bytes.
+func l0BranchPage(t *testing.T) (path string, f *os.File, root uint64, page []byte) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "strata.db")
 	db, err := Open(path, Options{Create: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +121,6 @@ func TestVerify_FindsUnseekableKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root uint64
 	if err := bdb.View(func(tx *bolt.Tx) error {
 		root = uint64(tx.Bucket(bucketSessions).Bucket([]byte("s")).Bucket(bucketL0).Root())
 		return nil
@@ -51,51 +131,17 @@ func TestVerify_FindsUnseekableKeys(t *testing.T) {
 	if err := bdb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err = os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	page := make([]byte, pageSize)
+	t.Cleanup(func() { f.Close() })
+	page = make([]byte, pageSize)
 	if _, err := f.ReadAt(page, int64(root)*pageSize); err != nil {
 		t.Fatal(err)
 	}
-	const header, elem = 16, 16
-	if flags, count := binary.LittleEndian.Uint16(page[8:]), binary.LittleEndian.Uint16(page[10:]); flags != 0x01 || count < 2 {
+	if flags, count := binary.LittleEndian.Uint16(page[8:]), binary.LittleEndian.Uint16(page[10:]); flags != boltBranchFlag || count < 2 {
 		t.Fatalf("l0 root page %d: flags %#x count %d, want a branch page of 2 or more", root, flags, count)
 	}
-	key := func(i int) []byte {
-		off := header + i*elem
-		pos, ksize := binary.LittleEndian.Uint32(page[off:]), binary.LittleEndian.Uint32(page[off+4:])
-		return page[off+int(pos) : off+int(pos)+int(ksize)]
-	}
-	first, second := binary.BigEndian.Uint64(key(0)), binary.BigEndian.Uint64(key(1))
-	if second-first < 3 {
-		t.Fatalf("first leaf too small: keys %d, %d", first, second)
-	}
-	// Still above the first key, so the page sorts; below the second
-	// leaf's first key, so seeks for the first leaf's tail go there.
-	binary.BigEndian.PutUint64(key(1), first+1)
-	if _, err := f.WriteAt(page, int64(root)*pageSize); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = Open(path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rep, err := db.Verify(VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, p := range rep.Problems {
-		if strings.Contains(p.What, "not found by a seek") && strings.Contains(p.What, "l0") {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("Verify did not report the unseekable key; problems: %v", rep.Problems)
-	}
+	return path, f, root, page
 }

@@ -50,9 +50,8 @@ func every(n, short int) int {
 	return n
 }
 
-// fastDir returns a temporary directory on a tmpfs where there is one:
-// bbolt fsyncs a file each time it grows it, NoSync or not, and eval makes
-// thousands of small databases.
+// fastDir returns a temporary directory on a tmpfs where there is one: eval
+// makes thousands of small databases, and a tmpfs spares the disk.
 func fastDir(t testing.TB) string {
 	t.Helper()
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {

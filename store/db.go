@@ -82,9 +82,11 @@ func Open(path string, opts Options) (db *DB, err error) {
 	defer debug.SetPanicOnFault(restore)
 
 	b, err := bolt.Open(path, opts.Mode, &bolt.Options{
-		Timeout:      opts.LockTimeout,
-		ReadOnly:     opts.ReadOnly,
-		NoSync:       opts.NoSync,
+		Timeout:  opts.LockTimeout,
+		ReadOnly: opts.ReadOnly,
+		NoSync:   opts.NoSync,
+		// Growing the file fsyncs too; with NoSync nothing is durable anyway.
+		NoGrowSync:   opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
 		// Read-only too: bbolt would load it lazily, in tx.Check's own
 		// goroutine, where a damaged freelist page panics past guard.

@@ -24,9 +24,9 @@ type Options struct {
 	// ErrLocked when the timeout passes.
 	LockTimeout time.Duration
 
-	// NoSync skips fsync on commit. THIS IS UNSAFE: an acknowledged append
-	// can be lost, or the file damaged, by a crash or power loss. For tests
-	// and bulk loads that can be redone.
+	// NoSync skips fsync on commit and when the file grows. THIS IS UNSAFE:
+	// an acknowledged append can be lost, or the file damaged, by a crash or
+	// power loss. For tests and bulk loads that can be redone.
 	NoSync bool
 
 	// MaxEventBytes and MaxIDBytes bound an event; zero means

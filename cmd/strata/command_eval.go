@@ -80,7 +80,7 @@ databases are temporary and unsynced (eval measures logic, not durability).`,
 	f.StringVar(&o.retries, "retries", "0", "strata's retries after a refusal: a count, or a comma list (0,1,2,3) to run once per count")
 	f.Uint64Var(&o.seed, "seed", 1, "the seed of the summarizer's drops")
 	f.IntVar(&o.parallel, "parallel", 0, "runs (one arm of one session each) at once (0 = one per CPU)")
-	f.StringVar(&o.dir, "dir", "", "where the temporary databases go (default $TMPDIR); a tmpfs such as /dev/shm is fastest, as bbolt syncs a file it grows")
+	f.StringVar(&o.dir, "dir", "", "where the temporary databases go (default $TMPDIR)")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	f.BoolVar(&o.perSession, "per-session", true, "print the per-session table before the totals")
 	return cmd

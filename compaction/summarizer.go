@@ -191,10 +191,17 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 	if in.Budget <= 0 {
 		return text
 	}
+	// tokens = ceil(bytes/4) ≤ budget ⟺ bytes ≤ 4·budget. The heading and
+	// claims are rendered once; the narrative's rendering (indented lines)
+	// is measured alone, without the claims, whose rendering is the costly
+	// part.
 	n := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
+	room := 4*in.Budget - len(checkpoint.NodeText(&n))
+	bare := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To}
+	heading := len(checkpoint.NodeText(&bare))
 	fits := func(t string) bool {
-		n.Narrative = t
-		return tier.EstimateTokens(checkpoint.NodeText(&n)) <= in.Budget
+		bare.Narrative = t
+		return len(checkpoint.NodeText(&bare))-heading <= room
 	}
 	if fits(text) {
 		return text

@@ -1,12 +1,9 @@
 package store_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,51 +52,7 @@ func TestOpen_LockedByAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLock_ChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), lockChildEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	kill := func() {
-		if !killed {
-			killed = true
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			stdin.Close()
-		}
-	}
-	defer kill()
-
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "ready" || strings.HasPrefix(line, "error:") {
-				ready <- line
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case line := <-ready:
-		if line != "ready" {
-			t.Fatalf("child: %s", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the child did not open the database in 30s")
-	}
+	kill := startLockHolder(t, path)
 
 	const lockTimeout = 200 * time.Millisecond
 	for _, opts := range []store.Options{{LockTimeout: lockTimeout}, {LockTimeout: lockTimeout, ReadOnly: true}} {

@@ -424,34 +424,16 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	}); err != nil {
 		return err
 	}
-	j.key(in, "nodes", false)
-	if err := j.array(in, func(emit func(any)) error {
-		return s.Nodes(id, func(n tier.Node) error {
-			emit(toDumpNode(&n))
-			o.written(s)
-			return j.err
-		})
-	}); err != nil {
+	if err := streamArray(o, j, s, in, "nodes", func(f func(tier.Node) error) error { return s.Nodes(id, f) },
+		func(n *tier.Node) any { return toDumpNode(n) }); err != nil {
 		return err
 	}
-	j.key(in, "markers", false)
-	if err := j.array(in, func(emit func(any)) error {
-		return s.Markers(id, func(m marker.Marker) error {
-			emit(toDumpMarker(&m))
-			o.written(s)
-			return j.err
-		})
-	}); err != nil {
+	if err := streamArray(o, j, s, in, "markers", func(f func(marker.Marker) error) error { return s.Markers(id, f) },
+		func(m *marker.Marker) any { return toDumpMarker(m) }); err != nil {
 		return err
 	}
-	j.key(in, "checkpoints", false)
-	if err := j.array(in, func(emit func(any)) error {
-		return s.Checkpoints(id, func(c checkpoint.Checkpoint) error {
-			emit(toDumpCheckpoint(&c))
-			o.written(s)
-			return j.err
-		})
-	}); err != nil {
+	if err := streamArray(o, j, s, in, "checkpoints", func(f func(checkpoint.Checkpoint) error) error { return s.Checkpoints(id, f) },
+		func(c *checkpoint.Checkpoint) any { return toDumpCheckpoint(c) }); err != nil {
 		return err
 	}
 	l, err := s.Ledger(id)
@@ -460,30 +442,32 @@ func (o *dumpOptions) writeSessionJSON(j *jsonWriter, s *store.Snapshot, id stri
 	}
 	j.key(in, "ledger", false)
 	j.value(in, toDumpLedger(l))
-	j.key(in, "audit", false)
-	if err := j.array(in, func(emit func(any)) error {
-		return s.Refusals(id, func(r store.Refusal) error {
-			emit(toDumpRefusal(&r))
-			o.written(s)
-			return j.err
-		})
-	}); err != nil {
+	if err := streamArray(o, j, s, in, "audit", func(f func(store.Refusal) error) error { return s.Refusals(id, f) },
+		func(r *store.Refusal) any { return toDumpRefusal(r) }); err != nil {
 		return err
 	}
 	if o.raw {
-		j.key(in, "events", false)
-		if err := j.array(in, func(emit func(any)) error {
-			return s.Events(id, 1, info.Head, func(e tier.Event) error {
-				emit(e.ToJSON(id))
-				o.written(s)
-				return j.err
-			})
-		}); err != nil {
+		if err := streamArray(o, j, s, in, "events", func(f func(tier.Event) error) error { return s.Events(id, 1, info.Head, f) },
+			func(e *tier.Event) any { return e.ToJSON(id) }); err != nil {
 			return err
 		}
 	}
 	j.raw("\n    }")
 	return j.err
+}
+
+// streamArray writes key in, then the array of what each calls back with,
+// converted by conv, one element at a time: nothing of the array is held in
+// memory.
+func streamArray[T any](o *dumpOptions, j *jsonWriter, s *store.Snapshot, in, key string, each func(func(T) error) error, conv func(*T) any) error {
+	j.key(in, key, false)
+	return j.array(in, func(emit func(any)) error {
+		return each(func(x T) error {
+			emit(conv(&x))
+			o.written(s)
+			return j.err
+		})
+	})
 }
 
 // writeText writes the readable form: per session, the frame, the tree of

@@ -104,7 +104,7 @@ func (db *DB) commitAppends(batch []*appendReq) {
 	err := db.update(func(tx *bolt.Tx) error {
 		for _, req := range batch {
 			req.err, req.res = nil, AppendResult{}
-			p, err := prepareAppend(tx, req.session, req.events)
+			p, err := db.prepareAppend(tx, req.session, req.events)
 			if err != nil {
 				// Refused before anything of it was written — bad input
 				// (an *tier.EventError), or damage in this session's
@@ -116,6 +116,11 @@ func (db *DB) commitAppends(batch []*appendReq) {
 				// A write failed half-way: only rolling back the whole
 				// transaction undoes it.
 				return err
+			}
+			if p.s.b == nil {
+				// Made by this handle: no page of it needs checking,
+				// and until the commit it has no pages (graph.go).
+				db.graph.mark(req.session)
 			}
 		}
 		return nil
@@ -145,8 +150,12 @@ type preparedAppend struct {
 // prepareAppend validates every event against the session's state and the
 // ledger entries they touch, entirely in memory and without writing: an
 // error leaves the transaction untouched.
-func prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*preparedAppend, error) {
-	s := &sess{id: session, b: sessionBucket(tx, session)}
+func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*preparedAppend, error) {
+	b, err := db.sessionBucket(tx, session)
+	if err != nil {
+		return nil, err
+	}
+	s := &sess{id: session, b: b}
 	var st stateRec
 	if s.b != nil {
 		var err error

@@ -67,7 +67,7 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool) (CommitResult, error) 
 	var invalid error
 	err := db.update(func(tx *bolt.Tx) error {
 		res, invalid = CommitResult{}, nil
-		ss, err := openSess(tx, p.Session)
+		ss, err := db.openSess(tx, p.Session)
 		if err != nil {
 			return err
 		}

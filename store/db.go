@@ -32,6 +32,7 @@ type DB struct {
 	mu        sync.RWMutex // held for reading by operations, for writing by Close
 	closed    bool
 	poisoned  atomic.Pointer[error] // the commit error that poisoned the DB
+	graph     graphChecks           // the sessions whose page graph this handle checked (graph.go)
 }
 
 // MaxSessionBytes bounds a session id.
@@ -161,6 +162,9 @@ func (db *DB) init(fresh bool) error {
 		})
 	}
 	return db.view(func(tx *bolt.Tx) error {
+		if err := checkTop(tx); err != nil {
+			return errors.Wrapf(err, "%s", db.path)
+		}
 		m := tx.Bucket(bucketMeta)
 		if m == nil || tx.Bucket(bucketSessions) == nil {
 			return errors.Wrapf(ErrNotStrata, "%s: a bbolt file without strata's buckets", db.path)
@@ -304,7 +308,10 @@ func CheckSession(id string) error {
 	return nil
 }
 
-func sessionBucket(tx *bolt.Tx, id string) *bolt.Bucket {
+// lookupSession returns session id's bucket, or nil, without checking its
+// page graph: only for a transaction that checks the whole file (Verify) or
+// through DB.sessionBucket.
+func lookupSession(tx *bolt.Tx, id string) *bolt.Bucket {
 	s := tx.Bucket(bucketSessions)
 	if s == nil {
 		return nil

@@ -154,7 +154,7 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 	defer db.release()
 	var p *Plan
 	err := db.view(func(tx *bolt.Tx) error {
-		ss, err := openSess(tx, session)
+		ss, err := db.openSess(tx, session)
 		if err != nil {
 			return err
 		}

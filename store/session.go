@@ -18,8 +18,11 @@ type sess struct {
 	b  *bolt.Bucket
 }
 
-func openSess(tx *bolt.Tx, id string) (*sess, error) {
-	b := sessionBucket(tx, id)
+func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
+	b, err := db.sessionBucket(tx, id)
+	if err != nil {
+		return nil, err
+	}
 	if b == nil {
 		return nil, errors.Wrapf(ErrSessionNotFound, "%q", id)
 	}

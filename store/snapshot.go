@@ -13,6 +13,7 @@ import (
 // transaction. It is valid only inside the function passed to View.
 type Snapshot struct {
 	tx *bolt.Tx
+	db *DB
 }
 
 // View calls fn with a Snapshot of the database. Everything fn reads comes
@@ -22,7 +23,7 @@ func (db *DB) View(fn func(*Snapshot) error) error {
 		return err
 	}
 	defer db.release()
-	return db.view(func(tx *bolt.Tx) error { return fn(&Snapshot{tx: tx}) })
+	return db.view(func(tx *bolt.Tx) error { return fn(&Snapshot{tx: tx, db: db}) })
 }
 
 // Info is a session's head and frame.
@@ -55,7 +56,7 @@ func (s *Snapshot) Sessions() ([]string, error) {
 	return out, err
 }
 
-func (s *Snapshot) sess(id string) (*sess, error) { return openSess(s.tx, id) }
+func (s *Snapshot) sess(id string) (*sess, error) { return s.db.openSess(s.tx, id) }
 
 // Info returns session's head and frame.
 func (s *Snapshot) Info(session string) (Info, error) {

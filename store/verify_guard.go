@@ -131,18 +131,12 @@ func (db *DB) preCheck(tx *bolt.Tx) (problems []Problem, safe, graph bool) {
 			safe = false
 		}
 	}
-	// The page graph first, from the file: a cycle or a shared page would
-	// make every cursor walk below — ours, tx.Check's, the sessions' checks
-	// — loop forever. Only the tx's own meta is trusted for this (a live
-	// writer may have moved the other one on).
-	for _, m := range metas {
-		if !m.ok || m.txid != uint64(tx.ID()) {
-			continue
-		}
-		if err := walkPages(f, pageSize, m.root, m.pgid); err != nil {
-			problems = append(problems, Problem{What: fmt.Sprintf("bbolt: damaged page graph: %v", err)})
-			return problems, false, false
-		}
+	// The page graph first: a cycle or a shared page would make every
+	// cursor walk below — ours, tx.Check's, the sessions' checks — loop
+	// forever (graph.go).
+	if err := guard(func() error { return newPageWalk(tx).walkRoot(tx, allPages) }); err != nil {
+		problems = append(problems, Problem{What: fmt.Sprintf("bbolt: damaged page graph: %v", err)})
+		return problems, false, false
 	}
 	if err := guard(func() error { return walkBuckets(tx) }); err != nil {
 		problems = append(problems, Problem{What: fmt.Sprintf("bbolt: damaged page structure: %v", err)})
@@ -160,97 +154,6 @@ const (
 	boltBucketHeader   = 16   // root pgid u64, sequence u64
 	maxPageDepth       = 64
 )
-
-// walkPages follows every page reachable from root by reading the file —
-// branch pages to their children, bucket elements to their root pages or
-// inline pages — and refuses what would make bbolt's cursors misbehave: a
-// page reached twice (a cycle, or two parents), an id below 2 or at or past
-// the high water mark hwm, a page that does not name itself, an element or
-// key past the end of its page, and a tree deeper than maxPageDepth.
-func walkPages(f *os.File, pageSize int, root, hwm uint64) error {
-	seen := map[uint64]bool{}
-	var walkID func(id uint64, depth int) error
-	var walkPage func(p []byte, depth int) error
-	walkID = func(id uint64, depth int) error {
-		if id < 2 || id >= hwm {
-			return errors.Newf("page id %d outside 2..%d", id, hwm-1)
-		}
-		if seen[id] {
-			return errors.Newf("page %d reached twice", id)
-		}
-		seen[id] = true
-		hdr := make([]byte, boltPageHeader)
-		if _, err := f.ReadAt(hdr, int64(id)*int64(pageSize)); err != nil {
-			return errors.Wrapf(err, "page %d", id)
-		}
-		if got := binary.LittleEndian.Uint64(hdr); got != id {
-			return errors.Newf("page %d names page %d", id, got)
-		}
-		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
-		if id+overflow >= hwm {
-			return errors.Newf("page %d overflows %d pages past the high water mark %d", id, overflow, hwm)
-		}
-		p := make([]byte, (1+overflow)*uint64(pageSize))
-		if _, err := f.ReadAt(p, int64(id)*int64(pageSize)); err != nil {
-			return errors.Wrapf(err, "page %d", id)
-		}
-		if err := walkPage(p, depth); err != nil {
-			return errors.Wrapf(err, "page %d", id)
-		}
-		return nil
-	}
-	walkPage = func(p []byte, depth int) error {
-		if depth > maxPageDepth {
-			return errors.Newf("pages nested deeper than %d", maxPageDepth)
-		}
-		if len(p) < boltPageHeader {
-			return errors.New("shorter than a page header")
-		}
-		flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
-		if boltPageHeader+count*boltElement > len(p) {
-			return errors.Newf("%d elements do not fit", count)
-		}
-		for i := 0; i < count; i++ {
-			off := boltPageHeader + i*boltElement
-			e := p[off : off+boltElement]
-			switch flags {
-			case boltBranchFlag:
-				pos, ksize := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
-				if off+pos+ksize > len(p) || pos < 0 || ksize < 0 {
-					return errors.Newf("branch element %d past the page", i)
-				}
-				if err := walkID(binary.LittleEndian.Uint64(e[8:]), depth+1); err != nil {
-					return err
-				}
-			case boltLeafFlag:
-				eflags := binary.LittleEndian.Uint32(e)
-				pos, ksize, vsize := int(binary.LittleEndian.Uint32(e[4:])), int(binary.LittleEndian.Uint32(e[8:])), int(binary.LittleEndian.Uint32(e[12:]))
-				end := off + pos + ksize + vsize
-				if pos < 0 || ksize < 0 || vsize < 0 || end > len(p) || end < off {
-					return errors.Newf("leaf element %d past the page", i)
-				}
-				if eflags&boltBucketLeafFlag == 0 {
-					continue
-				}
-				v := p[off+pos+ksize : end]
-				if len(v) < boltBucketHeader {
-					return errors.Newf("bucket element %d holds %d bytes", i, len(v))
-				}
-				if broot := binary.LittleEndian.Uint64(v); broot != 0 {
-					if err := walkID(broot, depth+1); err != nil {
-						return err
-					}
-				} else if err := walkPage(v[boltBucketHeader:], depth+1); err != nil {
-					return errors.Wrapf(err, "inline bucket in element %d", i)
-				}
-			default:
-				return errors.Newf("flags %#x where a branch or leaf page was expected", flags)
-			}
-		}
-		return nil
-	}
-	return walkID(root, 0)
-}
 
 func clipKey(k []byte) []byte { return k[:min(len(k), 32)] }
 

@@ -94,7 +94,8 @@ func verifyWithin(t *testing.T, path string) Report {
 }
 
 // l0BranchPage makes a database whose session "s" has an l0 bucket of
-// several leaves under one branch page, and returns the file open for
+// several leaves under one branch page (and a session "t" of 5 events), and
+// returns the file open for
 // writing, that page's id and its bytes.
 func l0BranchPage(t *testing.T) (path string, f *os.File, root uint64, page []byte) {
 	t.Helper()
@@ -111,6 +112,9 @@ func l0BranchPage(t *testing.T) (path string, f *os.File, root uint64, page []by
 		if _, err := db.Append("s", evs...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := db.Append("t", evs[:5]...); err != nil { // a session left intact
+		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+)
+
+// bbolt trusts its page graph: a cursor descends from a bucket's root page
+// through branch elements to leaves, and a branch page that points at itself
+// or at an ancestor (a flipped bit in a page id is enough) makes that
+// descent recurse until the stack overflows — a fatal error that no recover
+// catches — or makes an iteration go round forever. A fault or a panic
+// inside bbolt is caught by guard; a cycle is not. So nothing of a bucket
+// is read through bbolt before its page graph has been walked here, once
+// per DB handle:
+//
+//   - at Open, the root bucket's pages, the meta bucket and the sessions
+//     bucket (the pages that list the sessions, not the sessions' own);
+//   - before the first read of a session, the pages of that session's
+//     bucket and of every bucket inside it.
+//
+// The walk reads the pages straight from bbolt's map, under guard. It reads
+// every branch page whole, and of a leaf page only the header — except in
+// the buckets that hold buckets, whose leaves hold the bucket headers to
+// follow. Every page reached is recorded: a page reached twice is a cycle
+// or two parents, and refused before any cursor could go there. The pages
+// this handle writes later are its own, made from pages it checked.
+//
+// Verify walks the whole file the same way with every leaf read
+// (walkAll).
+
+// graphChecks remembers which sessions' page graphs this handle checked.
+type graphChecks struct {
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func (g *graphChecks) checked(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.done[id]
+}
+
+func (g *graphChecks) mark(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done == nil {
+		g.done = map[string]bool{}
+	}
+	g.done[id] = true
+}
+
+// pagePolicy says how to walk a bucket's pages: whether its leaves hold
+// values only (then only their headers are read), and for a bucket that
+// holds buckets, how to walk the one under each key (nil: not walked).
+type pagePolicy struct {
+	values bool
+	child  func(key []byte) *pagePolicy
+}
+
+var (
+	// valuePages is a bucket of values: every l0, nodes, roots... bucket,
+	// and meta.
+	valuePages = &pagePolicy{values: true}
+	// sessionPages is a session's bucket: buckets of values and a state.
+	sessionPages = &pagePolicy{child: func([]byte) *pagePolicy { return valuePages }}
+	// topPages is the root bucket: meta, and sessions without the sessions
+	// themselves.
+	topPages = &pagePolicy{child: func(k []byte) *pagePolicy {
+		if string(k) == string(bucketSessions) {
+			return &pagePolicy{child: func([]byte) *pagePolicy { return nil }}
+		}
+		return valuePages
+	}}
+	// allPages reads every page, every leaf whole: Verify's walk.
+	allPages = &pagePolicy{}
+)
+
+func init() { allPages.child = func([]byte) *pagePolicy { return allPages } }
+
+// pageWalk walks page graphs within one transaction's view of the map.
+type pageWalk struct {
+	data     []byte // pages 0..hwm-1 of the transaction
+	pageSize uint64
+	hwm      uint64
+	seen     map[uint64]bool
+}
+
+// newPageWalk returns a walk over tx's pages. Call it, and the walk, under
+// guard: a file shorter than the pages it claims faults on access.
+func newPageWalk(tx *bolt.Tx) *pageWalk {
+	info := tx.DB().Info()
+	// Info().Data is the address of bbolt's map, held in a uintptr; the
+	// map is not Go memory, and stays put while tx is open.
+	base := *(*unsafe.Pointer)(unsafe.Pointer(&info.Data))
+	return &pageWalk{
+		data:     unsafe.Slice((*byte)(base), tx.Size()),
+		pageSize: uint64(info.PageSize),
+		hwm:      uint64(tx.Size()) / uint64(info.PageSize),
+		seen:     map[uint64]bool{},
+	}
+}
+
+// walkRoot walks the pages of tx's root bucket with policy.
+func (w *pageWalk) walkRoot(tx *bolt.Tx, policy *pagePolicy) error {
+	return w.page(uint64(tx.Cursor().Bucket().Root()), 0, policy)
+}
+
+// page walks the page id and what it leads to.
+func (w *pageWalk) page(id uint64, depth int, policy *pagePolicy) error {
+	if depth > maxPageDepth {
+		return errors.Newf("pages nested deeper than %d", maxPageDepth)
+	}
+	if id < 2 || id >= w.hwm {
+		return errors.Newf("page id %d outside 2..%d", id, w.hwm-1)
+	}
+	if w.seen[id] {
+		return errors.Newf("page %d reached twice", id)
+	}
+	w.seen[id] = true
+	off := id * w.pageSize
+	hdr := w.data[off : off+boltPageHeader]
+	if got := binary.LittleEndian.Uint64(hdr); got != id {
+		return errors.Newf("page %d names page %d", id, got)
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	if id+overflow >= w.hwm {
+		return errors.Newf("page %d overflows %d pages past the high water mark %d", id, overflow, w.hwm)
+	}
+	if err := w.elements(w.data[off:off+(1+overflow)*w.pageSize], depth, policy); err != nil {
+		return errors.Wrapf(err, "page %d", id)
+	}
+	return nil
+}
+
+// elements walks the elements of page p (a page of the map, or an inline
+// bucket's page inside a value).
+func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
+	if len(p) < boltPageHeader {
+		return errors.New("shorter than a page header")
+	}
+	flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+	switch {
+	case flags != boltBranchFlag && flags != boltLeafFlag:
+		return errors.Newf("flags %#x where a branch or leaf page was expected", flags)
+	case flags == boltLeafFlag && policy.values:
+		return nil // values only: nothing to follow
+	case boltPageHeader+count*boltElement > len(p):
+		return errors.Newf("%d elements do not fit", count)
+	}
+	for i := 0; i < count; i++ {
+		off := boltPageHeader + i*boltElement
+		e := p[off : off+boltElement]
+		if flags == boltBranchFlag {
+			pos, ksize := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+			if end := off + pos + ksize; pos < 0 || ksize < 0 || end > len(p) || end < off {
+				return errors.Newf("branch element %d past the page", i)
+			}
+			if err := w.page(binary.LittleEndian.Uint64(e[8:]), depth+1, policy); err != nil {
+				return err
+			}
+			continue
+		}
+		eflags := binary.LittleEndian.Uint32(e)
+		pos, ksize, vsize := int(binary.LittleEndian.Uint32(e[4:])), int(binary.LittleEndian.Uint32(e[8:])), int(binary.LittleEndian.Uint32(e[12:]))
+		end := off + pos + ksize + vsize
+		if pos < 0 || ksize < 0 || vsize < 0 || end > len(p) || end < off {
+			return errors.Newf("leaf element %d past the page", i)
+		}
+		if eflags&boltBucketLeafFlag == 0 {
+			continue
+		}
+		v := p[off+pos+ksize : end]
+		if len(v) < boltBucketHeader {
+			return errors.Newf("bucket element %d holds %d bytes", i, len(v))
+		}
+		next := policy.child(p[off+pos : off+pos+ksize])
+		if next == nil {
+			continue
+		}
+		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			if err := w.page(root, depth+1, next); err != nil {
+				return err
+			}
+			continue
+		}
+		// An inline bucket: bbolt writes only leaves inline.
+		inline := v[boltBucketHeader:]
+		if len(inline) >= boltPageHeader && binary.LittleEndian.Uint16(inline[8:]) != boltLeafFlag {
+			return errors.Newf("inline bucket in element %d is not a leaf page", i)
+		}
+		if err := w.elements(inline, depth+1, next); err != nil {
+			return errors.Wrapf(err, "inline bucket in element %d", i)
+		}
+	}
+	return nil
+}
+
+// checkTop walks the root bucket's pages, the meta bucket's and the pages
+// listing the sessions: what Open reads first.
+func checkTop(tx *bolt.Tx) error {
+	err := guard(func() error { return newPageWalk(tx).walkRoot(tx, topPages) })
+	if err != nil {
+		return errors.Mark(errors.Wrap(err, "damaged page graph"), ErrCorrupt)
+	}
+	return nil
+}
+
+// sessionBucket returns session id's bucket inside tx, or nil, once its page
+// graph has been checked by this handle.
+func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
+	b := lookupSession(tx, id)
+	if b == nil || db.graph.checked(id) {
+		return b, nil
+	}
+	root := uint64(b.Root())
+	if root == 0 {
+		// A bucket holding buckets is never inline.
+		return nil, corrupt(id, "", nil, errors.New("session bucket stored inline"))
+	}
+	err := guard(func() error { return newPageWalk(tx).page(root, 1, sessionPages) })
+	if err != nil {
+		return nil, corrupt(id, "", nil, errors.Wrap(err, "damaged page graph"))
+	}
+	db.graph.mark(id)
+	return b, nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// within runs fn and fails the test if it takes more than a few seconds: a
+// read on a page graph with a cycle would loop forever (or recurse until
+// the stack overflows, which takes the whole test binary down).
+func within(t *testing.T, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s hangs", what)
+		return nil
+	}
+}
+
+// rewritePage writes page back at id in the file f.
+func rewritePage(t *testing.T, f *os.File, id uint64, page []byte) {
+	t.Helper()
+	if _, err := f.WriteAt(page, int64(id)*int64(len(page))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rootOf returns the root page of the bucket at path inside the database
+// file (bucket names from the top).
+func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
+	t.Helper()
+	bdb, err := bolt.Open(dbPath, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	var root uint64
+	if err := bdb.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(path[0]))
+		for _, name := range path[1:] {
+			b = b.Bucket([]byte(name))
+		}
+		root = uint64(b.Root())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestGraph_SessionCycleIsAnErrorForEveryRead damages the page graph of
+// session "s" three ways — a branch page pointing at itself, at the
+// session bucket's page (an ancestor in another bucket), and at a page id
+// past the end — and reads it every way the API allows, on a handle that
+// never ran Verify: each read returns ErrCorrupt and none hangs. Session
+// "t" of the same file stays readable.
+func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		child  func(path string, root uint64) uint64
+		reason string
+	}{
+		{"self", func(_ string, root uint64) uint64 { return root }, "reached twice"},
+		{"ancestor", func(path string, _ uint64) uint64 { return rootOf(t, path, "sessions", "s") }, "reached twice"},
+		{"past the end", func(string, uint64) uint64 { return 1 << 40 }, "outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, f, root, page := l0BranchPage(t)
+			binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], tc.child(path, root))
+			rewritePage(t, f, root, page)
+
+			for _, ro := range []bool{true, false} {
+				db, err := Open(path, Options{ReadOnly: ro, NoSync: !ro})
+				if err != nil {
+					t.Fatalf("Open (read-only %v): %v", ro, err)
+				}
+				reads := map[string]func() error{
+					"Resume": func() error { _, err := db.Resume("s", 0); return err },
+					"Info":   func() error { _, err := db.Info("s"); return err },
+					"Events": func() error {
+						return db.View(func(s *Snapshot) error {
+							return s.Events("s", 1, ^uint64(0), func(tier.Event) error { return nil })
+						})
+					},
+					"Roots": func() error {
+						return db.View(func(s *Snapshot) error { _, err := s.Roots("s"); return err })
+					},
+					"PlanSpan": func() error {
+						_, err := db.PlanSpan("s", SpanPolicy{Events: 10}, 1000)
+						return err
+					},
+				}
+				if !ro {
+					reads["Append"] = func() error {
+						_, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "more"})
+						return err
+					}
+				}
+				for name, read := range reads {
+					err := within(t, name, read)
+					if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+						t.Errorf("read-only %v: %s = %v, want ErrCorrupt naming %q", ro, name, err, tc.reason)
+					}
+				}
+				if info, err := db.Info("t"); err != nil || info.Head != 5 {
+					t.Errorf("read-only %v: session t: %+v, %v; want head 5", ro, info, err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestGraph_OpenRefusesADamagedSessionList points a branch page of the
+// sessions bucket at itself: Open (which lists sessions and reads the
+// format) returns ErrCorrupt instead of recursing forever.
+func TestGraph_OpenRefusesADamagedSessionList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db, err := Open(path, Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := db.Append(fmt.Sprintf("session-with-a-long-name-%04d", i), tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	root := rootOf(t, path, "sessions")
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, os.Getpagesize())
+	if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
+		t.Fatal(err)
+	}
+	if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
+		t.Fatalf("sessions root page %d has flags %#x, want a branch page", root, flags)
+	}
+	binary.LittleEndian.PutUint64(page[boltPageHeader+8:], root)
+	rewritePage(t, f, root, page)
+
+	err = within(t, "Open", func() error {
+		db, err := Open(path, Options{ReadOnly: true})
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
+		t.Fatalf("Open = %v, want ErrCorrupt naming the page reached twice", err)
+	}
+}

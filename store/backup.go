@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -59,12 +60,19 @@ func (db *DB) BackupFile(path string) (int64, error) {
 // WriteFileAtomic writes path through write into a temporary file beside
 // it, fsyncs, renames into place and fsyncs the directory: readers of path
 // see the old file or the whole new one, after a crash too.
+//
+// The temporary file is named .BASE.tmp-* and locked (flock) while it is
+// written. A writer killed midway leaves it behind, never at path; the next
+// WriteFileAtomic to path removes such leftovers once no process holds them
+// and they are a minute old.
 func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64, error)) (n int64, err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	sweepTemps(path, time.Now())
+	f, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return 0, errors.Wrap(err, "store: backup")
 	}
+	lockTemp(f)
 	tmp := f.Name()
 	defer func() {
 		if err != nil {
@@ -92,6 +100,12 @@ func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64
 	}
 	return n, nil
 }
+
+// tempPattern is the name pattern of WriteFileAtomic's temporary files for
+// path, as os.CreateTemp takes it: tempPrefix(path) and a random suffix.
+func tempPattern(path string) string { return tempPrefix(path) + "*" }
+
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -259,12 +259,30 @@ func TestBackup_KilledMidway(t *testing.T) {
 			b.Close()
 			outcome["a whole new backup"]++
 		}
-		left, _ := filepath.Glob(filepath.Join(dir, ".dest-*.tmp-*"))
-		for _, l := range left {
-			os.Remove(l) // a killed backup's temporary file: never at DEST
-		}
+		// A killed backup's temporary file is never at DEST; the next
+		// backup to DEST removes it once it is a minute old and unlocked.
+		left, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(".dest-%d.db.tmp-*", c)))
 		if len(left) > 0 {
 			outcome["temporary file left beside it"]++
+			for _, l := range left {
+				old := time.Now().Add(-2 * time.Minute)
+				if err := os.Chtimes(l, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := store.Open(src, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.BackupFile(dest); err != nil {
+				t.Fatalf("cycle %d: the next backup: %v", c, err)
+			}
+			b.Close()
+			if still, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf(".dest-%d.db.tmp-*", c))); len(still) > 0 {
+				t.Errorf("cycle %d: the next backup left the killed one's temporary files %v", c, still)
+			} else {
+				outcome["... removed by the next backup"]++
+			}
 		}
 	}
 	t.Logf("%d backups of a %d MB database killed midway in %v: %v; never a partial file at the destination",

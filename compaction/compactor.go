@@ -189,11 +189,20 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 		in.Attempt = attempt
 		out, err := c.opts.Summarizer.Summarize(ctx, in)
 		r.Attempts++
-		if err != nil {
+		sum := store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: c.opts.Summarizer.Name(), Attempt: attempt}
+		var cr store.CommitResult
+		var unusable *UnusableOutputError
+		switch {
+		case err == nil:
+			cr, err = c.db.Commit(plan, sum)
+		case errors.As(err, &unusable) && ctx.Err() == nil:
+			// Refused like a summary that fails the conditions: a
+			// checkpoint and an audit record saying why.
+			cr, err = c.db.Refuse(plan, store.Summary{Summarizer: sum.Summarizer, Attempt: attempt}, marker.Failure{
+				Class: marker.ClassOutput, Item: unusable.Reason, Detail: clip(err.Error(), maxOutputDetail)})
+		default:
 			return r, errors.Wrapf(err, "compaction: summarizer %s on seq %d..%d", c.opts.Summarizer.Name(), plan.From, plan.To)
 		}
-		cr, err := c.db.Commit(plan, store.Summary{Narrative: out.Narrative, Claims: out.Claims,
-			Summarizer: c.opts.Summarizer.Name(), Attempt: attempt})
 		var ie *marker.InvalidError
 		switch {
 		case err == nil:
@@ -211,4 +220,16 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 			return r, err
 		}
 	}
+}
+
+// maxOutputDetail bounds the detail an unusable answer leaves in the audit:
+// the error may quote the model's output.
+const maxOutputDetail = 512
+
+// clip returns s cut to at most n bytes, on a rune boundary, marked "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return tier.TruncateUTF8(s, n) + "…"
 }

@@ -56,6 +56,37 @@ const (
 // DropClasses lists the classes in a fixed order.
 var DropClasses = []string{DropNegatives, DropArtifacts, DropConstraints, DropOpen}
 
+// ErrUnusableOutput marks a summarizer error meaning that its answer could
+// not be used as a summary at all: not the JSON asked for, cut short, over
+// budget. The Compactor records it as a refused compaction (reason class
+// marker.ClassOutput, the item saying why) — never a crash, never a
+// summary trusted — where any other summarizer error (a server down, a
+// cancelled context) is returned and nothing is recorded. Make such errors
+// with UnusableOutput.
+var ErrUnusableOutput = errors.New("compaction: unusable summarizer output")
+
+// UnusableOutputError is a summarizer error marked ErrUnusableOutput:
+// Reason is a short word for the audit ("invalid_json", "truncated"...),
+// Err what exactly went wrong.
+type UnusableOutputError struct {
+	Reason string
+	Err    error
+}
+
+// UnusableOutput returns err as an *UnusableOutputError with reason.
+func UnusableOutput(reason string, err error) error {
+	return &UnusableOutputError{Reason: reason, Err: err}
+}
+
+// Error implements error.
+func (e *UnusableOutputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error it marks.
+func (e *UnusableOutputError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnusableOutput.
+func (e *UnusableOutputError) Is(target error) bool { return target == ErrUnusableOutput }
+
 // ErrUnknownSummarizer is returned by New for a name it does not know, and
 // ErrUnknownDrop for a drop class.
 var (
@@ -72,7 +103,7 @@ func New(name string, drop []string) (Summarizer, error) {
 	case "lossy":
 		return NewLossy(drop...)
 	}
-	return nil, errors.WithHint(errors.Wrapf(ErrUnknownSummarizer, "%q", name), "use extractive or lossy")
+	return nil, errors.WithHint(errors.Wrapf(ErrUnknownSummarizer, "%q", name), "use extractive or lossy (a model: package compaction/openai)")
 }
 
 // Extractive is a deterministic summarizer that carries the required claims

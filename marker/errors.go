@@ -23,10 +23,15 @@ const (
 	// ClassSize is a summary over the size limits (narrative or claims):
 	// refused, not trusted. The store checks it; Validate does not.
 	ClassSize = "size"
+	// ClassOutput is a summarizer answer that could not be used as a
+	// summary at all (not JSON, cut short, over budget...): a refused
+	// compaction like any other, recorded by the compactor through
+	// store.DB.Refuse. Validate never reports it.
+	ClassOutput = "output"
 )
 
 // Classes lists the reason classes in a fixed order.
-var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassDepth, ClassSize}
+var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassDepth, ClassSize, ClassOutput}
 
 // Failure is one failed condition: its class, the id or key it is about,
 // and what exactly is wrong.

@@ -47,18 +47,36 @@ type CommitResult struct {
 // audit record are written, and the returned error is a
 // *marker.InvalidError (errors.Is(err, marker.ErrMarkerInvalid)).
 func (db *DB) Commit(p *Plan, sum Summary) (CommitResult, error) {
-	return db.commit(p, sum, true)
+	return db.commit(p, sum, true, nil)
 }
 
-// commit is Commit, and with validate false CommitUnchecked: the same
-// transaction, with or without the size check and marker.Validate.
-func (db *DB) commit(p *Plan, sum Summary, validate bool) (CommitResult, error) {
+// Refuse records a compaction of plan p refused before there was a summary
+// to check — the summarizer's answer could not be used (marker.ClassOutput)
+// — the way Commit records a refused summary: in one write transaction,
+// after the same checks of the span and the frame, a checkpoint at the
+// span's start and an audit record with failures and sum.Summarizer and
+// sum.Attempt (sum's narrative and claims are not stored). It returns the
+// *marker.InvalidError it recorded, as Commit does.
+func (db *DB) Refuse(p *Plan, sum Summary, failures ...marker.Failure) (CommitResult, error) {
+	if len(failures) == 0 {
+		return CommitResult{}, errors.Wrap(ErrBadOptions, "store: Refuse without a failure")
+	}
+	return db.commit(p, sum, true, failures)
+}
+
+// commit is Commit, with validate false CommitUnchecked, and with refused
+// set Refuse: the same transaction, with or without the size check and
+// marker.Validate, or refused for the given failures.
+func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failure) (CommitResult, error) {
 	if err := db.acquire(); err != nil {
 		return CommitResult{}, err
 	}
 	defer db.release()
 	var tooLarge []marker.Failure
-	if validate {
+	switch {
+	case refused != nil:
+		tooLarge = refused
+	case validate:
 		tooLarge = summarySize(&sum, db.opts.limits())
 	}
 	claims := cloneClaims(sum.Claims)

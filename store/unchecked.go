@@ -16,5 +16,5 @@ package store
 // re-validates every root's claims against its raw span: that is expected.
 // Never use it on a database an agent resumes from.
 func (db *DB) CommitUnchecked(p *Plan, sum Summary) (CommitResult, error) {
-	return db.commit(p, sum, false)
+	return db.commit(p, sum, false, nil)
 }

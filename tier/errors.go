@@ -94,11 +94,8 @@ func clip(s string) string {
 	if len(s) <= clipBytes {
 		return s
 	}
-	i := clipBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return fmt.Sprintf("%s…(%d more bytes)", s[:i], len(s)-i)
+	cut := TruncateUTF8(s, clipBytes)
+	return fmt.Sprintf("%s…(%d more bytes)", cut, len(s)-len(cut))
 }
 
 // Format implements fmt.Formatter through errors.FormatError.
@@ -106,4 +103,20 @@ func (e *EventError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, v
 
 func eventErr(e *Event, cause error, detail string) *EventError {
 	return &EventError{Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key, Err: cause, Detail: detail}
+}
+
+// TruncateUTF8 returns the longest prefix of s of at most n bytes that
+// ends on a rune boundary: what error messages and audits quote of a long
+// text.
+func TruncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/compaction/openai"
 	"github.com/strata-go/strata/internal/dbtest"

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"os"
-
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
@@ -37,34 +35,12 @@ type Stats struct {
 }
 
 // Stats counts the records of every session, in one read transaction.
-func (db *DB) Stats() (Stats, error) {
-	var out Stats
-	err := db.View(func(s *Snapshot) error {
-		ids, err := s.Sessions()
-		if err != nil {
-			return err
-		}
-		out.Total = newSessionStats("")
-		for _, id := range ids {
-			st, err := s.SessionStats(id)
-			if err != nil {
-				return err
-			}
-			out.Sessions = append(out.Sessions, st)
-			out.Total.add(&st)
-		}
-		return nil
+func (db *DB) Stats() (out Stats, err error) {
+	err = db.View(func(s *Snapshot) error {
+		out, err = s.Stats()
+		return err
 	})
-	if err != nil {
-		return out, err
-	}
-	if fi, err := os.Stat(db.path); err == nil {
-		out.FileBytes = fi.Size()
-	}
-	if out.Total.Events > 0 {
-		out.BytesPerEvent = float64(out.FileBytes) / float64(out.Total.Events)
-	}
-	return out, nil
+	return out, err
 }
 
 func newSessionStats(id string) SessionStats {

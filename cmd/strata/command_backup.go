@@ -8,6 +8,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/store"
 )
 
 // backupOptions are the arguments of `strata backup`.
@@ -15,13 +17,14 @@ type backupOptions struct {
 	db      string
 	dest    string
 	timeout time.Duration
+	errOut  io.Writer // progress, on a terminal
 }
 
 // newBackupCommand returns `strata backup`.
 func newBackupCommand() *cobra.Command {
 	o := &backupOptions{}
 	cmd := &cobra.Command{
-		Use:   "backup DB DEST",
+		Use:   "backup DB|URL DEST",
 		Short: "Copy a database consistently into one file",
 		Long: `Write a consistent copy of the database, from one read transaction, to DEST:
 a temporary file beside it, fsynced, renamed into place and the directory
@@ -33,6 +36,7 @@ nothing else; otherwise a line says "backup DEST bytes=N".`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.errOut = cmd.ErrOrStderr()
 			return o.run(cmd.OutOrStdout())
 		},
 	}
@@ -50,6 +54,9 @@ func (o *backupOptions) validate() error {
 
 // run writes the copy.
 func (o *backupOptions) run(out io.Writer) (err error) {
+	if isURL(o.db) {
+		return o.runRemote(out)
+	}
 	if o.dest != "-" {
 		// Renaming a copy over the database itself would swap the file
 		// under its readers.
@@ -64,14 +71,35 @@ func (o *backupOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
+	prog := o.progress()
+	defer prog.finish()
 	if o.dest == "-" {
-		_, err = db.Backup(out)
+		_, err = db.Backup(prog.writer(out))
 		return err
 	}
-	n, err := db.BackupFile(o.dest)
+	var n int64
+	if prog == nil {
+		n, err = db.BackupFile(o.dest)
+	} else { // BackupFile's own steps, through a writer that counts
+		n, err = store.WriteFileAtomic(o.dest, 0o600, func(w io.Writer) (int64, error) { return db.Backup(prog.writer(w)) })
+	}
+	prog.finish()
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(out, "backup %s bytes=%d\n", o.dest, n)
 	return err
+}
+
+// progress returns the progress line of the copy (bytes written of the
+// database file's size), or nil when stderr is not a terminal.
+func (o *backupOptions) progress() *progress {
+	if o.errOut == nil {
+		return nil
+	}
+	var total int64
+	if fi, err := os.Stat(o.db); err == nil {
+		total = fi.Size()
+	}
+	return newProgress(o.errOut, "backup", "bytes", total)
 }

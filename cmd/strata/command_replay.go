@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/compaction/openai"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -38,6 +39,13 @@ type replayOptions struct {
 	noSync     bool
 	files      []string
 
+	// --summarizer openai: the model, its endpoint and how patiently to
+	// ask it. llmSet says whether any of these flags was given.
+	model, baseURL, apiKeyEnv string
+	llmTimeout                time.Duration
+	llmRetries                int
+	llmSet                    bool
+
 	sum compaction.Summarizer // set by validate
 }
 
@@ -62,6 +70,17 @@ sums up: replayed files=F events=E sessions=S compacted=C refused=R.
 The session of an event is its line's "session" field; where absent, the
 session the file named last, or else --session.
 
+--summarizer openai asks a model behind any OpenAI-compatible endpoint
+(OpenAI, Ollama, vLLM, llama.cpp server): POST --base-url/chat/completions
+with --model. The API key is read from the environment variable
+--api-key-env names, else STRATA_API_KEY, else OPENAI_API_KEY; local servers
+need none. Each request is bounded by --llm-timeout and retried up to
+--llm-retries times on 429, 5xx, timeouts, connection errors and unusable
+answers. The store validates every summary the model returns: one that drops
+or invents a claim is refused like any other. An answer that cannot be read
+as a summary (not JSON, no narrative, over the budget) after the retries, or
+a 401/400, stops the replay with exit status 1.
+
 Bad input stops the replay with exit status 1, naming the file and line; the
 events before that line stay stored.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -72,17 +91,25 @@ events before that line stay stored.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
+			for _, name := range []string{"model", "base-url", "api-key-env", "llm-timeout", "llm-retries"} {
+				o.llmSet = o.llmSet || cmd.Flags().Changed(name)
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.db, "db", "", "the database file (required; created if missing)")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
-	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim) or lossy (drops --drop)")
+	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")
+	f.StringVar(&o.model, "model", "", "--summarizer openai: the model name, e.g. gpt-4o-mini or llama3.1:8b")
+	f.StringVar(&o.baseURL, "base-url", "", "--summarizer openai: the API base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
+	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "--summarizer openai: the environment variable holding the API key (default "+openai.EnvAPIKey+", then "+openai.EnvOpenAIAPIKey+")")
+	f.DurationVar(&o.llmTimeout, "llm-timeout", openai.DefaultTimeout, "--summarizer openai: the time limit of each request")
+	f.IntVar(&o.llmRetries, "llm-retries", 3, "--summarizer openai: send a request again up to N times after a 429, 5xx, timeout, connection error or unusable answer")
 	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
 		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
 	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
@@ -115,6 +142,12 @@ func (o *replayOptions) validate() error {
 	if _, err := compaction.NewLossy(drop...); err != nil { // checks the list whatever the summarizer
 		return &usageError{err: errors.Wrap(err, "--drop")}
 	}
+	if o.summarizer == "openai" {
+		return o.validateOpenAI()
+	}
+	if o.llmSet {
+		return usagef("--model, --base-url, --api-key-env, --llm-timeout and --llm-retries apply only to --summarizer openai")
+	}
 	sum, err := compaction.New(o.summarizer, drop)
 	if err != nil {
 		return &usageError{err: errors.Wrap(err, "--summarizer")}
@@ -123,9 +156,32 @@ func (o *replayOptions) validate() error {
 	return nil
 }
 
+// validateOpenAI checks the --summarizer openai flags and builds the
+// summarizer: a missing --model or --base-url, a bad value or a key
+// variable that is unset is bad usage.
+func (o *replayOptions) validateOpenAI() error {
+	if o.model == "" || o.baseURL == "" {
+		return &usageError{err: errors.WithHint(errors.New("--summarizer openai needs --model and --base-url"),
+			"e.g. --model llama3.1:8b --base-url http://localhost:11434/v1 (Ollama)")}
+	}
+	if o.llmTimeout <= 0 {
+		return usagef("--llm-timeout must be positive, got %s", o.llmTimeout)
+	}
+	if o.llmRetries < 0 || o.llmRetries > openai.MaxRetries {
+		return usagef("--llm-retries must be 0..%d, got %d", openai.MaxRetries, o.llmRetries)
+	}
+	sum, err := openai.New(openai.Config{BaseURL: o.baseURL, Model: o.model, APIKeyEnv: o.apiKeyEnv,
+		Timeout: o.llmTimeout, Retries: o.llmRetries})
+	if err != nil {
+		return &usageError{err: errors.Wrap(err, "--summarizer openai")}
+	}
+	o.sum = sum
+	return nil
+}
+
 // run replays the files into the database, creating it if missing, and
 // prints the closing summary whatever happens once it is open.
-func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) (err error) {
+func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
 	db, err := store.Open(o.db, store.Options{Create: true, LockTimeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
 		return explainOpen(err)
@@ -140,7 +196,9 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out io.Writer)
 		return err
 	}
 	r := &replayer{ctx: ctx, db: db, comp: comp, out: out, defaultSession: o.session, sessions: map[string]bool{}}
+	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
 	defer func() {
+		r.prog.finish()
 		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d\n",
 			r.files, r.events, len(r.sessions), r.compacted, r.refused)
 	}()
@@ -160,6 +218,7 @@ type replayer struct {
 	comp           *compaction.Compactor
 	out            io.Writer
 	defaultSession string
+	prog           *progress // on a terminal: bytes read, events stored
 
 	files, events, compacted, refused int
 	sessions                          map[string]bool
@@ -183,6 +242,7 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 		defer f.Close()
 		in, label = f, name
 	}
+	in = r.prog.reader(in)
 	r.file = label
 	r.files++
 	last := "" // the session the file named last: it goes on where a line names none
@@ -266,6 +326,7 @@ func (r *replayer) flush() error {
 func (r *replayer) stored(n int) {
 	r.events += n
 	r.sessions[r.session] = true
+	r.prog.addEvents(int64(n))
 }
 
 // compact runs the compactor on the batch's session: it compacts as far as
@@ -302,6 +363,7 @@ func (r *replayer) report(x *compaction.Result) {
 			fieldValue(x.Session), x.Depth, x.From, x.To, x.Checkpoint, reasons)
 	}
 	b.WriteByte('\n')
+	r.prog.clear()
 	io.WriteString(r.out, b.String())
 }
 

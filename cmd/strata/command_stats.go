@@ -25,7 +25,7 @@ type statsOptions struct {
 func newStatsCommand() *cobra.Command {
 	o := &statsOptions{}
 	cmd := &cobra.Command{
-		Use:   "stats [--json] DB",
+		Use:   "stats [--json] DB|URL",
 		Short: "Count what a database holds, per session and in total",
 		Long: `Count, per session and in total: events and turns, nodes per depth, roots,
 markers valid/invalid, checkpoints valid/invalid, refusals per reason class
@@ -50,6 +50,9 @@ func (o *statsOptions) validate() error { return checkTimeout(o.timeout) }
 
 // run prints the counts, as text or JSON.
 func (o *statsOptions) run(out io.Writer) (err error) {
+	if isURL(o.db) {
+		return o.runRemote(out)
+	}
 	db, err := openReadOnly(o.db, o.timeout)
 	if err != nil {
 		return err
@@ -59,6 +62,11 @@ func (o *statsOptions) run(out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	return o.print(out, st)
+}
+
+// print writes st as text or JSON.
+func (o *statsOptions) print(out io.Writer, st store.Stats) error {
 	if st.Sessions == nil {
 		st.Sessions = []store.SessionStats{}
 	}
@@ -76,7 +84,7 @@ func (o *statsOptions) run(out io.Writer) (err error) {
 	}
 	writeSessionStats(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, false)
 	fmt.Fprintf(&b, "file bytes=%d bytes_per_event=%.1f\n", st.FileBytes, st.BytesPerEvent)
-	_, err = io.WriteString(out, b.String())
+	_, err := io.WriteString(out, b.String())
 	return err
 }
 

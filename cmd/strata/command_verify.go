@@ -30,7 +30,7 @@ type verifyOptions struct {
 func newVerifyCommand() *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify DB",
+		Use:   "verify DB|URL",
 		Short: "Check a database deeply: bbolt's structure and every strata invariant",
 		Long: `Check the database: bbolt's own consistency check plus every store invariant
 (gapless seqs, the ledger equal to a replay of the raw log, roots covering
@@ -53,6 +53,9 @@ stderr, on one line that is cleared at the end; piped, verify is quiet.`,
 			}
 			if o.inProcess {
 				return o.runChild(cmd.OutOrStdout())
+			}
+			if isURL(o.db) {
+				return o.runRemote(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			return o.runParent(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -166,8 +169,9 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		return errors.Wrap(err, "verify: finding this executable to run the check in a child process")
 	}
 	args := []string{"verify", "--in-process", "--timeout", o.timeout.String()}
-	term := isTerminal(errOut)
-	if term {
+	prog := newProgress(errOut, "verify", "events", 0)
+	defer prog.finish()
+	if prog != nil {
 		args = append(args, "--progress")
 	}
 	child := exec.CommandContext(ctx, exe, append(args, "--", o.db)...)
@@ -186,7 +190,6 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		done     *verifyMsg
 		failed   *verifyMsg
 		bad      string // how the child broke the protocol
-		shown    bool   // a progress line is on the terminal
 	)
 	sc := bufio.NewScanner(pipe)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -201,20 +204,14 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		}
 		switch {
 		case m.Progress != nil && m.Problem == nil && m.Error == nil && !m.Done:
-			if term {
-				p := m.Progress
-				fmt.Fprintf(errOut, "\rverify: %d/%d events checked", p.Events, p.TotalEvents)
+			if p := m.Progress; prog != nil {
 				if p.TotalSessions > 0 {
-					fmt.Fprintf(errOut, ", %d/%d sessions", p.Sessions, p.TotalSessions)
+					prog.setNote(fmt.Sprintf("%d/%d sessions", p.Sessions, p.TotalSessions))
 				}
-				fmt.Fprint(errOut, "\x1b[K")
-				shown = true
+				prog.set(int64(p.Events), int64(p.TotalEvents))
 			}
 		case m.Problem != nil && m.Error == nil && !m.Done:
-			if shown {
-				fmt.Fprint(errOut, "\r\x1b[K")
-				shown = false
-			}
+			prog.clear()
 			problems++
 			fmt.Fprintln(out, oneLine(*m.Problem))
 		case m.Error != nil && m.Problem == nil && !m.Done:
@@ -233,9 +230,7 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 	}
 	_, _ = io.Copy(io.Discard, pipe) // let the child finish writing
 	waitErr := child.Wait()
-	if shown {
-		fmt.Fprint(errOut, "\r\x1b[K")
-	}
+	prog.finish()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -120,6 +120,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		newStatsCommand(),
 		newDemoCommand(),
 		newEvalCommand(),
+		newImportCommand(),
 	)
 	return root
 }
@@ -161,7 +162,8 @@ func openReadOnly(path string, timeout time.Duration) (*store.DB, error) {
 // explainOpen makes ErrLocked say plainly who holds the file.
 func explainOpen(err error) error {
 	if errors.Is(err, store.ErrLocked) {
-		return errors.Wrap(err, "another process holds the database")
+		return errors.WithHint(errors.Wrap(err, "another process holds the database"),
+			"if it serves strata's debug handler (package debughttp), give its URL instead: http://127.0.0.1:6060/debug/strata")
 	}
 	return err
 }

@@ -1,0 +1,388 @@
+package debughttp
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/dump"
+	"github.com/strata-go/strata/store"
+)
+
+// DefaultPrefix is the path under which Register mounts the handler, and
+// New serves when Options.Prefix is empty.
+const DefaultPrefix = "/debug/strata"
+
+// HandlerHeader is the response header every answer of the handler
+// carries, errors included, with the value HandlerVersion: a client that
+// does not find it is not talking to a strata handler.
+const HandlerHeader = "Strata-Handler"
+
+// HandlerVersion is the value of HandlerHeader: the protocol's name and
+// version.
+const HandlerVersion = "debughttp/1"
+
+// Options configure the handler. The zero value serves under DefaultPrefix
+// without a token.
+type Options struct {
+	// Prefix is the path the endpoints hang under, without a trailing
+	// slash: requests for Prefix+"/dump" and so on are answered, anything
+	// else is a 404. Empty means DefaultPrefix; "/" serves at the root.
+	Prefix string
+	// Token, when not empty, must come with every request as
+	// "Authorization: Bearer <Token>"; it is compared in constant time, and
+	// a request without it gets 401 before anything is read. Empty means no
+	// token is asked for: rely on binding to loopback, or wrap the handler
+	// in your own authentication.
+	Token string
+}
+
+// handler serves one database.
+type handler struct {
+	db     *store.DB
+	prefix string
+	token  [sha256.Size]byte // the token's hash: compared without leaking its length
+	auth   bool
+}
+
+// New returns the handler serving db under opts.Prefix. It only reads: db
+// may be open for writing, and the agent goes on appending while requests
+// are served.
+func New(db *store.DB, opts Options) http.Handler {
+	h := &handler{db: db, prefix: cleanPrefix(opts.Prefix)}
+	if opts.Token != "" {
+		h.auth, h.token = true, sha256.Sum256([]byte(opts.Token))
+	}
+	return h
+}
+
+// Register mounts New(db, opts) on mux under opts.Prefix (DefaultPrefix
+// when empty): the pattern Prefix+"/" and its subtree.
+func Register(mux *http.ServeMux, db *store.DB, opts Options) {
+	prefix := cleanPrefix(opts.Prefix)
+	mux.Handle(prefix+"/", New(db, Options{Prefix: prefix, Token: opts.Token}))
+}
+
+// cleanPrefix returns p with one leading slash and no trailing one; "" for
+// the root; DefaultPrefix for "".
+func cleanPrefix(p string) string {
+	if p == "" {
+		return DefaultPrefix
+	}
+	p = strings.TrimRight(p, "/")
+	if p != "" && !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return p
+}
+
+// ServeHTTP implements http.Handler.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set(HandlerHeader, HandlerVersion)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	if h.auth && !h.authorized(r) {
+		hd.Set("WWW-Authenticate", `Bearer realm="strata"`)
+		writeError(w, http.StatusUnauthorized, ErrUnauthorized)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hd.Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, errors.Wrapf(ErrMethod, "%s (GET or HEAD only)", r.Method))
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
+	var serve func(*response, *store.Snapshot, url.Values) error
+	var params []string
+	switch {
+	case !ok:
+	case rest == "" || rest == "/":
+		serve, params = h.index, nil
+	case rest == "/dump":
+		serve, params = serveDump, []string{"format", "raw", "session"}
+	case rest == "/stats":
+		serve, params = serveStats, nil
+	case rest == "/resume":
+		serve, params = serveResume, []string{"session", "marker", "format"}
+	case rest == "/backup":
+		serve, params = serveBackup, nil
+	}
+	if serve == nil {
+		writeError(w, http.StatusNotFound, errors.Wrapf(ErrNoEndpoint, "%s (try %s/)", r.URL.Path, h.prefix))
+		return
+	}
+	q, err := query(r.URL.RawQuery, params)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	resp := &response{w: w, head: r.Method == http.MethodHead}
+	err = h.db.View(func(s *store.Snapshot) error { return serve(resp, s, q) })
+	switch {
+	case err == nil:
+	case resp.started:
+		// The status line is gone: cut the body, so that the client sees a
+		// broken transfer rather than a complete-looking wrong answer.
+		panic(http.ErrAbortHandler)
+	default:
+		writeError(w, status(err), err)
+	}
+}
+
+// authorized reports whether r carries the token.
+func (h *handler) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1 && ok
+}
+
+// query parses raw, refusing a parameter not in allowed, or given twice:
+// a typo must not silently widen what is served.
+func query(raw string, allowed []string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, errors.Wrapf(ErrBadRequest, "query %q: %v", raw, err)
+	}
+	for k, vs := range q {
+		known := false
+		for _, a := range allowed {
+			known = known || a == k
+		}
+		switch {
+		case !known:
+			return nil, &ParamError{Param: k, Value: vs[0], Why: "unknown parameter" + allowedList(allowed)}
+		case len(vs) > 1:
+			return nil, &ParamError{Param: k, Value: vs[1], Why: "given more than once"}
+		}
+	}
+	return q, nil
+}
+
+// allowedList says which parameters an endpoint takes.
+func allowedList(allowed []string) string {
+	if len(allowed) == 0 {
+		return " (this endpoint takes none)"
+	}
+	return " (this endpoint takes " + strings.Join(allowed, ", ") + ")"
+}
+
+// status returns the HTTP status of an error from reading the database.
+func status(err error) int {
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadSession):
+		return http.StatusBadRequest
+	case errors.Is(err, store.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, store.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers with err as {"error": "..."} and code.
+func writeError(w http.ResponseWriter, code int, err error) {
+	b, _ := json.Marshal(errorBody{Error: err.Error()}) // a struct of one string always encodes
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// response is the writer an endpoint answers through: it knows whether the
+// status line has gone out, and drops the body of a HEAD request.
+type response struct {
+	w       http.ResponseWriter
+	head    bool
+	started bool
+}
+
+// start sets the content type (and the length, when known: -1 if not) and
+// sends the status line.
+func (r *response) start(contentType string, length int64) {
+	r.w.Header().Set("Content-Type", contentType)
+	if length >= 0 {
+		r.w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
+	}
+	r.w.WriteHeader(http.StatusOK)
+	r.started = true
+}
+
+// Write implements io.Writer: the body, which starts the response with its
+// content type already set.
+func (r *response) Write(p []byte) (int, error) {
+	if !r.started {
+		r.w.WriteHeader(http.StatusOK)
+		r.started = true
+	}
+	if r.head {
+		return len(p), nil
+	}
+	return r.w.Write(p)
+}
+
+// whole answers with b, its length known.
+func (r *response) whole(contentType string, b []byte) error {
+	r.start(contentType, int64(len(b)))
+	_, err := r.Write(b)
+	return err
+}
+
+// Content types of the answers.
+const (
+	typeJSON = "application/json; charset=utf-8"
+	typeText = "text/plain; charset=utf-8"
+	typeDot  = "text/vnd.graphviz; charset=utf-8"
+	typeDB   = "application/octet-stream"
+)
+
+// indexDoc is the index's JSON.
+type indexDoc struct {
+	Handler       string            `json:"handler"`
+	FormatVersion int               `json:"format_version"`
+	Sessions      []store.Info      `json:"sessions"`
+	Endpoints     map[string]string `json:"endpoints"`
+}
+
+// index lists the sessions and the endpoints.
+func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
+	format, err := s.FormatVersion()
+	if err != nil {
+		return err
+	}
+	ids, err := s.Sessions()
+	if err != nil {
+		return err
+	}
+	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []store.Info{}, Endpoints: map[string]string{
+		"dump":   h.prefix + "/dump?format=json|text|dot&raw=1&session=ID",
+		"stats":  h.prefix + "/stats",
+		"resume": h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
+		"backup": h.prefix + "/backup",
+	}}
+	for _, id := range ids {
+		info, err := s.Info(id)
+		if err != nil {
+			return err
+		}
+		doc.Sessions = append(doc.Sessions, info)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return r.whole(typeJSON, append(b, '\n'))
+}
+
+// serveDump streams the dump in the form asked for.
+func serveDump(r *response, s *store.Snapshot, q url.Values) error {
+	var opts dump.Options
+	if v := q.Get("raw"); v != "" {
+		raw, err := strconv.ParseBool(v)
+		if err != nil {
+			return &ParamError{Param: "raw", Value: v, Why: "not 1, 0, true or false"}
+		}
+		opts.Raw = raw
+	}
+	if q.Has("session") {
+		opts.Session = q.Get("session")
+		if err := store.CheckSession(opts.Session); err != nil {
+			return errors.Mark(errors.Wrap(err, "session"), ErrBadRequest)
+		}
+	}
+	render, contentType := dump.JSON, typeJSON
+	switch f := q.Get("format"); f {
+	case "", "json":
+	case "text":
+		render, contentType = dump.Text, typeText
+	case "dot":
+		render, contentType = dump.Dot, typeDot
+	default:
+		return &ParamError{Param: "format", Value: f, Why: "not json, text or dot"}
+	}
+	if opts.Session != "" {
+		// Before the status line: an unknown session is a 404.
+		if _, err := s.Info(opts.Session); err != nil {
+			return err
+		}
+	}
+	r.w.Header().Set("Content-Type", contentType)
+	if r.head {
+		r.start(contentType, -1)
+		return nil
+	}
+	return render(r, s, opts)
+}
+
+// serveStats answers what `strata stats --json` prints.
+func serveStats(r *response, s *store.Snapshot, _ url.Values) error {
+	st, err := s.Stats()
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return r.whole(typeJSON, append(b, '\n'))
+}
+
+// serveResume answers what `strata resume [--json]` prints.
+func serveResume(r *response, s *store.Snapshot, q url.Values) error {
+	session := q.Get("session")
+	if session == "" {
+		return &ParamError{Param: "session", Value: session, Why: "required"}
+	}
+	if err := store.CheckSession(session); err != nil {
+		return errors.Mark(errors.Wrap(err, "session"), ErrBadRequest)
+	}
+	markerID := store.Latest
+	if v := q.Get("marker"); v != "" && v != "latest" {
+		id, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || id == 0 {
+			return &ParamError{Param: "marker", Value: v, Why: "not a marker id (1, 2, ...) or latest"}
+		}
+		markerID = id
+	}
+	text := false
+	switch f := q.Get("format"); f {
+	case "", "json":
+	case "text":
+		text = true
+	default:
+		return &ParamError{Param: "format", Value: f, Why: "not json or text"}
+	}
+	ctx, err := s.Resume(session, markerID)
+	if err != nil {
+		return err
+	}
+	if text {
+		return r.whole(typeText, ctx.Text())
+	}
+	b, err := ctx.JSON()
+	if err != nil {
+		return err
+	}
+	return r.whole(typeJSON, append(b, '\n'))
+}
+
+// serveBackup streams a copy of the database file as of the snapshot.
+func serveBackup(r *response, s *store.Snapshot, _ url.Values) error {
+	size := s.Size()
+	r.w.Header().Set("Content-Disposition", `attachment; filename="strata-backup.db"`)
+	r.start(typeDB, size)
+	if r.head {
+		return nil
+	}
+	n, err := s.WriteTo(r)
+	if err == nil && n != size {
+		err = errors.AssertionFailedf("debughttp: backup wrote %d bytes, announced %d", n, size)
+	}
+	return err
+}

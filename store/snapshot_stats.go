@@ -1,0 +1,35 @@
+package store
+
+import "os"
+
+// Size returns the size in bytes of the copy WriteTo writes: the database
+// as of this snapshot. A server streaming a backup announces it as the
+// Content-Length, so that a cut transfer is seen as one.
+func (s *Snapshot) Size() int64 { return s.tx.Size() }
+
+// Stats counts the records of every session as of this snapshot: what
+// DB.Stats returns, for a caller that reads other things from the same
+// transaction. Sessions is never nil. FileBytes is the file's size when
+// Stats is called (the file may run ahead of Size).
+func (s *Snapshot) Stats() (Stats, error) {
+	out := Stats{Sessions: []SessionStats{}, Total: newSessionStats("")}
+	ids, err := s.Sessions()
+	if err != nil {
+		return out, err
+	}
+	for _, id := range ids {
+		st, err := s.SessionStats(id)
+		if err != nil {
+			return out, err
+		}
+		out.Sessions = append(out.Sessions, st)
+		out.Total.add(&st)
+	}
+	if fi, err := os.Stat(s.tx.DB().Path()); err == nil {
+		out.FileBytes = fi.Size()
+	}
+	if out.Total.Events > 0 {
+		out.BytesPerEvent = float64(out.FileBytes) / float64(out.Total.Events)
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// block is an Anthropic content block, of any type this package reads.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// anthropicMessage is one message of the Messages API.
+type anthropicMessage struct {
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Timestamp json.RawMessage `json:"timestamp"`
+	CreatedAt json.RawMessage `json:"created_at"`
+}
+
+// anthropicReader maps Anthropic Messages records.
+type anthropicReader struct{ b *builder }
+
+// record maps one top-level value: a message, or a request-like object
+// with "system" and "messages".
+func (r *anthropicReader) record(raw []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return errors.Wrap(ErrBadRecord, "a record must be a JSON object (a message) or an array of messages")
+	}
+	if msgs, ok := top["messages"]; ok {
+		if sys, ok := top["system"]; ok {
+			r.b.rep.Records++
+			r.content(tier.KindSystem, sys, 0, resultInfo{})
+		}
+		return eachMessage(r.b, raw, msgs, r.message)
+	}
+	r.message(raw)
+	return nil
+}
+
+// message maps one message; one of an unexpected shape is skipped and
+// counted.
+func (r *anthropicReader) message(raw []byte) {
+	var m anthropicMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		r.b.rep.Malformed++
+		return
+	}
+	t := r.b.parseTime(m.Timestamp)
+	if t == 0 {
+		t = r.b.parseTime(m.CreatedAt)
+	}
+	kind, ok := roleKind(m.Role)
+	if !ok {
+		r.b.rep.skip(&r.b.rep.Unknown, "role/"+m.Role)
+		return
+	}
+	r.content(kind, m.Content, t, resultInfo{})
+}
+
+// roleKind maps a message role to the kind of its text.
+func roleKind(role string) (tier.Kind, bool) {
+	switch role {
+	case "user":
+		return tier.KindUser, true
+	case "assistant":
+		return tier.KindAssistant, true
+	case "system", "developer":
+		return tier.KindSystem, true
+	}
+	return 0, false
+}
+
+// eachMessage maps the elements of a document's "messages" array, each
+// with its line (doc starts on the builder's current line).
+func eachMessage(b *builder, doc, msgs []byte, fn func(raw []byte)) error {
+	msgs = bytes.TrimSpace(msgs)
+	if len(msgs) == 0 || msgs[0] != '[' {
+		return errors.Wrap(ErrBadRecord, `"messages" is not an array`)
+	}
+	base := b.line
+	if i := bytes.Index(doc, msgs); i >= 0 {
+		base += bytes.Count(doc[:i], []byte{'\n'})
+	}
+	b.rep.Records-- // the document itself is not a record: its messages are
+	return eachElement(msgs, base, func(elem []byte, line int) error {
+		b.line = line
+		b.rep.Records++
+		fn(elem)
+		return nil
+	})
+}
+
+// content maps a content field (a string or a list of blocks) in order:
+// runs of text become one message of kind, tool_use blocks calls,
+// tool_result blocks results. info applies to every result (Claude Code's
+// toolUseResult).
+func (r *anthropicReader) content(kind tier.Kind, raw json.RawMessage, t int64, info resultInfo) {
+	b := r.b
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return
+	}
+	var s string
+	if raw[0] == '"' {
+		if json.Unmarshal(raw, &s) != nil {
+			b.rep.Malformed++
+			return
+		}
+		textMessage(b, kind, s, t)
+		return
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil {
+		b.rep.Malformed++
+		return
+	}
+	var text []string
+	flush := func() {
+		if len(text) > 0 {
+			textMessage(b, kind, strings.Join(text, "\n"), t)
+			text = text[:0]
+		}
+	}
+	for _, rb := range blocks {
+		var bl block
+		if json.Unmarshal(rb, &bl) != nil {
+			b.rep.Malformed++
+			continue
+		}
+		switch typ := bl.Type; {
+		case typ == "text":
+			text = append(text, bl.Text)
+		case typ == "tool_use" || typ == "server_tool_use" || typ == "mcp_tool_use":
+			flush()
+			b.call(bl.ID, bl.Name, compactJSON(bl.Input), t)
+		case typ == "tool_result" || typ == "mcp_tool_result" || strings.HasSuffix(typ, "_tool_result"):
+			flush()
+			ri := info
+			ri.failed = ri.failed || bl.IsError
+			b.result(bl.ToolUseID, contentText(b, bl.Content), ri, t)
+		case typ == "thinking" || typ == "redacted_thinking" || typ == "image" || typ == "document":
+			b.rep.skip(&b.rep.Skipped, typ)
+		default:
+			b.rep.skip(&b.rep.Unknown, "block/"+typ)
+		}
+	}
+	flush()
+}
+
+// textMessage emits text as a message of kind; a user's interrupt notice
+// ("[Request interrupted by user…]") is a system event, counted.
+func textMessage(b *builder, kind tier.Kind, text string, t int64) {
+	if kind == tier.KindUser && strings.HasPrefix(strings.TrimSpace(text), "[Request interrupted by user") {
+		b.rep.Interrupts++
+		kind = tier.KindSystem
+	}
+	b.message(kind, text, t)
+}
+
+// contentText returns a tool result's content as text: a string as is,
+// text blocks joined by newlines, other blocks as "[type]".
+func contentText(b *builder, raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(compactJSON(raw)) // an object: keep it as JSON
+	}
+	var parts []string
+	for _, rb := range blocks {
+		var bl block
+		if json.Unmarshal(rb, &bl) != nil {
+			b.rep.Malformed++
+			continue
+		}
+		switch bl.Type {
+		case "text", "input_text", "output_text":
+			parts = append(parts, bl.Text)
+		default:
+			parts = append(parts, "["+clipBytes(bl.Type, 40)+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// compactJSON returns raw without insignificant space ("" for none).
+func compactJSON(raw json.RawMessage) []byte {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}

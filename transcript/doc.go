@@ -1,0 +1,52 @@
+// Package transcript converts the transcripts agents leave behind — OpenAI
+// chat messages, Anthropic Messages, Claude Code session files — into raw
+// events (tier.Event, the form of shared/spec/events.md) that the store
+// accepts as they are.
+//
+// The mapping:
+//
+//	user / assistant / system text       → user / assistant / system events
+//	OpenAI tool_calls, Anthropic tool_use → tool_call (id, name, text = arguments)
+//	OpenAI role "tool", tool_result       → tool_result resolving the call; ok:false on
+//	                                       is_error (Claude Code: also an "Error…" toolUseResult)
+//	a refused tool use                    → tool_result ok:false, then rejected with key
+//	                                       "tool/<name>:<file or command>" and the user's reason
+//	a successful Write, Edit, MultiEdit,  → artifact, key = the file (relative to the
+//	NotebookEdit, str_replace_based_edit_   working directory when under it)
+//	tool create/str_replace/insert,
+//	write_file, apply_patch …
+//	Claude Code compact_boundary          → a system event; the compact summary → system
+//	timestamps                            → time
+//
+// Every event a Decoder returns passes Event.Check, and the events of a
+// transcript, appended in order to a session whose open calls were passed
+// as Options.Open, pass the ledger's rules: every tool_result resolves an
+// open call, no id is opened twice while open.
+//
+// # Quirks
+//
+// Real transcripts break those rules; each break is handled one way and
+// counted in the Report, never an error:
+//
+//   - A call id opened again while still open (a re-logged record, a model
+//     reusing an id): the new call is renamed "id#2" ("id#3" …); results
+//     for the id resolve the open calls oldest first.
+//   - Calls answered later, in any order (parallel calls): each result
+//     resolves its own call whenever it comes.
+//   - A result for no open call: kept as a system event naming the id (a
+//     rejection in it still gives a rejected event, keyed "tool/unknown:id").
+//   - Claude Code records seen twice (the same uuid), sidechain records of
+//     a main session, unknown record types, roles and blocks: skipped.
+//   - Ids with control characters or over the size limit, texts over it,
+//     bad timestamps: repaired, clipped or dropped.
+//
+// Invalid JSON is an error, a *LineError naming the file and line.
+//
+// # Caveats
+//
+// OpenAI messages carry no failure flag: a tool message is ok:false only
+// when it carries a (non-standard) "is_error": true. Calls left open at the
+// end of a transcript stay open in the ledger: that is what the transcript
+// says. An "id#2" in a later file of the same session is found by its
+// first id only when the decoder is given the open calls (Options.Open).
+package transcript

@@ -1,0 +1,73 @@
+package transcript_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// fuzzRead reads data in format f with small limits and checks what must
+// hold for any input: no panic; an error is a *LineError, never a broken
+// invariant of this package; the events pass Event.Check and the ledger's
+// rules in order; their number is bounded by the input's size.
+func fuzzRead(t *testing.T, f transcript.Format, data []byte) {
+	lim := tier.Limits{MaxEventBytes: 2048, MaxIDBytes: 64}
+	evs, _, err := transcript.Read(f, bytes.NewReader(data), transcript.Options{Limits: lim, MaxRecordBytes: 1 << 20})
+	if err != nil {
+		var le *transcript.LineError
+		if !errors.As(err, &le) || errors.HasAssertionFailure(err) {
+			t.Fatalf("error is not a LineError about the input: %v", err)
+		}
+	}
+	if len(evs) > 4*len(data)+4 {
+		t.Fatalf("%d events from %d bytes", len(evs), len(data))
+	}
+	l := tier.NewLedger()
+	for i := range evs {
+		e := evs[i]
+		if err := e.Check(lim); err != nil {
+			t.Fatalf("event %d %+v: %v", i, e, err)
+		}
+		if err := l.Apply(&e); err != nil {
+			t.Fatalf("event %d %+v: the ledger refuses it: %v", i, e, err)
+		}
+	}
+}
+
+// seed adds the fixtures of dir and a few hand-made inputs.
+func seed(f *testing.F, dir string, extra ...string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range extra {
+		f.Add([]byte(s))
+	}
+}
+
+func FuzzOpenAI(f *testing.F) {
+	seed(f, "openai", `[]`, `{"messages":[]}`, `[{"role":"tool","tool_call_id":"x","content":null}]`,
+		`{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"apply_patch","arguments":"{\"input\":\"+++ b/x\"}"}}]}`+"\n"+`{"role":"tool","tool_call_id":"a","content":"ok"}`)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.OpenAI, data) })
+}
+
+func FuzzAnthropic(f *testing.F) {
+	seed(f, "anthropic", `[]`, `{"system":"s","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"q","is_error":true,"content":"The user doesn't want to proceed with this tool use."}]}]}`)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.Anthropic, data) })
+}
+
+func FuzzClaudeCode(f *testing.F) {
+	seed(f, "claude-code", `{"type":"system","subtype":"compact_boundary","compactMetadata":{"trigger":"manual","preTokens":1}}`,
+		`{"type":"user","isSidechain":true,"message":{"content":"x"}}`+"\n"+`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Write","input":{"file_path":"a"}}]}}`)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.ClaudeCode, data) })
+}

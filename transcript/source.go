@@ -1,0 +1,199 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"sort"
+
+	"github.com/cockroachdb/errors"
+)
+
+// errRecordTooLarge stops a json.Decoder that has read more than one
+// record may hold.
+var errRecordTooLarge = errors.New("transcript: record too large")
+
+// lineCounter passes reads through, remembering the offset of every newline
+// so that an offset can be turned into a line, and refusing to read past
+// limit.
+type lineCounter struct {
+	r     io.Reader
+	off   int64
+	nl    []int64
+	limit int64
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	if c.off >= c.limit {
+		return 0, errRecordTooLarge
+	}
+	if room := c.limit - c.off; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := c.r.Read(p)
+	for i := 0; i < n; {
+		j := bytes.IndexByte(p[i:n], '\n')
+		if j < 0 {
+			break
+		}
+		c.nl = append(c.nl, c.off+int64(i+j))
+		i += j + 1
+	}
+	c.off += int64(n)
+	return n, err
+}
+
+// lineAt returns the line (from 1) of the byte at offset off.
+func (c *lineCounter) lineAt(off int64) int {
+	return 1 + sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off })
+}
+
+// valueSource yields the top-level JSON values of a stream (one document,
+// or JSONL, or values one after another), the elements of a top-level
+// array each as a record of its own.
+type valueSource struct {
+	c    *lineCounter
+	dec  *json.Decoder
+	file string
+	max  int64
+
+	elems [][]byte // the rest of a top-level array
+	lines []int
+}
+
+func newValueSource(r io.Reader, file string, max int) *valueSource {
+	c := &lineCounter{r: r, limit: int64(max) + 64<<10}
+	return &valueSource{c: c, dec: json.NewDecoder(c), file: file, max: int64(max)}
+}
+
+func (s *valueSource) next() ([]byte, int, error) {
+	for {
+		if len(s.elems) > 0 {
+			raw, line := s.elems[0], s.lines[0]
+			s.elems, s.lines = s.elems[1:], s.lines[1:]
+			return raw, line, nil
+		}
+		start := s.dec.InputOffset()
+		s.c.limit = start + s.max + 64<<10
+		var raw json.RawMessage
+		err := s.dec.Decode(&raw)
+		if err == io.EOF {
+			return nil, 0, io.EOF
+		}
+		if err != nil {
+			return nil, 0, s.decodeErr(err)
+		}
+		end := s.dec.InputOffset()
+		if end-start > s.max {
+			return nil, 0, &LineError{File: s.file, Line: s.c.lineAt(start), Err: errors.Wrapf(ErrTooLarge, "a JSON value of %d bytes, limit %d", end-start, s.max)}
+		}
+		line := s.c.lineAt(end) - bytes.Count(raw, []byte{'\n'})
+		if raw[0] != '[' {
+			return raw, line, nil
+		}
+		err = eachElement(raw, line, func(elem []byte, l int) error {
+			s.elems = append(s.elems, elem)
+			s.lines = append(s.lines, l)
+			return nil
+		})
+		if err != nil {
+			return nil, 0, &LineError{File: s.file, Line: line, Err: err}
+		}
+	}
+}
+
+// decodeErr names the line of a JSON error.
+func (s *valueSource) decodeErr(err error) error {
+	line := s.c.lineAt(max(s.c.off-1, 0)) // the last byte read
+	var se *json.SyntaxError
+	switch {
+	case errors.Is(err, errRecordTooLarge):
+		return &LineError{File: s.file, Line: s.c.lineAt(s.dec.InputOffset()), Err: errors.Wrapf(ErrTooLarge, "a JSON value over %d bytes", s.max)}
+	case errors.As(err, &se):
+		line = s.c.lineAt(se.Offset - 1)
+		return &LineError{File: s.file, Line: line, Err: errors.Wrap(ErrBadJSON, se.Error())}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &LineError{File: s.file, Line: line, Err: errors.Wrap(ErrBadJSON, "the input ends inside a JSON value")}
+	}
+	return errors.Wrapf(err, "reading %s", s.file)
+}
+
+// eachElement calls fn with every element of the JSON array raw and the
+// line it starts on, raw starting on line.
+func eachElement(raw []byte, line int, fn func(elem []byte, line int) error) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // [
+		return errors.Wrap(ErrBadJSON, err.Error())
+	}
+	var prev int64 // newlines are counted once: an array of many elements stays linear
+	for dec.More() {
+		var elem json.RawMessage
+		if err := dec.Decode(&elem); err != nil {
+			return errors.Wrap(ErrBadJSON, err.Error())
+		}
+		end := dec.InputOffset()
+		line += bytes.Count(raw[prev:end], []byte{'\n'})
+		prev = end
+		l := line - bytes.Count(elem, []byte{'\n'})
+		if err := fn(elem, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineSource yields the non-blank lines of a JSONL stream, never holding
+// more than one line.
+type lineSource struct {
+	r    *bufio.Reader
+	file string
+	line int
+	max  int
+}
+
+func newLineSource(r io.Reader, file string, max int) *lineSource {
+	return &lineSource{r: bufio.NewReaderSize(r, 64<<10), file: file, max: max}
+}
+
+func (s *lineSource) next() ([]byte, int, error) {
+	for {
+		b, err := s.readLine()
+		if err != nil {
+			return nil, 0, err
+		}
+		if b = bytes.TrimSpace(b); len(b) > 0 {
+			return b, s.line, nil
+		}
+	}
+}
+
+func (s *lineSource) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := s.r.ReadSlice('\n')
+		if len(buf)+len(frag) > s.max {
+			s.line++
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = s.r.ReadSlice('\n')
+			}
+			return nil, &LineError{File: s.file, Line: s.line, Err: errors.Wrapf(ErrTooLarge, "line longer than %d bytes", s.max)}
+		}
+		buf = append(buf, frag...)
+		switch {
+		case err == nil:
+			s.line++
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF:
+			if len(buf) == 0 {
+				return nil, io.EOF
+			}
+			s.line++
+			return buf, nil
+		default:
+			return nil, errors.Wrapf(err, "reading %s", s.file)
+		}
+	}
+}

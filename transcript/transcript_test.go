@@ -1,0 +1,396 @@
+package transcript_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// readFile reads a fixture, failing the test on any error.
+func readFile(t *testing.T, f transcript.Format, path string, opts transcript.Options) ([]tier.Event, transcript.Report) {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	opts.File = path
+	evs, rep, err := transcript.Read(f, fh, opts)
+	if err != nil {
+		t.Fatalf("Read %s: %v", path, err)
+	}
+	return evs, rep
+}
+
+// stored appends evs to a fresh database (verified at cleanup) and returns
+// the session's ledger as the store holds it.
+func stored(t *testing.T, evs []tier.Event) *tier.Ledger {
+	t.Helper()
+	db := dbtest.Open(t, store.Options{})
+	if _, err := db.Append("s", evs...); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	var l *tier.Ledger
+	if err := db.View(func(s *store.Snapshot) (err error) { l, err = s.Ledger("s"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// ledgerWant is the state a transcript implies.
+type ledgerWant struct {
+	open      []string          // ids of the calls left open
+	artifacts []string          // keys
+	rejected  map[string]string // key → a part of the reason
+}
+
+func checkLedger(t *testing.T, l *tier.Ledger, w ledgerWant) {
+	t.Helper()
+	var open, arts []string
+	for _, o := range l.OpenList() {
+		open = append(open, o.ID)
+	}
+	for _, a := range l.ArtifactList() {
+		arts = append(arts, a.Key)
+	}
+	if !slices.Equal(open, w.open) {
+		t.Errorf("open calls %q, want %q", open, w.open)
+	}
+	if !slices.Equal(arts, w.artifacts) {
+		t.Errorf("artifacts %q, want %q", arts, w.artifacts)
+	}
+	if len(l.Dispositions) != len(w.rejected) {
+		t.Errorf("dispositions %+v, want the rejections %q", l.DispositionList(), w.rejected)
+	}
+	for k, reason := range w.rejected {
+		d, ok := l.Dispositions[k]
+		if !ok || d.State != tier.KindRejected || !strings.Contains(d.Reason, reason) {
+			t.Errorf("disposition of %q is %+v (found %v), want rejected with %q", k, d, ok, reason)
+		}
+	}
+}
+
+func count(evs []tier.Event, k tier.Kind, pred func(tier.Event) bool) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind == k && (pred == nil || pred(e)) {
+			n++
+		}
+	}
+	return n
+}
+
+func failed(e tier.Event) bool { return e.Failed }
+
+func TestRead_OpenAI(t *testing.T) {
+	evs, rep := readFile(t, transcript.OpenAI, "testdata/openai/chat.json", transcript.Options{})
+	checkLedger(t, stored(t, evs), ledgerWant{
+		open:      []string{"call_7"},
+		artifacts: []string{"CHANGELOG.md", "cli.py"},
+	})
+	if got := count(evs, tier.KindToolResult, failed); got != 1 {
+		t.Errorf("%d failed results, want 1 (call_6, is_error)", got)
+	}
+	if rep.RenamedCalls != 1 || rep.OrphanResults != 1 || rep.Unresolved != 1 ||
+		rep.Unknown["role/critic"] != 1 || rep.Skipped["image_url"] != 1 || rep.Calls != 8 || rep.Results != 7 {
+		t.Errorf("report %s", rep)
+	}
+	// The repeated call_5 is renamed, and its results resolve the calls in order.
+	var ids []string
+	for _, e := range evs {
+		if e.Kind == tier.KindToolResult {
+			ids = append(ids, e.ID)
+		}
+	}
+	if want := []string{"call_2", "call_1", "call_3", "call_4", "call_5", "call_5#2", "call_6"}; !slices.Equal(ids, want) {
+		t.Errorf("results resolve %q, want %q", ids, want)
+	}
+	if evs[1].Time == 0 || evs[1].Kind != tier.KindUser {
+		t.Errorf("event 2 is %+v: want the user message with its timestamp", evs[1])
+	}
+}
+
+// The three OpenAI forms of the same messages (array, JSONL, an object with
+// "messages") give the same events.
+func TestRead_OpenAIForms(t *testing.T) {
+	raw, err := os.ReadFile("testdata/openai/chat.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := transcript.Read(transcript.OpenAI, bytes.NewReader(raw), transcript.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var jsonl bytes.Buffer
+	for _, m := range msgs {
+		var c bytes.Buffer
+		_ = json.Compact(&c, m)
+		jsonl.Write(c.Bytes())
+		jsonl.WriteString("\n")
+	}
+	wrapped := `{"model":"gpt-4.1","messages":` + string(raw) + `}`
+	for name, in := range map[string]string{"jsonl": jsonl.String(), "object": wrapped} {
+		got, _, err := transcript.Read(transcript.OpenAI, strings.NewReader(in), transcript.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d events differ from the array's %d", name, len(got), len(want))
+		}
+	}
+}
+
+func TestRead_OpenAIResponses(t *testing.T) {
+	evs, rep := readFile(t, transcript.OpenAI, "testdata/openai/responses.jsonl", transcript.Options{})
+	checkLedger(t, stored(t, evs), ledgerWant{artifacts: []string{"strings.go"}})
+	if rep.Calls != 2 || rep.Results != 2 || rep.Skipped["reasoning"] != 1 || rep.Messages != 2 {
+		t.Errorf("report %s", rep)
+	}
+}
+
+func TestRead_Anthropic(t *testing.T) {
+	evs, rep := readFile(t, transcript.Anthropic, "testdata/anthropic/messages.json", transcript.Options{Dir: "/repo"})
+	checkLedger(t, stored(t, evs), ledgerWant{
+		open:      []string{"toolu_06"},
+		artifacts: []string{"config.py", "tests/test_settings.py"}, // the view call wrote nothing
+		rejected:  map[string]string{"tool/bash:git push --force origin main": "never force-push to main"},
+	})
+	if got := count(evs, tier.KindToolResult, failed); got != 2 {
+		t.Errorf("%d failed results, want 2 (pytest, the rejected push)", got)
+	}
+	if evs[0].Kind != tier.KindSystem || !strings.Contains(evs[0].Text, "careful engineer") {
+		t.Errorf("first event %+v, want the system prompt", evs[0])
+	}
+	if rep.OrphanResults != 1 || rep.Skipped["thinking"] != 1 || rep.Skipped["image"] != 1 ||
+		rep.Unknown["block/citations_summary"] != 1 || rep.Unresolved != 1 || rep.Rejected != 1 {
+		t.Errorf("report %s", rep)
+	}
+}
+
+func TestRead_ClaudeCode(t *testing.T) {
+	evs, rep := readFile(t, transcript.ClaudeCode, "testdata/claude-code/session.jsonl", transcript.Options{})
+	checkLedger(t, stored(t, evs), ledgerWant{
+		open:      []string{"toolu_06"},
+		artifacts: []string{"tests/conftest.py", "tests/test_login.py"},
+		rejected:  map[string]string{"tool/Edit:.github/workflows/ci.yml": "the user rejected the tool use"},
+	})
+	for _, e := range evs {
+		if e.Time == 0 {
+			t.Errorf("event %+v has no time: every record of the fixture has a timestamp", e)
+		}
+		if e.ID == "toolu_90" {
+			t.Errorf("a sidechain call was kept: %+v", e)
+		}
+	}
+	want := transcript.Report{DuplicateRecords: 1, Sidechain: 2, Compactions: 1, Interrupts: 1, RenamedCalls: 1,
+		OrphanResults: 1, Unresolved: 1, Rejected: 1, Artifacts: 3, Calls: 7, Results: 6, Failed: 2}
+	got := rep
+	if got.DuplicateRecords != want.DuplicateRecords || got.Sidechain != want.Sidechain || got.Compactions != want.Compactions ||
+		got.Interrupts != want.Interrupts || got.RenamedCalls != want.RenamedCalls || got.OrphanResults != want.OrphanResults ||
+		got.Unresolved != want.Unresolved || got.Rejected != want.Rejected || got.Artifacts != want.Artifacts ||
+		got.Calls != want.Calls || got.Results != want.Results || got.Failed != want.Failed {
+		t.Errorf("report %s", rep)
+	}
+	for _, k := range []string{"summary", "progress", "file-history-snapshot", "system/turn_duration", "thinking"} {
+		if rep.Skipped[k] != 1 {
+			t.Errorf("skipped %s: %d, want 1 (report %s)", k, rep.Skipped[k], rep)
+		}
+	}
+	if rep.Unknown["x-new-record-kind"] != 1 {
+		t.Errorf("report %s: want the unknown record type counted", rep)
+	}
+	// The interrupt notice and the compact summary are not user turns.
+	if n := count(evs, tier.KindUser, nil); n != 2 {
+		t.Errorf("%d user events, want the 2 the user typed", n)
+	}
+}
+
+func TestRead_ClaudeCodeSidechains(t *testing.T) {
+	evs, rep := readFile(t, transcript.ClaudeCode, "testdata/claude-code/session.jsonl", transcript.Options{Sidechains: true})
+	if rep.Sidechain != 0 || count(evs, tier.KindToolCall, func(e tier.Event) bool { return e.ID == "toolu_90" }) != 1 {
+		t.Errorf("with Sidechains the sub-agent's call is kept: report %s", rep)
+	}
+	// A sub-agent's own file is all sidechain: read whole.
+	sub := `{"type":"user","uuid":"x1","isSidechain":true,"agentId":"a1","message":{"role":"user","content":"Find wait_for."}}
+{"type":"assistant","uuid":"x2","isSidechain":true,"agentId":"a1","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Grep","input":{"pattern":"wait_for"}}]}}
+{"type":"user","uuid":"x3","isSidechain":true,"agentId":"a1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"conftest.py:12"}]}}
+`
+	evs, rep, err := transcript.Read(transcript.ClaudeCode, strings.NewReader(sub), transcript.Options{})
+	if err != nil || len(evs) != 3 || rep.Sidechain != 0 {
+		t.Errorf("sub-agent file: %d events, report %s, err %v; want 3, none skipped", len(evs), rep, err)
+	}
+}
+
+func TestRead_BadInput(t *testing.T) {
+	good := `{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}`
+	cases := []struct {
+		name   string
+		format transcript.Format
+		in     string
+		line   int
+		cause  error
+	}{
+		{"claude-code bad line", transcript.ClaudeCode, good + "\n\n{\"type\":\"user\",\n", 3, transcript.ErrBadJSON},
+		{"claude-code not an object", transcript.ClaudeCode, good + "\n[1,2]\n", 2, transcript.ErrBadRecord},
+		{"openai jsonl bad line", transcript.OpenAI, `{"role":"user","content":"a"}` + "\n" + `{"role":"assistant","content":"b"}` + "\n" + `{"role":"user",` + "\n", 3, transcript.ErrBadJSON},
+		{"openai garbage line", transcript.OpenAI, `{"role":"user","content":"a"}` + "\n" + `not json` + "\n", 2, transcript.ErrBadJSON},
+		{"openai array cut short", transcript.OpenAI, "[\n" + `{"role":"user","content":"a"},` + "\n" + `{"role":"assistant"`, 3, transcript.ErrBadJSON},
+		{"anthropic number", transcript.Anthropic, "\n\n42\n", 3, transcript.ErrBadRecord},
+		{"anthropic messages not a list", transcript.Anthropic, `{"messages":{"role":"user"}}`, 1, transcript.ErrBadRecord},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := transcript.Read(c.format, strings.NewReader(c.in), transcript.Options{File: "x.jsonl"})
+			var le *transcript.LineError
+			if !errors.As(err, &le) || le.File != "x.jsonl" || le.Line != c.line || !errors.Is(err, c.cause) {
+				t.Fatalf("err = %v, want a LineError at x.jsonl:%d wrapping %v", err, c.line, c.cause)
+			}
+			if !strings.HasPrefix(err.Error(), "x.jsonl:") {
+				t.Errorf("message %q does not start with the file and line", err)
+			}
+		})
+	}
+	// A line over the limit.
+	long := good + "\n" + `{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}}` + "\n"
+	_, _, err := transcript.Read(transcript.ClaudeCode, strings.NewReader(long), transcript.Options{MaxRecordBytes: 1024})
+	var le *transcript.LineError
+	if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, transcript.ErrTooLarge) {
+		t.Errorf("long line: err = %v, want ErrTooLarge at line 2", err)
+	}
+	_, _, err = transcript.Read(transcript.OpenAI, strings.NewReader("[\n"+`{"role":"user","content":"`+strings.Repeat("x", 1<<20)+`"}]`), transcript.Options{MaxRecordBytes: 1024})
+	if !errors.Is(err, transcript.ErrTooLarge) {
+		t.Errorf("large document: err = %v, want ErrTooLarge", err)
+	}
+	if _, err := transcript.ParseFormat("gemini"); !errors.Is(err, transcript.ErrUnknownFormat) {
+		t.Errorf("ParseFormat(gemini) = %v", err)
+	}
+}
+
+// A transcript continued in a second file, or appended to a session with
+// calls already open: the open calls are passed on and the store accepts
+// both files in turn.
+func TestRead_ContinuedSession(t *testing.T) {
+	first := `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"sh","arguments":"{\"command\":\"make\"}"}},{"id":"c2","type":"function","function":{"name":"sh","arguments":"{}"}}]}
+{"role":"tool","tool_call_id":"c2","content":"done"}
+`
+	second := `{"role":"tool","tool_call_id":"c1","content":"make: ok"}
+{"role":"assistant","tool_calls":[{"id":"c2","type":"function","function":{"name":"sh","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"sh","arguments":"{}"}}]}
+{"role":"tool","tool_call_id":"c2","content":"a"}
+`
+	db := dbtest.Open(t, store.Options{})
+	d, err := transcript.NewDecoder(transcript.OpenAI, strings.NewReader(first), transcript.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []tier.Event
+	for {
+		e, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	if _, err := db.Append("s", evs...); err != nil {
+		t.Fatal(err)
+	}
+	var open []tier.Open
+	if err := db.View(func(s *store.Snapshot) error {
+		l, err := s.Ledger("s")
+		open = l.OpenList()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(os []tier.Open) (out []string) {
+		for _, o := range os {
+			out = append(out, o.ID+"/"+o.Name)
+		}
+		return out
+	}
+	if !slices.Equal(ids(open), ids(d.Open())) {
+		t.Errorf("decoder's open calls %+v, store's %+v", d.Open(), open)
+	}
+	evs2, rep, err := transcript.Read(transcript.OpenAI, strings.NewReader(second), transcript.Options{Open: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append("s", evs2...); err != nil {
+		t.Fatalf("second file: %v", err)
+	}
+	if rep.OrphanResults != 0 || rep.Unresolved != 1 || rep.RenamedCalls != 1 {
+		t.Errorf("report %s: want c1 resolved, one c2 renamed and one left open", rep)
+	}
+}
+
+// Ids, names and texts the store would refuse are repaired, counted, and
+// the events stored.
+func TestRead_HostileFields(t *testing.T) {
+	long := strings.Repeat("é", 3000) // 6000 bytes
+	in, _ := json.Marshal([]any{
+		map[string]any{"role": "assistant", "content": strings.Repeat("y", 9000), "tool_calls": []any{
+			map[string]any{"id": "bad\x00id\n", "type": "function", "function": map[string]any{"name": "na\x1bme", "arguments": "{}"}},
+			map[string]any{"id": long, "type": "function", "function": map[string]any{"name": "write_file", "arguments": `{"path":"` + long + `"}`}},
+			map[string]any{"id": long + "x", "type": "function", "function": map[string]any{"name": "sh", "arguments": "{}"}},
+			map[string]any{"type": "function", "function": map[string]any{"name": "sh", "arguments": "{}"}},
+		}, "timestamp": "yesterday"},
+		map[string]any{"role": "tool", "tool_call_id": "bad\x00id\n", "content": "ok"},
+		map[string]any{"role": "tool", "tool_call_id": long, "content": "ok"},
+		map[string]any{"role": "tool", "tool_call_id": long + "x", "content": "ok", "created_at": 1.7e9},
+	})
+	lim := tier.Limits{MaxEventBytes: 8192, MaxIDBytes: 1024}
+	evs, rep, err := transcript.Read(transcript.OpenAI, bytes.NewReader(in), transcript.Options{Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := dbtest.Open(t, store.Options{MaxEventBytes: 8192})
+	for _, e := range evs {
+		if err := e.Check(lim); err != nil {
+			t.Errorf("event %+v: %v", e, err)
+		}
+	}
+	if _, err := db.Append("s", evs...); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if rep.Clipped != 1 || rep.FixedIDs < 4 || rep.MissingIDs != 1 || rep.BadTimes != 1 || rep.Unresolved != 1 || rep.Artifacts != 1 {
+		t.Errorf("report %s", rep)
+	}
+	if evs[len(evs)-1].Time == 0 {
+		t.Errorf("created_at in Unix seconds was not read")
+	}
+}
+
+func TestReport_AddAndFields(t *testing.T) {
+	_, a := readFile(t, transcript.ClaudeCode, "testdata/claude-code/session.jsonl", transcript.Options{})
+	_, b := readFile(t, transcript.OpenAI, "testdata/openai/chat.json", transcript.Options{})
+	var sum transcript.Report
+	sum.Add(a)
+	sum.Add(b)
+	if sum.Events != a.Events+b.Events || sum.RenamedCalls != 2 || sum.Skipped["progress"] != 1 || sum.Unknown["role/critic"] != 1 {
+		t.Errorf("sum %s", sum)
+	}
+	if a.Quirks() == 0 || !strings.Contains(a.String(), "unknown=x-new-record-kind:1") {
+		t.Errorf("report %s, quirks %d", a, a.Quirks())
+	}
+	var clean transcript.Report
+	if clean.String() != "records=0 events=0" || clean.Quirks() != 0 {
+		t.Errorf("empty report %q", clean.String())
+	}
+}

@@ -5,10 +5,14 @@
 // the raw log implies.
 //
 // The library is in the sub-packages: store (the database: Open, Append,
-// Resume, Backup, Verify), compaction (summarizers and policies), and the
-// pure packages tier (events, ledger, nodes), marker (the three conditions)
-// and checkpoint (raw checkpoints and the canonical resumed context). The
-// command-line tool is cmd/strata.
+// Resume, Backup, Verify), compaction (summarizers and policies) with
+// compaction/openai (a summarizer for OpenAI-compatible endpoints), the pure
+// packages tier (events, ledger, nodes), marker (the three conditions) and
+// checkpoint (raw checkpoints and the canonical resumed context), and around
+// them transcript (OpenAI, Anthropic and Claude Code transcripts as events),
+// dump (the JSON, text and Graphviz renderings of a snapshot) and debughttp
+// (an http.Handler serving a running agent's database). The command-line
+// tool is cmd/strata.
 //
 // This package holds only the embedded sample session used by `strata demo`.
 package strata

@@ -155,14 +155,14 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 	if err != nil {
 		return nil, err
 	}
-	s := &sess{id: session, b: b}
+	s := &sess{id: session, b: b, f: db.format}
 	var st stateRec
 	if s.b != nil {
 		var err error
 		if st, err = s.state(); err != nil {
 			return nil, err
 		}
-		if _, err := s.sub(bucketL0); err != nil {
+		if _, err := s.l0(); err != nil {
 			return nil, err
 		}
 	}
@@ -236,20 +236,20 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 	s, st, l, events, head, turn := p.s, p.st, p.l, p.events, p.head, p.turn
 	if s.b == nil {
 		var err error
-		if s, err = createSess(tx, p.session); err != nil {
+		if s, err = createSess(tx, s.f, p.session); err != nil {
 			return AppendResult{}, err
 		}
 		if st, err = s.state(); err != nil {
 			return AppendResult{}, err
 		}
 	}
-	l0, err := s.sub(bucketL0)
+	l0, err := s.l0()
 	if err != nil {
 		return AppendResult{}, err
 	}
-	l0.FillPercent = 1.0
+	l0.FillPercent = 1.0 // appends: keys only ever grow
 	for i := range events {
-		if err := l0.Put(u64(events[i].Seq), p.vals[i]); err != nil {
+		if err := l0.Put(s.eventKey(events[i].Seq), p.vals[i]); err != nil {
 			return AppendResult{}, err
 		}
 	}

@@ -22,14 +22,16 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-// sessionBucket returns the bucket of session inside tx, or fails.
+// sessionBucket returns the bucket of session inside tx (format 2:
+// "s/"+session at the root), or fails. The raw log "l0" is the session's own
+// bucket: see fileKey.
 func sessionBucket(t *testing.T, tx *bolt.Tx, session string, sub string) *bolt.Bucket {
 	t.Helper()
-	b := tx.Bucket([]byte("sessions")).Bucket([]byte(session))
+	b := tx.Bucket([]byte("s/" + session))
 	if b == nil {
 		t.Fatalf("session %q not found in the file", session)
 	}
-	if sub == "" {
+	if sub == "" || sub == "l0" {
 		return b
 	}
 	if b = b.Bucket([]byte(sub)); b == nil {
@@ -38,11 +40,25 @@ func sessionBucket(t *testing.T, tx *bolt.Tx, session string, sub string) *bolt.
 	return b
 }
 
+// fileKey returns the key that the record at key of the session's bucket
+// sub has in the file (format 2): an event's seq key gets its prefix byte,
+// the state key is 0xFF.
+func fileKey(sub string, key []byte) []byte {
+	switch {
+	case sub == "l0":
+		return append([]byte{0xFE}, key...)
+	case sub == "" && string(key) == "state":
+		return []byte{0xFF}
+	}
+	return key
+}
+
 // damage replaces the value at key of the session's bucket sub (or the
 // session's own bucket if sub is "") with change(value) — nil deletes it —
 // through bbolt directly, and returns a func that restores the original.
 func damage(t *testing.T, path, session, sub string, key []byte, change func([]byte) []byte) (restore func()) {
 	t.Helper()
+	key = fileKey(sub, key)
 	var orig []byte
 	editBolt(t, path, func(tx *bolt.Tx) error {
 		b := sessionBucket(t, tx, session, sub)
@@ -66,6 +82,7 @@ func damage(t *testing.T, path, session, sub string, key []byte, change func([]b
 // valueOf returns the value at key of the session's bucket sub.
 func valueOf(t *testing.T, path, session, sub string, key []byte) (v []byte) {
 	t.Helper()
+	key = fileKey(sub, key)
 	editBolt(t, path, func(tx *bolt.Tx) error {
 		v = bytes.Clone(sessionBucket(t, tx, session, sub).Get(key))
 		return nil

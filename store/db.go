@@ -32,6 +32,7 @@ type DB struct {
 	mu        sync.RWMutex // held for reading by operations, for writing by Close
 	closed    bool
 	poisoned  atomic.Pointer[error] // the commit error that poisoned the DB
+	format    int                   // the database's format version (schema.go), set by init
 	graph     graphChecks           // the sessions whose page graph this handle checked (graph.go)
 }
 
@@ -55,6 +56,9 @@ func Open(path string, opts Options) (db *DB, err error) {
 	// bbolt or the codec can store would fail whole group commits later.
 	if opts.MaxIDBytes > bolt.MaxKeySize {
 		return nil, errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over bbolt's key limit %d", opts.MaxIDBytes, bolt.MaxKeySize)
+	}
+	if opts.Format < 0 || opts.Format > FormatVersion {
+		return nil, errors.Wrapf(ErrBadOptions, "Format %d: this strata makes formats 1 to %d", opts.Format, FormatVersion)
 	}
 	if opts.MaxEventBytes > MaxEventBytesLimit {
 		return nil, errors.Wrapf(ErrBadOptions, "MaxEventBytes %d is over %d", opts.MaxEventBytes, MaxEventBytesLimit)
@@ -145,29 +149,38 @@ const boltMagic = 0xED0CDAED
 
 func (db *DB) init(fresh bool) error {
 	if fresh {
-		return db.bolt.Update(func(tx *bolt.Tx) error {
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			m, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
 				return err
 			}
-			v, err := encode(recMeta, &metaRec{V: recordVersion, Format: FormatVersion, CreatedBy: "strata", Created: db.opts.Clock().UnixNano()})
+			format := FormatVersion
+			if db.opts.Format != 0 {
+				format = db.opts.Format
+			}
+			v, err := encode(recMeta, &metaRec{V: recordVersion, Format: format, CreatedBy: "strata", Created: db.opts.Clock().UnixNano()})
 			if err != nil {
 				return err
 			}
 			if err := m.Put(keyFormat, v); err != nil {
 				return err
 			}
-			_, err = tx.CreateBucket(bucketSessions)
+			if format == 1 {
+				_, err = tx.CreateBucket(bucketSessions)
+			}
 			return err
 		})
+		if err != nil {
+			return err
+		}
 	}
 	return db.view(func(tx *bolt.Tx) error {
 		if err := checkTop(tx); err != nil {
 			return errors.Wrapf(err, "%s", db.path)
 		}
 		m := tx.Bucket(bucketMeta)
-		if m == nil || tx.Bucket(bucketSessions) == nil {
-			return errors.Wrapf(ErrNotStrata, "%s: a bbolt file without strata's buckets", db.path)
+		if m == nil || m.Get(keyFormat) == nil {
+			return errors.Wrapf(ErrNotStrata, "%s: a bbolt file without strata's format record", db.path)
 		}
 		var rec metaRec
 		if err := decode(recMeta, m.Get(keyFormat), &rec); err != nil {
@@ -180,6 +193,10 @@ func (db *DB) init(fresh bool) error {
 		if rec.Format < 1 {
 			return &CorruptError{Bucket: "meta", Key: "format", Err: fmt.Errorf("format version %d", rec.Format)}
 		}
+		if rec.Format == 1 && tx.Bucket(bucketSessions) == nil {
+			return errors.Wrapf(ErrNotStrata, "%s: a format 1 file without its sessions bucket", db.path)
+		}
+		db.format = rec.Format
 		return nil
 	})
 }
@@ -306,17 +323,6 @@ func CheckSession(id string) error {
 		}
 	}
 	return nil
-}
-
-// lookupSession returns session id's bucket, or nil, without checking its
-// page graph: only for a transaction that checks the whole file (Verify) or
-// through DB.sessionBucket.
-func lookupSession(tx *bolt.Tx, id string) *bolt.Bucket {
-	s := tx.Bucket(bucketSessions)
-	if s == nil {
-		return nil
-	}
-	return s.Bucket([]byte(id))
 }
 
 func corrupt(session, bucket string, key []byte, err error) error {

@@ -66,15 +66,20 @@ var (
 	// valuePages is a bucket of values: every l0, nodes, roots... bucket,
 	// and meta.
 	valuePages = &pagePolicy{values: true}
-	// sessionPages is a session's bucket: buckets of values and a state.
+	// sessionPages is a session's bucket: buckets of values, the state, and
+	// in format 2 the events (values, whose leaves are read whole here).
 	sessionPages = &pagePolicy{child: func([]byte) *pagePolicy { return valuePages }}
-	// topPages is the root bucket: meta, and sessions without the sessions
-	// themselves.
+	// topPages is the root bucket: meta, and the pages listing the sessions
+	// without the sessions themselves — in format 2 the root's own, in
+	// format 1 the sessions bucket's.
 	topPages = &pagePolicy{child: func(k []byte) *pagePolicy {
-		if string(k) == string(bucketSessions) {
+		switch string(k) {
+		case string(bucketMeta):
+			return valuePages
+		case string(bucketSessions):
 			return &pagePolicy{child: func([]byte) *pagePolicy { return nil }}
 		}
-		return valuePages
+		return nil
 	}}
 	// allPages reads every page, every leaf whole: Verify's walk.
 	allPages = &pagePolicy{}
@@ -213,7 +218,7 @@ func checkTop(tx *bolt.Tx) error {
 // sessionBucket returns session id's bucket inside tx, or nil, once its page
 // graph has been checked by this handle.
 func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
-	b := lookupSession(tx, id)
+	b := lookupSession(tx, db.format, id)
 	if b == nil || db.graph.checked(id) {
 		return b, nil
 	}

@@ -43,7 +43,7 @@ func rewritePage(t *testing.T, f *os.File, id uint64, page []byte) {
 }
 
 // rootOf returns the root page of the bucket at path inside the database
-// file (bucket names from the top).
+// file (bucket names from the top; none: the root bucket).
 func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
 	t.Helper()
 	bdb, err := bolt.Open(dbPath, 0o600, &bolt.Options{ReadOnly: true})
@@ -53,8 +53,8 @@ func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
 	defer bdb.Close()
 	var root uint64
 	if err := bdb.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(path[0]))
-		for _, name := range path[1:] {
+		b := tx.Cursor().Bucket()
+		for _, name := range path {
 			b = b.Bucket([]byte(name))
 		}
 		root = uint64(b.Root())
@@ -72,61 +72,66 @@ func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
 // never ran Verify: each read returns ErrCorrupt and none hangs. Session
 // "t" of the same file stays readable.
 func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
+	// The ancestor: format 1's session bucket above the l0 bucket, format
+	// 2's root page listing the sessions.
+	ancestor := map[int][]string{1: {"sessions", "s"}, 2: nil}
 	for _, tc := range []struct {
 		name   string
-		child  func(path string, root uint64) uint64
+		child  func(format int, path string, root uint64) uint64
 		reason string
 	}{
-		{"self", func(_ string, root uint64) uint64 { return root }, "reached twice"},
-		{"ancestor", func(path string, _ uint64) uint64 { return rootOf(t, path, "sessions", "s") }, "reached twice"},
-		{"past the end", func(string, uint64) uint64 { return 1 << 40 }, "outside"},
+		{"self", func(_ int, _ string, root uint64) uint64 { return root }, "reached twice"},
+		{"ancestor", func(format int, path string, _ uint64) uint64 { return rootOf(t, path, ancestor[format]...) }, "reached twice"},
+		{"past the end", func(int, string, uint64) uint64 { return 1 << 40 }, "outside"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path, f, root, page := l0BranchPage(t)
-			binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], tc.child(path, root))
-			rewritePage(t, f, root, page)
+		for _, format := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/format %d", tc.name, format), func(t *testing.T) {
+				path, f, root, page := l0BranchPage(t, format)
+				binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], tc.child(format, path, root))
+				rewritePage(t, f, root, page)
 
-			for _, ro := range []bool{true, false} {
-				db, err := Open(path, Options{ReadOnly: ro, NoSync: !ro})
-				if err != nil {
-					t.Fatalf("Open (read-only %v): %v", ro, err)
-				}
-				reads := map[string]func() error{
-					"Resume": func() error { _, err := db.Resume("s", 0); return err },
-					"Info":   func() error { _, err := db.Info("s"); return err },
-					"Events": func() error {
-						return db.View(func(s *Snapshot) error {
-							return s.Events("s", 1, ^uint64(0), func(tier.Event) error { return nil })
-						})
-					},
-					"Roots": func() error {
-						return db.View(func(s *Snapshot) error { _, err := s.Roots("s"); return err })
-					},
-					"PlanSpan": func() error {
-						_, err := db.PlanSpan("s", SpanPolicy{Events: 10}, 1000)
-						return err
-					},
-				}
-				if !ro {
-					reads["Append"] = func() error {
-						_, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "more"})
-						return err
+				for _, ro := range []bool{true, false} {
+					db, err := Open(path, Options{ReadOnly: ro, NoSync: !ro})
+					if err != nil {
+						t.Fatalf("Open (read-only %v): %v", ro, err)
+					}
+					reads := map[string]func() error{
+						"Resume": func() error { _, err := db.Resume("s", 0); return err },
+						"Info":   func() error { _, err := db.Info("s"); return err },
+						"Events": func() error {
+							return db.View(func(s *Snapshot) error {
+								return s.Events("s", 1, ^uint64(0), func(tier.Event) error { return nil })
+							})
+						},
+						"Roots": func() error {
+							return db.View(func(s *Snapshot) error { _, err := s.Roots("s"); return err })
+						},
+						"PlanSpan": func() error {
+							_, err := db.PlanSpan("s", SpanPolicy{Events: 10}, 1000)
+							return err
+						},
+					}
+					if !ro {
+						reads["Append"] = func() error {
+							_, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "more"})
+							return err
+						}
+					}
+					for name, read := range reads {
+						err := within(t, name, read)
+						if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+							t.Errorf("read-only %v: %s = %v, want ErrCorrupt naming %q", ro, name, err, tc.reason)
+						}
+					}
+					if info, err := db.Info("t"); err != nil || info.Head != 5 {
+						t.Errorf("read-only %v: session t: %+v, %v; want head 5", ro, info, err)
+					}
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
 					}
 				}
-				for name, read := range reads {
-					err := within(t, name, read)
-					if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
-						t.Errorf("read-only %v: %s = %v, want ErrCorrupt naming %q", ro, name, err, tc.reason)
-					}
-				}
-				if info, err := db.Info("t"); err != nil || info.Head != 5 {
-					t.Errorf("read-only %v: session t: %+v, %v; want head 5", ro, info, err)
-				}
-				if err := db.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -134,43 +139,52 @@ func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 // sessions bucket at itself: Open (which lists sessions and reads the
 // format) returns ErrCorrupt instead of recursing forever.
 func TestGraph_OpenRefusesADamagedSessionList(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "strata.db")
-	db, err := Open(path, Options{Create: true, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 300; i++ {
-		if _, err := db.Append(fmt.Sprintf("session-with-a-long-name-%04d", i), tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	root := rootOf(t, path, "sessions")
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	page := make([]byte, os.Getpagesize())
-	if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
-		t.Fatal(err)
-	}
-	if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
-		t.Fatalf("sessions root page %d has flags %#x, want a branch page", root, flags)
-	}
-	binary.LittleEndian.PutUint64(page[boltPageHeader+8:], root)
-	rewritePage(t, f, root, page)
+	for _, format := range []int{1, 2} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "strata.db")
+			db, err := Open(path, Options{Create: true, NoSync: true, Format: format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 300; i++ {
+				if _, err := db.Append(fmt.Sprintf("session-with-a-long-name-%04d", i), tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var root uint64
+			if format == 1 {
+				root = rootOf(t, path, "sessions")
+			} else {
+				root = rootOf(t, path) // the root bucket lists the sessions
+			}
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			page := make([]byte, os.Getpagesize())
+			if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
+				t.Fatal(err)
+			}
+			if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
+				t.Fatalf("sessions root page %d has flags %#x, want a branch page", root, flags)
+			}
+			binary.LittleEndian.PutUint64(page[boltPageHeader+8:], root)
+			rewritePage(t, f, root, page)
 
-	err = within(t, "Open", func() error {
-		db, err := Open(path, Options{ReadOnly: true})
-		if err == nil {
-			db.Close()
-		}
-		return err
-	})
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
-		t.Fatalf("Open = %v, want ErrCorrupt naming the page reached twice", err)
+			err = within(t, "Open", func() error {
+				db, err := Open(path, Options{ReadOnly: true})
+				if err == nil {
+					db.Close()
+				}
+				return err
+			})
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
+				t.Fatalf("Open = %v, want ErrCorrupt naming the page reached twice", err)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,7 @@ func TestOpen_BboltWithoutStrataBuckets(t *testing.T) {
 			}
 			return b.Put([]byte("k"), []byte("v"))
 		},
-		"meta but no sessions": func(tx *bolt.Tx) error {
+		"meta without a format record": func(tx *bolt.Tx) error {
 			_, err := tx.CreateBucket([]byte("meta"))
 			return err
 		},
@@ -182,7 +183,7 @@ func TestOpen_FormatTooNew(t *testing.T) {
 		if !errors.Is(err, store.ErrFormatTooNew) {
 			t.Errorf("Open(%+v) = %v, want ErrFormatTooNew", opts, err)
 		}
-		if !strings.Contains(err.Error(), "format 2") {
+		if !strings.Contains(err.Error(), fmt.Sprintf("format %d", store.FormatVersion+1)) {
 			t.Errorf("error %q does not say the format", err)
 		}
 	}

@@ -47,6 +47,12 @@ type Options struct {
 
 	// Mode is the file mode for a created file; zero means 0600.
 	Mode os.FileMode
+
+	// Format is the format version a created file gets: zero means
+	// FormatVersion; 1 makes the older layout, for a file that an older
+	// strata must read (as pebble's FormatMajorVersion does). An existing
+	// file keeps its own format, which Open reads from it.
+	Format int
 }
 
 // MaxEventBytesLimit is the largest Options.MaxEventBytes: an event must fit

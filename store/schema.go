@@ -5,29 +5,47 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// FormatVersion is the on-disk format this strata writes and reads. A
-// database with a higher version is refused at Open with ErrFormatTooNew.
-const FormatVersion = 1
+// FormatVersion is the on-disk format this strata writes. It reads every
+// format from 1 to FormatVersion; a database with a higher version is
+// refused at Open with ErrFormatTooNew.
+const FormatVersion = 2
 
-// Bucket layout (one bbolt file):
+// Bucket layout (one bbolt file), format 2:
 //
 //	meta/format                 → metaRec
-//	sessions/<id>/state         → stateRec: head, turn, frame, counters
-//	sessions/<id>/l0/<seq>      → eventRec (seq big-endian)
-//	sessions/<id>/nodes/<id>    → nodeRec
-//	sessions/<id>/roots/<from>  → rootRec: the current roots in seq order
-//	sessions/<id>/markers/<id>  → markerRec (a marker's id is its node's)
-//	sessions/<id>/ckpts/<id>    → checkpointRec
-//	sessions/<id>/ckvalid/<seq,id> → indexRec: usable checkpoints by seq
-//	sessions/<id>/audit/<id>    → auditRec: refused compactions
-//	sessions/<id>/open|disp|constr|art/<id or key> → the ledger at head
+//	s/<id>/                     → a session's bucket, holding:
+//	  0xFE <seq>                → eventRec (seq big-endian)
+//	  0xFF                      → stateRec: head, turn, frame, counters
+//	  nodes/<id>                → nodeRec
+//	  roots/<from>              → rootRec: the current roots in seq order
+//	  markers/<id>              → markerRec (a marker's id is its node's)
+//	  ckpts/<id>                → checkpointRec
+//	  ckvalid/<seq,id>          → indexRec: usable checkpoints by seq
+//	  audit/<id>                → auditRec: refused compactions
+//	  open|disp|constr|art/<id or key> → the ledger at head
+//
+// The events and the state sort after the bucket names, the state right
+// after the newest event: an append that touches no ledger bucket writes one
+// leaf of the session's bucket (with its branch pages) and the root's, as
+// bare bbolt writing one bucket does. Every level of bucket nesting costs a
+// page per commit, since a bucket's root page id lives in its parent's leaf.
+//
+// Format 1 nested the same buckets one level deeper and kept the events in a
+// bucket of their own — sessions/<id>/state, sessions/<id>/l0/<seq>, the
+// rest as in format 2 — two more pages per append. strata reads and writes
+// format 1 files as they are.
 var (
-	bucketMeta     = []byte("meta")
-	bucketSessions = []byte("sessions")
-	keyFormat      = []byte("format")
-	keyState       = []byte("state")
+	bucketMeta = []byte("meta")
+	keyFormat  = []byte("format")
 
-	bucketL0      = []byte("l0")
+	sessionPrefix = []byte("s/") // format 2: the root's session buckets
+	eventPrefix   = byte(0xFE)   // format 2: event keys in a session's bucket
+	stateKey2     = []byte{0xFF} // format 2: the state, after every event
+
+	bucketSessions = []byte("sessions") // format 1
+	bucketL0       = []byte("l0")       // format 1
+	keyState       = []byte("state")    // format 1
+
 	bucketNodes   = []byte("nodes")
 	bucketRoots   = []byte("roots")
 	bucketMarkers = []byte("markers")
@@ -40,10 +58,19 @@ var (
 	bucketArt     = []byte("art")
 )
 
-// sessionBuckets lists every bucket of a session, created with it.
+// sessionBuckets lists the buckets inside a session's bucket, made with
+// it: format 1 adds l0.
 var sessionBuckets = [][]byte{
-	bucketL0, bucketNodes, bucketRoots, bucketMarkers, bucketCkpts, bucketCkValid,
+	bucketNodes, bucketRoots, bucketMarkers, bucketCkpts, bucketCkValid,
 	bucketAudit, bucketOpen, bucketDisp, bucketConstr, bucketArt,
+}
+
+// subBuckets returns the buckets inside a session's bucket in format f.
+func subBuckets(f int) [][]byte {
+	if f == 1 {
+		return append([][]byte{bucketL0}, sessionBuckets...)
+	}
+	return sessionBuckets
 }
 
 // ledgerBucket maps a ledger class to its bucket and record type.

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"bytes"
-
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 
@@ -16,6 +14,7 @@ import (
 type sess struct {
 	id string
 	b  *bolt.Bucket
+	f  int // the database's format (schema.go)
 }
 
 func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
@@ -26,22 +25,16 @@ func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
 	if b == nil {
 		return nil, errors.Wrapf(ErrSessionNotFound, "%q", id)
 	}
-	return &sess{id: id, b: b}, nil
+	return &sess{id: id, b: b, f: db.format}, nil
 }
 
 // createSess makes a session's buckets and its checkpoint at seq 0.
-func createSess(tx *bolt.Tx, id string) (*sess, error) {
-	root := tx.Bucket(bucketSessions)
-	b, err := root.CreateBucket([]byte(id))
+func createSess(tx *bolt.Tx, f int, id string) (*sess, error) {
+	b, err := makeSessionBucket(tx, f, id)
 	if err != nil {
-		return nil, errors.Wrapf(err, "store: creating session %q", id)
+		return nil, err
 	}
-	for _, name := range sessionBuckets {
-		if _, err := b.CreateBucket(name); err != nil {
-			return nil, err
-		}
-	}
-	s := &sess{id: id, b: b}
+	s := &sess{id: id, b: b, f: f}
 	st := stateRec{V: recordVersion}
 	if _, err := s.putCheckpoint(&st, 0, nil, "session start"); err != nil {
 		return nil, err
@@ -59,7 +52,7 @@ func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
 
 func (s *sess) state() (stateRec, error) {
 	var st stateRec
-	v := s.b.Get(keyState)
+	v := s.b.Get(s.stateKey())
 	if err := decode(recState, v, &st); err != nil {
 		return st, corrupt(s.id, "state", nil, err)
 	}
@@ -72,7 +65,7 @@ func (s *sess) putState(st *stateRec) error {
 	if err != nil {
 		return err
 	}
-	return s.b.Put(keyState, v)
+	return s.b.Put(s.stateKey(), v)
 }
 
 // get decodes the record at key of bucket name into v; found is false when
@@ -108,28 +101,30 @@ func (s *sess) put(name []byte, t recType, key []byte, v any, appendOnly bool) e
 }
 
 func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
-	b, err := s.sub(bucketL0)
+	b, err := s.l0()
 	if err != nil {
 		return tier.Event{}, nil, err
 	}
-	raw := b.Get(u64(seq))
+	raw := b.Get(s.eventKey(seq))
 	if raw == nil {
 		return tier.Event{}, nil, corrupt(s.id, "l0", u64(seq), errors.New("event missing"))
 	}
-	e, err := decodeEvent(s.id, u64(seq), raw)
+	e, err := decodeEvent(s.id, seq, raw)
 	return e, raw, err
 }
 
-func decodeEvent(session string, k, raw []byte) (tier.Event, error) {
+// decodeEvent decodes the event stored under seq. Errors name the session,
+// "l0" (the raw log, whatever the format's bucket) and seq.
+func decodeEvent(session string, seq uint64, raw []byte) (tier.Event, error) {
 	var r eventRec
 	if err := decode(recEvent, raw, &r); err != nil {
-		return tier.Event{}, corrupt(session, "l0", k, err)
+		return tier.Event{}, corrupt(session, "l0", u64(seq), err)
 	}
-	if !bytes.Equal(k, u64(r.Seq)) {
-		return tier.Event{}, corrupt(session, "l0", k, errors.Newf("record holds seq %d", r.Seq))
+	if r.Seq != seq {
+		return tier.Event{}, corrupt(session, "l0", u64(seq), errors.Newf("record holds seq %d", r.Seq))
 	}
 	if !r.Kind.Valid() {
-		return tier.Event{}, corrupt(session, "l0", k, errors.Newf("unknown kind %d", r.Kind))
+		return tier.Event{}, corrupt(session, "l0", u64(seq), errors.Newf("unknown kind %d", r.Kind))
 	}
 	return r.event(), nil
 }
@@ -137,24 +132,24 @@ func decodeEvent(session string, k, raw []byte) (tier.Event, error) {
 // events calls fn for each event with from ≤ seq ≤ to, in order, with its
 // stored bytes (valid only during the call).
 func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) error {
-	b, err := s.sub(bucketL0)
+	b, err := s.l0()
 	if err != nil {
 		return err
 	}
 	c := b.Cursor()
 	want := from
-	for k, v := c.Seek(u64(from)); k != nil; k, v = c.Next() {
-		seq, err := parseU64(k)
+	for k, v := c.Seek(s.eventKey(from)); k != nil; k, v = c.Next() {
+		seq, ok, err := s.eventSeq(k)
 		if err != nil {
 			return corrupt(s.id, "l0", k, err)
 		}
-		if seq > to {
+		if !ok || seq > to {
 			break
 		}
 		if seq != want {
 			return corrupt(s.id, "l0", u64(want), errors.Newf("event missing (next stored is %d)", seq))
 		}
-		e, err := decodeEvent(s.id, k, v)
+		e, err := decodeEvent(s.id, seq, v)
 		if err != nil {
 			return err
 		}

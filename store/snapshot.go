@@ -49,8 +49,10 @@ func (s *Snapshot) FormatVersion() (int, error) {
 // Sessions returns the session ids in byte order.
 func (s *Snapshot) Sessions() ([]string, error) {
 	var out []string
-	err := s.tx.Bucket(bucketSessions).ForEachBucket(func(k []byte) error {
-		out = append(out, string(k))
+	err := forEachSession(s.tx, s.db.format, func(k []byte, b *bolt.Bucket) error {
+		if b != nil {
+			out = append(out, string(k))
+		}
 		return nil
 	})
 	return out, err

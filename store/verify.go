@@ -87,9 +87,8 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		// (see Snapshot.ReleaseMapped), and so again as the raw log is read.
 		releaseMapped(db.path)
 		var ids []string
-		sb := tx.Bucket(bucketSessions)
-		err := sb.ForEach(func(k, v []byte) error {
-			if v != nil {
+		err := forEachSession(tx, db.format, func(k []byte, b *bolt.Bucket) error {
+			if b == nil {
 				rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: a value at key %q, not a session bucket", k)})
 				return nil
 			}
@@ -99,14 +98,22 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		if err != nil {
 			return err
 		}
-		if k := unseekable(sb); k != nil {
-			rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: session %q is not found by a seek (a damaged branch page)", clipKey(k))})
+		if k := unseekable(sessionsBucket(tx, db.format)); k != nil {
+			rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: key %q is not found by a seek (a damaged branch page)", clipKey(k))})
+		}
+		if db.format != 1 {
+			c := tx.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) {
+					rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("a bucket %q that is neither meta nor a session", clipKey(k))})
+				}
+			}
 		}
 		rep.Sessions = len(ids)
 		var total, done uint64
 		if opts.Events != nil {
 			for _, id := range ids {
-				ss := &sess{id: id, b: sb.Bucket([]byte(id))}
+				ss := &sess{id: id, b: lookupSession(tx, db.format, id), f: db.format}
 				if ss.b == nil {
 					continue
 				}
@@ -116,7 +123,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 			}
 		}
 		for i, id := range ids {
-			v := &verifier{rep: &rep, ss: &sess{id: id, b: sb.Bucket([]byte(id))}, path: db.path}
+			v := &verifier{rep: &rep, ss: &sess{id: id, b: lookupSession(tx, db.format, id), f: db.format}, path: db.path}
 			if opts.Events != nil {
 				base := done
 				v.progress = func(n uint64) { opts.Events(base+n, total) }
@@ -175,11 +182,12 @@ func (v *verifier) run() error {
 	if err := CheckSession(v.ss.id); err != nil {
 		v.fail("%v", err)
 	}
-	for _, name := range sessionBuckets {
+	for _, name := range subBuckets(v.ss.f) {
 		if v.ss.b.Bucket(name) == nil {
 			return errors.Newf("bucket %s missing", name)
 		}
 	}
+	v.checkSessionKeys()
 	var err error
 	if v.st, err = v.ss.state(); err != nil {
 		return err
@@ -201,6 +209,34 @@ func (v *verifier) run() error {
 	return nil
 }
 
+// checkSessionKeys reports the keys of the session's bucket that its
+// format does not put there: the buckets of subBuckets, the state, and (in
+// format 2) the events — those checked with the raw log.
+func (v *verifier) checkSessionKeys() {
+	names := map[string]bool{}
+	for _, n := range subBuckets(v.ss.f) {
+		names[string(n)] = true
+	}
+	state := v.ss.stateKey()
+	check := func(k, val []byte) {
+		switch {
+		case val == nil && names[string(k)]:
+		case val != nil && bytes.Equal(k, state):
+		default:
+			v.fail("session bucket: unexpected key %x", clipKey(k))
+		}
+	}
+	c := v.ss.b.Cursor()
+	for k, val := c.First(); k != nil && (v.ss.f == 1 || k[0] < eventPrefix); k, val = c.Next() {
+		check(k, val)
+	}
+	if v.ss.f != 1 {
+		for k, val := c.Seek(stateKey2); k != nil; k, val = c.Next() {
+			check(k, val)
+		}
+	}
+}
+
 // checkSeeks finds every key of every bucket of the session again by a
 // seek, as reads do (Get, Seek). Iteration follows the leaves whatever the
 // branch pages' keys say; a damaged branch key that still sorts can send a
@@ -210,7 +246,7 @@ func (v *verifier) checkSeeks() {
 	if k := unseekable(v.ss.b); k != nil {
 		v.fail("a key %q of the session bucket is not found by a seek (a damaged branch page)", clipKey(k))
 	}
-	for _, name := range sessionBuckets {
+	for _, name := range subBuckets(v.ss.f) {
 		if k := unseekable(v.ss.b.Bucket(name)); k != nil {
 			v.fail("%s: key %x is not found by a seek (a damaged branch page)", name, clipKey(k))
 		}
@@ -264,7 +300,7 @@ func (v *verifier) loadNodes() error {
 // raw span.
 func (v *verifier) checkRawAndLedger() {
 	l := tier.NewLedger()
-	b, err := v.ss.sub(bucketL0)
+	b, err := v.ss.l0()
 	if err != nil {
 		v.fail("%v", err)
 		return
@@ -274,13 +310,16 @@ func (v *verifier) checkRawAndLedger() {
 	want := uint64(1)
 	turn := uint64(0)
 	c := b.Cursor()
-	for k, raw := c.First(); k != nil; k, raw = c.Next() {
-		seq, err := parseU64(k)
+	for k, raw := c.Seek(v.ss.eventKey(0)); k != nil; k, raw = c.Next() {
+		seq, ok, err := v.ss.eventSeq(k)
+		if !ok && err == nil {
+			break // format 2: past the events
+		}
 		if err != nil || seq != want {
 			v.fail("l0: key %x where seq %d was expected", k, want)
 			return
 		}
-		e, err := decodeEvent(v.ss.id, k, raw)
+		e, err := decodeEvent(v.ss.id, seq, raw)
 		if err != nil {
 			v.fail("%v", err)
 			return

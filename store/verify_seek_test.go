@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,31 +19,44 @@ import (
 // wrong leaf: iteration (and so a replay) still sees every event, a read by
 // seq does not. Verify must say so.
 func TestVerify_FindsUnseekableKeys(t *testing.T) {
-	path, f, root, page := l0BranchPage(t)
-	key := func(i int) []byte {
-		off := boltPageHeader + i*boltElement
-		pos, ksize := binary.LittleEndian.Uint32(page[off:]), binary.LittleEndian.Uint32(page[off+4:])
-		return page[off+int(pos) : off+int(pos)+int(ksize)]
-	}
-	first, second := binary.BigEndian.Uint64(key(0)), binary.BigEndian.Uint64(key(1))
-	if second-first < 3 {
-		t.Fatalf("first leaf too small: keys %d, %d", first, second)
-	}
-	// Still above the first key, so the page sorts; below the second
-	// leaf's first key, so seeks for the first leaf's tail go there.
-	binary.BigEndian.PutUint64(key(1), first+1)
-	if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
-		t.Fatal(err)
-	}
-	rep := verifyWithin(t, path)
-	found := false
-	for _, p := range rep.Problems {
-		if strings.Contains(p.What, "not found by a seek") && strings.Contains(p.What, "l0") {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("Verify did not report the unseekable key; problems: %v", rep.Problems)
+	for _, format := range []int{1, 2} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			path, f, root, page := l0BranchPage(t, format)
+			key := func(i int) []byte {
+				off := boltPageHeader + i*boltElement
+				pos, ksize := binary.LittleEndian.Uint32(page[off:]), binary.LittleEndian.Uint32(page[off+4:])
+				return page[off+int(pos) : off+int(pos)+int(ksize)]
+			}
+			// Two branch keys that are event keys: format 2's first leaf
+			// starts with the bucket names.
+			i, seqAt := 0, 0
+			if format == 2 {
+				for key(i)[0] != eventPrefix {
+					i++
+				}
+				seqAt = 1
+			}
+			first, second := binary.BigEndian.Uint64(key(i)[seqAt:]), binary.BigEndian.Uint64(key(i + 1)[seqAt:])
+			if second-first < 3 {
+				t.Fatalf("first leaf too small: keys %d, %d", first, second)
+			}
+			// Still above the first key, so the page sorts; below the second
+			// leaf's first key, so seeks for the first leaf's tail go there.
+			binary.BigEndian.PutUint64(key(i + 1)[seqAt:], first+1)
+			if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
+				t.Fatal(err)
+			}
+			rep := verifyWithin(t, path)
+			found := false
+			for _, p := range rep.Problems {
+				if strings.Contains(p.What, "not found by a seek") {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("Verify did not report the unseekable key; problems: %v", rep.Problems)
+			}
+		})
 	}
 }
 
@@ -50,14 +64,18 @@ func TestVerify_FindsUnseekableKeys(t *testing.T) {
 // every cursor that descends there would loop forever. Verify must report
 // the damaged page graph and return.
 func TestVerify_PageCycleIsAProblemNotAHang(t *testing.T) {
-	path, f, root, page := l0BranchPage(t)
-	binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], root) // element 1's child: the page itself
-	if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
-		t.Fatal(err)
-	}
-	rep := verifyWithin(t, path)
-	if len(rep.Problems) == 0 || !strings.Contains(rep.Problems[len(rep.Problems)-1].What, "reached twice") {
-		t.Fatalf("problems %v, want the page reached twice", rep.Problems)
+	for _, format := range []int{1, 2} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			path, f, root, page := l0BranchPage(t, format)
+			binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], root) // element 1's child: the page itself
+			if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
+				t.Fatal(err)
+			}
+			rep := verifyWithin(t, path)
+			if len(rep.Problems) == 0 || !strings.Contains(rep.Problems[len(rep.Problems)-1].What, "reached twice") {
+				t.Fatalf("problems %v, want the page reached twice", rep.Problems)
+			}
+		})
 	}
 }
 
@@ -93,14 +111,14 @@ func verifyWithin(t *testing.T, path string) Report {
 	return Report{}
 }
 
-// l0BranchPage makes a database whose session "s" has an l0 bucket of
-// several leaves under one branch page (and a session "t" of 5 events), and
-// returns the file open for
+// l0BranchPage makes a database of format whose session "s" has its events
+// in several leaves under one branch page — format 1's l0 bucket, format 2's
+// session bucket — and a session "t" of 5 events, and returns the file open for
 // writing, that page's id and its bytes.
-func l0BranchPage(t *testing.T) (path string, f *os.File, root uint64, page []byte) {
+func l0BranchPage(t *testing.T, format int) (path string, f *os.File, root uint64, page []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "strata.db")
-	db, err := Open(path, Options{Create: true, NoSync: true})
+	db, err := Open(path, Options{Create: true, NoSync: true, Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +144,11 @@ func l0BranchPage(t *testing.T) (path string, f *os.File, root uint64, page []by
 		t.Fatal(err)
 	}
 	if err := bdb.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket(bucketSessions).Bucket([]byte("s")).Bucket(bucketL0).Root())
+		if format == 1 {
+			root = uint64(tx.Bucket(bucketSessions).Bucket([]byte("s")).Bucket(bucketL0).Root())
+		} else {
+			root = uint64(tx.Bucket(sessionKey("s")).Root())
+		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/strata-go/strata/store"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestDump_JSON(t *testing.T) {
 	db := replayed(t, []string{"--every", "0", "--every-events", "5", "--fold", "2", "--summarizer", "lossy", "--drop", "open"}, incident(t))
 	out := mustCLI(t, "dump", "--json", "--raw", db)
 	d := decodeDump(t, out)
-	if *d.FormatVersion != 1 || len(d.Sessions) != 1 {
+	if *d.FormatVersion != store.FormatVersion || len(d.Sessions) != 1 {
 		t.Fatalf("format_version %d, %d sessions", *d.FormatVersion, len(d.Sessions))
 	}
 	s := d.Sessions[0]

@@ -40,8 +40,9 @@ func TestVerify_Damaged(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, []string{"--every", "2"}, incident(t))
 	damage(t, db, func(tx *bolt.Tx) error {
-		l0 := tx.Bucket([]byte("sessions")).Bucket([]byte("mig")).Bucket([]byte("l0"))
-		key := binary.BigEndian.AppendUint64(nil, 5)
+		// Format 2: the events are in the session's bucket, keyed 0xFE, seq.
+		l0 := tx.Bucket([]byte("s/mig"))
+		key := binary.BigEndian.AppendUint64([]byte{0xFE}, 5)
 		v := append([]byte(nil), l0.Get(key)...)
 		if len(v) == 0 {
 			t.Fatal("no event at seq 5")

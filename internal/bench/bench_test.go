@@ -237,8 +237,12 @@ func TestSmoke(t *testing.T) {
 	}
 	n := 0
 	err = db.View(func(tx *bolt.Tx) error {
-		l0 := tx.Bucket([]byte("sessions")).Bucket([]byte("smoke")).Bucket([]byte("l0"))
+		// Format 2: the events are in the session's bucket, keyed 0xFE, seq.
+		l0 := tx.Bucket([]byte("s/smoke"))
 		return l0.ForEach(func(k, v []byte) error {
+			if len(k) != 9 || k[0] != 0xFE {
+				return nil // the state and the session's buckets
+			}
 			var rec eventRec
 			if err := msgpack.Unmarshal(v[10:], &rec); err != nil {
 				return err

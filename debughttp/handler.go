@@ -1,6 +1,7 @@
 package debughttp
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -136,9 +137,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized reports whether r carries the token.
+// authorized reports whether r carries the token. The scheme name is
+// case-insensitive (RFC 9110, 11.1): "bearer" is "Bearer".
 func (h *handler) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	sum := sha256.Sum256([]byte(got))
 	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1 && ok
 }
@@ -273,17 +276,24 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		}
 		doc.Sessions = append(doc.Sessions, info)
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	// The endpoints' & left alone: the index is read by people.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
 		return err
 	}
-	return r.whole(typeJSON, append(b, '\n'))
+	return r.whole(typeJSON, b.Bytes())
 }
 
 // serveDump streams the dump in the form asked for.
 func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 	var opts dump.Options
-	if v := q.Get("raw"); v != "" {
+	if q.Has("raw") {
+		// "?raw" alone is refused, not read as false: it would silently
+		// leave out the events asked for.
+		v := q.Get("raw")
 		raw, err := strconv.ParseBool(v)
 		if err != nil {
 			return &ParamError{Param: "raw", Value: v, Why: "not 1, 0, true or false"}

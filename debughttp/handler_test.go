@@ -190,6 +190,9 @@ func TestHandler_Endpoints(t *testing.T) {
 		idx.Sessions[0].Head != 41 || !strings.HasPrefix(idx.Endpoints["backup"], debughttp.DefaultPrefix+"/") {
 		t.Errorf("index: %s", body)
 	}
+	if strings.Contains(string(body), `\u0026`) || !strings.Contains(string(body), "&raw=1") {
+		t.Errorf("index: the endpoints' & escaped, unreadable to a person: %s", body)
+	}
 	// The prefix without its slash is redirected by the mux.
 	if resp, _ := get(t, http.MethodGet, base); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != debughttp.DefaultPrefix+"/" {
 		t.Errorf("GET %s: %s at %s", debughttp.DefaultPrefix, resp.Status, resp.Request.URL.Path)
@@ -247,6 +250,7 @@ func TestHandler_Errors(t *testing.T) {
 	}{
 		{"GET", "/dump?format=xml", 400, `format=\"xml\": not json, text or dot`},
 		{"GET", "/dump?raw=maybe", 400, `raw=\"maybe\"`},
+		{"GET", "/dump?raw", 400, `raw=\"\": not 1, 0, true or false`},
 		{"GET", "/dump?sesion=mig", 400, "unknown parameter (this endpoint takes format, raw, session)"},
 		{"GET", "/dump?session=a&session=b", 400, "given more than once"},
 		{"GET", "/dump?session=bad%01id", 400, "bad session id"},
@@ -299,7 +303,7 @@ func TestHandler_Token(t *testing.T) {
 	incident(t, db, "mig")
 	srv := serve(t, db, debughttp.Options{Token: "s3cret"})
 	url := srv.URL + debughttp.DefaultPrefix + "/stats"
-	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer s3cre", "Bearer s3cret2", "bearer s3cret", "Basic czNjcmV0", "s3cret"} {
+	for _, auth := range []string{"", "Bearer", "Bearer ", "Bearer s3cre", "Bearer s3cret2", "bearer s3cret2", "Basic czNjcmV0", "s3cret"} {
 		var h []string
 		if auth != "" {
 			h = []string{"Authorization", auth}
@@ -313,6 +317,11 @@ func TestHandler_Token(t *testing.T) {
 	// Even a wrong method is refused as unauthorized first.
 	if resp, _ := get(t, "POST", url); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST without the token: %s", resp.Status)
+	}
+	for _, auth := range []string{"bearer s3cret", "BEARER s3cret"} { // the scheme is case-insensitive
+		if resp, _ := get(t, "GET", url, "Authorization", auth); resp.StatusCode != http.StatusOK {
+			t.Errorf("Authorization %q: status %d, want 200", auth, resp.StatusCode)
+		}
 	}
 	if resp, body := get(t, "GET", url, "Authorization", "Bearer s3cret"); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"mig"`) {
 		t.Errorf("with the token: %s %s", resp.Status, body)

@@ -121,6 +121,8 @@ func (r *claudeCodeReader) record(raw []byte) error {
 		b.rep.skip(&b.rep.Skipped, "system/"+rec.Subtype)
 	case claudeSkipped[rec.Type]:
 		b.rep.skip(&b.rep.Skipped, rec.Type)
+	case rec.Type == "":
+		b.rep.skip(&b.rep.Unknown, "(no type)") // not "unknown=:1"
 	default:
 		b.rep.skip(&b.rep.Unknown, rec.Type)
 	}

@@ -16,12 +16,14 @@ var errRecordTooLarge = errors.New("transcript: record too large")
 
 // lineCounter passes reads through, remembering the offset of every newline
 // so that an offset can be turned into a line, and refusing to read past
-// limit.
+// limit. Newlines before the record being read are forgotten (counted in
+// before): memory follows the record, not the file.
 type lineCounter struct {
-	r     io.Reader
-	off   int64
-	nl    []int64
-	limit int64
+	r      io.Reader
+	off    int64
+	nl     []int64 // the offsets of the newlines not forgotten, ascending
+	before int     // newlines forgotten
+	limit  int64
 }
 
 func (c *lineCounter) Read(p []byte) (int, error) {
@@ -44,9 +46,19 @@ func (c *lineCounter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// lineAt returns the line (from 1) of the byte at offset off.
+// lineAt returns the line (from 1) of the byte at offset off, which must
+// not be before the offset last given to forget.
 func (c *lineCounter) lineAt(off int64) int {
-	return 1 + sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off })
+	return 1 + c.before + sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off })
+}
+
+// forget drops the newlines before offset off: no line before it will be
+// asked for again. The slice is cut from the front, so an append that
+// outgrows it copies only the newlines still held.
+func (c *lineCounter) forget(off int64) {
+	i := sort.Search(len(c.nl), func(i int) bool { return c.nl[i] >= off })
+	c.before += i
+	c.nl = c.nl[i:]
 }
 
 // valueSource yields the top-level JSON values of a stream (one document,
@@ -75,6 +87,7 @@ func (s *valueSource) next() ([]byte, int, error) {
 			return raw, line, nil
 		}
 		start := s.dec.InputOffset()
+		s.c.forget(start)
 		s.c.limit = start + s.max + 64<<10
 		var raw json.RawMessage
 		err := s.dec.Decode(&raw)

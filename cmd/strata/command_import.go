@@ -159,10 +159,10 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		}
 		if db == nil {
 			open[session] = imp.open
+			prog.clear() // before stdout too: on a terminal both are one screen
 			if _, err := out.Write(imp.jsonl); err != nil {
 				return errors.Wrap(err, "import: writing events")
 			}
-			prog.clear()
 			fmt.Fprintf(errOut, "import: %s: %s\n", imp.label, imp.report)
 			continue
 		}

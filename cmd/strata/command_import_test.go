@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -277,5 +278,41 @@ func TestProgress_Line(t *testing.T) {
 	nilp.finish()
 	if r := strings.NewReader("x"); nilp.reader(r) != io.Reader(r) {
 		t.Errorf("a nil progress wraps the reader")
+	}
+}
+
+// On a terminal stdout and stderr are one screen: a progress line must be
+// erased before anything else is written, to either stream, or the
+// output is printed after the progress text, on its line.
+func TestProgress_SharedTerminal(t *testing.T) {
+	file := fixture(t, "claude-code/session.jsonl")
+	db := tempDB(t)
+	t.Setenv(progressEnv, "1")
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 0
+	var events string
+	for _, args := range [][]string{
+		{"import", "--format", "claude-code", file},
+		{"replay", "--db", db, "-"},
+		{"import", "--format", "claude-code", "--db", db, "--session", "again", file},
+		{"backup", db, filepath.Join(t.TempDir(), "copy.db")},
+		{"verify", db},
+	} {
+		var screen bytes.Buffer
+		code := run(args, strings.NewReader(events), &screen, &screen)
+		if code != exitOK {
+			t.Fatalf("strata %s: exit %d: %q", strings.Join(args, " "), code, screen.String())
+		}
+		s := screen.String()
+		if args[0] == "import" && len(args) == 4 {
+			events = progressDraw.ReplaceAllString(s, "")
+			events = events[:strings.LastIndex(strings.TrimSuffix(events, "\n"), "\n")+1] // the report line is not an event
+		}
+		for _, m := range progressDraw.FindAllStringSubmatchIndex(s, -1) {
+			if m[3] > m[2] && (m[1] == len(s) || s[m[1]] != '\r') {
+				t.Errorf("strata %s: progress %q is followed by %q, not erased first", strings.Join(args, " "), s[m[2]:m[3]], s[m[1]:min(len(s), m[1]+40)])
+				break
+			}
+		}
 	}
 }

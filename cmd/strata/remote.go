@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -32,10 +34,12 @@ func isURL(s string) bool {
 
 // remote reads a database through a running agent's debughttp handler.
 type remote struct {
-	base    string        // the handler's URL, without a trailing slash
-	timeout time.Duration // for connecting, and for any silence of the server
+	ctx     context.Context // ends every request; nil: never
+	base    string          // the handler's URL, without a trailing slash
+	timeout time.Duration   // for connecting, and for any silence of the server
 	token   string
 	client  *http.Client
+	prog    *progress // backup: counts towards the announced length (nil: none)
 }
 
 // newRemote returns a client of the handler at base.
@@ -57,24 +61,29 @@ func (e *HTTPError) Error() string { return fmt.Sprintf("%s: %s: %s", e.URL, e.S
 
 // body is a response body whose reads time out after a silence of the
 // server longer than the timeout, and which knows the length announced.
+// Only the time spent waiting for the server counts: the timer runs while
+// a Read waits, not while the caller writes what it read (to a pipe into a
+// pager, a slow disk).
 type body struct {
 	resp    *http.Response
 	timer   *time.Timer
 	timeout time.Duration
 	stalled *atomic.Bool
+	parent  context.Context // the caller's: when it ends, that is why a read failed
 	cancel  context.CancelFunc
 	n       int64
 }
 
 // Read implements io.Reader.
 func (b *body) Read(p []byte) (int, error) {
+	b.timer.Reset(b.timeout)
 	n, err := b.resp.Body.Read(p)
+	b.timer.Stop()
 	b.n += int64(n)
-	if n > 0 {
-		b.timer.Reset(b.timeout)
-	}
 	switch {
 	case err == nil || err == io.EOF:
+	case b.parent != nil && b.parent.Err() != nil:
+		err = errors.Wrapf(b.parent.Err(), "%s: after %d bytes", b.resp.Request.URL.Redacted(), b.n)
 	case b.stalled.Load():
 		err = errors.WithHint(errors.Newf("%s: the server sent nothing for %s", b.resp.Request.URL.Redacted(), b.timeout),
 			"raise --timeout for a large or busy database")
@@ -109,7 +118,11 @@ func (c *remote) get(endpoint string, q url.Values) (*body, error) {
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	parent := c.ctx
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	stalled := &atomic.Bool{}
 	timer := time.AfterFunc(c.timeout, func() { stalled.Store(true); cancel() })
 	fail := func(err error) (*body, error) {
@@ -126,6 +139,9 @@ func (c *remote) get(endpoint string, q url.Values) (*body, error) {
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
+		if perr := parent.Err(); perr != nil {
+			return fail(errors.Wrapf(perr, "%s", req.URL.Redacted()))
+		}
 		if stalled.Load() {
 			return fail(errors.WithHint(errors.Newf("%s: no answer within %s", req.URL.Redacted(), c.timeout),
 				"raise --timeout for a large or busy database"))
@@ -154,7 +170,10 @@ func (c *remote) get(endpoint string, q url.Values) (*body, error) {
 		}
 		return fail(err)
 	}
-	return &body{resp: resp, timer: timer, timeout: c.timeout, stalled: stalled, cancel: cancel}, nil
+	// The body's reads restart the timer; until then, the caller is not
+	// waiting for the server.
+	timer.Stop()
+	return &body{resp: resp, timer: timer, timeout: c.timeout, stalled: stalled, parent: parent, cancel: cancel}, nil
 }
 
 // copy writes the body of endpoint's answer to out, whole or with an error.
@@ -181,7 +200,8 @@ func (c *remote) backup(w io.Writer) (int64, error) {
 	if b.resp.ContentLength < 0 {
 		return 0, errors.Newf("%s: a backup without a Content-Length cannot be checked whole", b.resp.Request.URL.Redacted())
 	}
-	n, err := io.Copy(w, b)
+	c.prog.set(0, b.resp.ContentLength)
+	n, err := io.Copy(c.prog.writer(w), b)
 	if err != nil {
 		return n, err
 	}
@@ -240,11 +260,14 @@ func (o *resumeOptions) runRemote(out io.Writer) error {
 // whole announced length arrived.
 func (o *backupOptions) runRemote(out io.Writer) error {
 	c := newRemote(o.db, o.timeout)
+	c.prog = o.progress() // on a terminal: bytes received of the announced length
+	defer c.prog.finish()
 	if o.dest == "-" {
 		_, err := c.backup(out)
 		return err
 	}
 	n, err := store.WriteFileAtomic(o.dest, 0o600, c.backup)
+	c.prog.finish()
 	if err != nil {
 		return err
 	}
@@ -253,14 +276,27 @@ func (o *backupOptions) runRemote(out io.Writer) error {
 }
 
 // runRemote is `strata verify URL`: the handler's hot backup, fetched into
-// a temporary file, is checked the way a file is.
+// a temporary file, is checked the way a file is. The file is the agent's
+// whole transcript: interrupted (Ctrl-C, SIGTERM), verify stops the
+// transfer or the check and removes it before exiting.
 func (o *verifyOptions) runRemote(ctx context.Context, out, errOut io.Writer) error {
-	path, remove, err := newRemote(o.db, o.timeout).fetch()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := newRemote(o.db, o.timeout)
+	c.ctx = ctx
+	path, remove, err := c.fetch()
 	if err != nil {
+		if ctx.Err() != nil {
+			return errors.Wrap(err, "verify: interrupted")
+		}
 		return err
 	}
 	defer remove()
 	local := *o
 	local.db = path
-	return local.runParent(ctx, out, errOut)
+	err = local.runParent(ctx, out, errOut)
+	if ctx.Err() != nil {
+		return errors.Wrapf(ctx.Err(), "verify: interrupted")
+	}
+	return err
 }

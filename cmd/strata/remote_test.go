@@ -212,3 +212,63 @@ func TestRemote_Token(t *testing.T) {
 
 // itoa formats n.
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// slowWriter is a consumer that takes its time over every write: a pager,
+// a slow disk.
+type slowWriter struct {
+	delay time.Duration
+	n     int
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	w.n += len(p)
+	return len(p), nil
+}
+
+// --timeout bounds the silence of the server, not the time the output
+// takes to be consumed: `strata dump URL | less`, read at a human pace,
+// is not a stalled server.
+func TestRemote_SlowConsumerIsNoStall(t *testing.T) {
+	t.Parallel()
+	const size = 128 << 10
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(debughttp.HandlerHeader, debughttp.HandlerVersion)
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.Write([]byte(strings.Repeat("x", size)))
+	}))
+	defer srv.Close()
+	// Each write (of 32 KiB at most) outlasts the timeout, the server never does.
+	out := &slowWriter{delay: 250 * time.Millisecond}
+	if err := newRemote(srv.URL, 100*time.Millisecond).copy(out, "dump", nil); err != nil {
+		t.Fatalf("a slow consumer of a prompt server: %v", err)
+	}
+	if out.n != size {
+		t.Errorf("copied %d bytes, want %d", out.n, size)
+	}
+}
+
+// backup URL DEST shows its progress as a backup of a file does, towards
+// the length the handler announced.
+func TestRemote_BackupProgress(t *testing.T) {
+	db := replayed(t, nil, incident(t))
+	url := liveAgent(t, db, debughttp.Options{})
+	t.Setenv(progressEnv, "1")
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 0
+	r := cli(t, "", "backup", url, filepath.Join(t.TempDir(), "copy.db"))
+	wantCode(t, r, exitOK)
+	draws := 0
+	for _, d := range progressDraw.FindAllStringSubmatch(r.stderr, -1) {
+		if d[1] == "" {
+			continue
+		}
+		draws++
+		if !wellFormed.MatchString(d[1]) || !strings.Contains(d[1], " of ") {
+			t.Errorf("progress line %q: not well formed, or without the total", d[1])
+		}
+	}
+	if draws == 0 || !strings.HasSuffix(r.stderr, "\r\x1b[K") {
+		t.Errorf("backup URL: stderr %q: no progress, or not erased", r.stderr)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -181,22 +180,51 @@ const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
 func splitLines(s string) []string {
 	var out []string
 	for {
-		i := strings.IndexAny(s, lineBreaks)
+		i, w := indexLineBreak(s)
 		if i < 0 {
 			return append(out, s)
 		}
 		out = append(out, s[:i])
-		_, w := utf8.DecodeRuneInString(s[i:])
-		if strings.HasPrefix(s[i:], "\r\n") {
-			w = 2
-		}
 		s = s[i+w:]
 	}
 }
 
+// maybeBreak marks the bytes that can start a line break of lineBreaks:
+// the ASCII ones, and the lead bytes of U+0085 (C2 85) and U+2028/9
+// (E2 80 A8/A9).
+var maybeBreak = func() (t [256]bool) {
+	for _, b := range []byte{'\n', '\r', '\v', '\f', 0xC2, 0xE2} {
+		t[b] = true
+	}
+	return t
+}()
+
+// indexLineBreak returns the index in s of the first line break of
+// lineBreaks and its width in bytes ("\r\n" is one break of 2), or -1, 0.
+// It is strings.IndexAny(s, lineBreaks) without decoding every rune: the
+// rendering of a context runs it over every line it writes.
+func indexLineBreak(s string) (int, int) {
+	for i := 0; i < len(s); i++ {
+		if !maybeBreak[s[i]] {
+			continue
+		}
+		switch c := s[i]; {
+		case c == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			return i, 2
+		case c < 0x80:
+			return i, 1
+		case c == 0xC2 && i+1 < len(s) && s[i+1] == 0x85:
+			return i, 2
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9):
+			return i, 3
+		}
+	}
+	return -1, 0
+}
+
 // oneLine quotes s if it holds a line break, so that it stays on its line.
 func oneLine(s string) string {
-	if strings.ContainsAny(s, lineBreaks) {
+	if i, _ := indexLineBreak(s); i >= 0 {
 		return strconv.Quote(s)
 	}
 	return s

@@ -97,11 +97,23 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 		if err != nil {
 			return err
 		}
-		sp, err := ss.readSpan(&st, p.From, p.To)
-		if err != nil {
-			return err
+		// The claims the span requires: computed at plan time if the span
+		// still hashes the same (planSeal), else from its raw events now.
+		var required *tier.Required
+		var hash []byte
+		if s := p.seal; s != nil && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
+			if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
+				return err
+			}
+			required = &s.required
+		} else {
+			sp, err := ss.readSpan(&st, p.From, p.To)
+			if err != nil {
+				return err
+			}
+			hash, required = sp.hash, &sp.required
 		}
-		if !bytes.Equal(sp.hash, p.SpanHash) {
+		if !bytes.Equal(hash, p.SpanHash) {
 			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
 		}
 		switch {
@@ -113,7 +125,7 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 			invalid = marker.Validate(
 				marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
 				marker.Frame{Version: st.FrameVersion, RootDepth: slot},
-				&sp.required, p.Depth, &claims)
+				required, p.Depth, &claims)
 		}
 		if invalid != nil {
 			var ie *marker.InvalidError

@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -65,6 +66,33 @@ type Plan struct {
 	Required     tier.Required
 	SpanHash     []byte
 	Budget       int
+
+	seal *planSeal // what the plan computed, out of the caller's reach
+}
+
+// planSeal is what a plan computed from the raw span, kept where the
+// caller cannot change it. The raw log below the head never changes, so
+// the claims a span requires — its events and the calls open before it —
+// are those computed at plan time as long as the span's bytes are the same:
+// Commit checks that, by hashing the span inside its transaction, and then
+// need not decode it again.
+type planSeal struct {
+	session  string
+	from, to uint64
+	hash     []byte
+	required tier.Required
+}
+
+// sealed returns a copy of req that shares no slice with it.
+func sealed(session string, from, to uint64, hash []byte, req *tier.Required) *planSeal {
+	r := *req
+	r.Unresolved = slices.Clone(r.Unresolved)
+	r.Resolved = slices.Clone(r.Resolved)
+	r.ResolvedInside = slices.Clone(r.ResolvedInside)
+	r.Dispositions = slices.Clone(r.Dispositions)
+	r.Constraints = slices.Clone(r.Constraints)
+	r.Artifacts = slices.Clone(r.Artifacts)
+	return &planSeal{session: session, from: from, to: to, hash: slices.Clone(hash), required: r}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span that
@@ -171,6 +199,7 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
+		p.seal = sealed(session, p.From, p.To, sp.hash, &sp.required)
 		return nil
 	})
 	return p, err
@@ -279,6 +308,36 @@ func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
 		return sp, corrupt(ss.id, "l0", u64(from), errors.Wrap(err, "raw span does not replay"))
 	}
 	return sp, nil
+}
+
+// hashSpan returns the sha256 of the stored bytes of events from..to, as
+// readSpan computes it, without decoding them.
+func (ss *sess) hashSpan(st *stateRec, from, to uint64) ([]byte, error) {
+	if from < 1 || to < from || to > st.Head {
+		return nil, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
+	}
+	b, err := ss.l0()
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	c := b.Cursor()
+	want := from
+	for k, v := c.Seek(ss.eventKey(from)); k != nil && want <= to; k, v = c.Next() {
+		seq, ok, err := ss.eventSeq(k)
+		if err != nil {
+			return nil, corrupt(ss.id, "l0", k, err)
+		}
+		if !ok || seq != want {
+			break
+		}
+		h.Write(v)
+		want++
+	}
+	if want <= to {
+		return nil, corrupt(ss.id, "l0", u64(want), errors.New("event missing"))
+	}
+	return h.Sum(nil), nil
 }
 
 // openAt returns what was open at seq x, given the events x+1..head.

@@ -1,0 +1,43 @@
+package checkpoint
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// splitLinesSlow is the definition splitLines must keep: split at every rune
+// of lineBreaks, "\r\n" counting as one.
+func splitLinesSlow(s string) []string {
+	var out []string
+	for {
+		i := strings.IndexAny(s, lineBreaks)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		_, w := utf8.DecodeRuneInString(s[i:])
+		if strings.HasPrefix(s[i:], "\r\n") {
+			w = 2
+		}
+		s = s[i+w:]
+	}
+}
+
+// FuzzSplitLines checks the byte-scanning splitLines against the rune
+// definition on any input, valid UTF-8 or not.
+func FuzzSplitLines(f *testing.F) {
+	for _, s := range []string{"", "a\nb", "a\r\nb\rc", "x\u0085y\u2028z\u2029", "\xc2", "\xe2\x80", "\xe2\x80\xa7\xe2\x80\xa8",
+		"é\n€\r\n\v\f", "\xc2\x85\xc2\x84", "\r", "\r\r\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := splitLines(s), splitLinesSlow(s); !slices.Equal(got, want) {
+			t.Fatalf("splitLines(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := oneLine(s) != s, strings.ContainsAny(s, lineBreaks); got != want {
+			t.Fatalf("oneLine(%q) quoted %v, want %v", s, got, want)
+		}
+	})
+}

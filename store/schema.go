@@ -16,19 +16,23 @@ const FormatVersion = 2
 //	s/<id>/                     → a session's bucket, holding:
 //	  0xFE <seq>                → eventRec (seq big-endian)
 //	  0xFF                      → stateRec: head, turn, frame, counters
+//	  0xFF "open"/<id>          → the calls and resources open at head
 //	  nodes/<id>                → nodeRec
 //	  roots/<from>              → rootRec: the current roots in seq order
 //	  markers/<id>              → markerRec (a marker's id is its node's)
 //	  ckpts/<id>                → checkpointRec
 //	  ckvalid/<seq,id>          → indexRec: usable checkpoints by seq
 //	  audit/<id>                → auditRec: refused compactions
-//	  open|disp|constr|art/<id or key> → the ledger at head
+//	  disp|constr|art/<key>     → the rest of the ledger at head
 //
-// The events and the state sort after the bucket names, the state right
-// after the newest event: an append that touches no ledger bucket writes one
-// leaf of the session's bucket (with its branch pages) and the root's, as
-// bare bbolt writing one bucket does. Every level of bucket nesting costs a
-// page per commit, since a bucket's root page id lives in its parent's leaf.
+// The events sort after the bucket names, and the state and the open calls
+// right after the newest event: an append writes one leaf of the session's
+// bucket (with its branch pages) and the root's, as bare bbolt writing one
+// bucket does — a call or its result too, while the calls open at a time
+// are few enough for bbolt to keep their bucket inline. (Putting the other
+// ledger buckets there as well made the leaf split more often: more pages.)
+// Every level of bucket nesting costs a page per commit, since a bucket's
+// root page id lives in its parent's leaf.
 //
 // Format 1 nested the same buckets one level deeper and kept the events in a
 // bucket of their own — sessions/<id>/state, sessions/<id>/l0/<seq>, the
@@ -38,9 +42,10 @@ var (
 	bucketMeta = []byte("meta")
 	keyFormat  = []byte("format")
 
-	sessionPrefix = []byte("s/") // format 2: the root's session buckets
-	eventPrefix   = byte(0xFE)   // format 2: event keys in a session's bucket
-	stateKey2     = []byte{0xFF} // format 2: the state, after every event
+	sessionPrefix = []byte("s/")       // format 2: the root's session buckets
+	eventPrefix   = byte(0xFE)         // format 2: event keys in a session's bucket
+	stateKey2     = []byte{0xFF}       // format 2: the state, after every event
+	keyOpen2      = []byte("\xffopen") // format 2: the open bucket, after the state
 
 	bucketSessions = []byte("sessions") // format 1
 	bucketL0       = []byte("l0")       // format 1
@@ -65,12 +70,29 @@ var sessionBuckets = [][]byte{
 	bucketAudit, bucketOpen, bucketDisp, bucketConstr, bucketArt,
 }
 
-// subBuckets returns the buckets inside a session's bucket in format f.
+// subBuckets returns the names of the buckets inside a session's bucket in
+// format f, as they are in the file (bucketName).
 func subBuckets(f int) [][]byte {
 	if f == 1 {
 		return append([][]byte{bucketL0}, sessionBuckets...)
 	}
-	return sessionBuckets
+	out := make([][]byte, len(sessionBuckets))
+	for i, name := range sessionBuckets {
+		out[i] = bucketName(f, name)
+	}
+	return out
+}
+
+// bucketName returns the name that bucket name has inside a session's
+// bucket of format f. Format 2 puts the open calls and resources after the
+// state (0xFF "open"): a call or its result then changes only the leaf of
+// the newest events, which the append writes anyway, as long as the calls
+// open at a time are few enough for bbolt to keep the bucket inline.
+func bucketName(f int, name []byte) []byte {
+	if f != 1 && string(name) == string(bucketOpen) {
+		return keyOpen2
+	}
+	return name
 }
 
 // ledgerBucket maps a ledger class to its bucket and record type.

@@ -43,7 +43,7 @@ func createSess(tx *bolt.Tx, f int, id string) (*sess, error) {
 }
 
 func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
-	b := s.b.Bucket(name)
+	b := s.b.Bucket(bucketName(s.f, name))
 	if b == nil {
 		return nil, corrupt(s.id, string(name), nil, errors.New("bucket missing"))
 	}

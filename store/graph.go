@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -60,15 +62,23 @@ func (g *graphChecks) mark(id string) {
 type pagePolicy struct {
 	values bool
 	child  func(key []byte) *pagePolicy
+	// buckets, when set, are the only keys (sorted) under which bbolt may
+	// open a bucket here — the reads open them by name, through a seek. A
+	// branch element whose key range holds none of them leads only to
+	// values: below it, leaves need not be read whole (format 2's events).
+	buckets [][]byte
 }
 
 var (
 	// valuePages is a bucket of values: every l0, nodes, roots... bucket,
 	// and meta.
 	valuePages = &pagePolicy{values: true}
-	// sessionPages is a session's bucket: buckets of values, the state, and
-	// in format 2 the events (values, whose leaves are read whole here).
-	sessionPages = &pagePolicy{child: func([]byte) *pagePolicy { return valuePages }}
+	// sessionPages is a session's bucket of format f: buckets of values,
+	// the state, and in format 2 the events.
+	sessionPages = map[int]*pagePolicy{
+		1: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(1))},
+		2: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(2))},
+	}
 	// topPages is the root bucket: meta, and the pages listing the sessions
 	// without the sessions themselves — in format 2 the root's own, in
 	// format 1 the sessions bucket's.
@@ -86,6 +96,24 @@ var (
 )
 
 func init() { allPages.child = func([]byte) *pagePolicy { return allPages } }
+
+func sortedNames(names [][]byte) [][]byte {
+	out := slices.Clone(names)
+	slices.SortFunc(out, bytes.Compare)
+	return out
+}
+
+// routes reports whether a seek for one of policy's buckets can reach the
+// child of branch element i, whose keys are at least lo (nil: the first
+// element, which takes every smaller key too) and below hi (nil: the last).
+func (policy *pagePolicy) routes(lo, hi []byte) bool {
+	for _, name := range policy.buckets {
+		if (lo == nil || bytes.Compare(name, lo) >= 0) && (hi == nil || bytes.Compare(name, hi) < 0) {
+			return true
+		}
+	}
+	return false
+}
 
 // pageWalk walks page graphs within one transaction's view of the map.
 type pageWalk struct {
@@ -161,11 +189,23 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 		off := boltPageHeader + i*boltElement
 		e := p[off : off+boltElement]
 		if flags == boltBranchFlag {
-			pos, ksize := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
-			if end := off + pos + ksize; pos < 0 || ksize < 0 || end > len(p) || end < off {
-				return errors.Newf("branch element %d past the page", i)
+			next := policy
+			if policy.buckets != nil {
+				var lo, hi []byte
+				if i > 0 {
+					lo = branchKey(p, i)
+				}
+				if i+1 < count {
+					hi = branchKey(p, i+1)
+				}
+				if lo == nil && i > 0 || hi == nil && i+1 < count {
+					return errors.Newf("branch element %d or %d past the page", i, i+1)
+				}
+				if !policy.routes(lo, hi) {
+					next = valuePages
+				}
 			}
-			if err := w.page(binary.LittleEndian.Uint64(e[8:]), depth+1, policy); err != nil {
+			if err := w.page(binary.LittleEndian.Uint64(e[8:]), depth+1, next); err != nil {
 				return err
 			}
 			continue
@@ -205,6 +245,20 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 	return nil
 }
 
+// branchKey returns the key of branch element i of page p, or nil if it is
+// not inside the page.
+func branchKey(p []byte, i int) []byte {
+	off := boltPageHeader + i*boltElement
+	if off+boltElement > len(p) {
+		return nil
+	}
+	pos, ksize := int(binary.LittleEndian.Uint32(p[off:])), int(binary.LittleEndian.Uint32(p[off+4:]))
+	if end := off + pos + ksize; pos < 0 || ksize < 0 || end > len(p) || end < off {
+		return nil
+	}
+	return p[off+pos : off+pos+ksize]
+}
+
 // checkTop walks the root bucket's pages, the meta bucket's and the pages
 // listing the sessions: what Open reads first.
 func checkTop(tx *bolt.Tx) error {
@@ -227,7 +281,7 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		// A bucket holding buckets is never inline.
 		return nil, corrupt(id, "", nil, errors.New("session bucket stored inline"))
 	}
-	err := guard(func() error { return newPageWalk(tx).page(root, 1, sessionPages) })
+	err := guard(func() error { return newPageWalk(tx).page(root, 1, sessionPages[db.format]) })
 	if err != nil {
 		return nil, corrupt(id, "", nil, errors.Wrap(err, "damaged page graph"))
 	}

@@ -66,11 +66,19 @@ func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
 }
 
 // TestGraph_SessionCycleIsAnErrorForEveryRead damages the page graph of
-// session "s" three ways — a branch page pointing at itself, at the
-// session bucket's page (an ancestor in another bucket), and at a page id
-// past the end — and reads it every way the API allows, on a handle that
-// never ran Verify: each read returns ErrCorrupt and none hangs. Session
-// "t" of the same file stays readable.
+// session "s" three ways — a branch page pointing at itself, at an
+// ancestor page in another bucket, and at a page id past the end — and
+// reads it every way the API allows, on a handle that never ran Verify:
+// each read returns ErrCorrupt and none hangs. Session "t" of the same file
+// stays readable.
+//
+// One case is let through the first read's check, by design: in format 2
+// the pointer that leads to the root's leaf (the ancestor) sits where only
+// events are: the check reads no leaf whole there, so it sees a leaf and
+// not the buckets listed in it. No read can loop on it — a leaf holds no
+// page ids a cursor follows, and nothing opens a bucket from an event's
+// place — and the reads that meet it (the events) return ErrCorrupt; the
+// others return what is true. Verify, which reads every leaf, reports it.
 func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 	// The ancestor: format 1's session bucket above the l0 bucket, format
 	// 2's root page listing the sessions.
@@ -117,10 +125,26 @@ func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 							return err
 						}
 					}
+					leafAmongEvents := tc.name == "ancestor" && format == 2
 					for name, read := range reads {
 						err := within(t, name, read)
-						if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+						switch {
+						case leafAmongEvents && (name == "Events" || name == "Resume" || name == "PlanSpan"):
+							if !errors.Is(err, ErrCorrupt) {
+								t.Errorf("read-only %v: %s = %v, want ErrCorrupt", ro, name, err)
+							}
+						case leafAmongEvents:
+							if err != nil {
+								t.Errorf("read-only %v: %s = %v, want what is true", ro, name, err)
+							}
+						case !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.reason):
 							t.Errorf("read-only %v: %s = %v, want ErrCorrupt naming %q", ro, name, err, tc.reason)
+						}
+					}
+					if leafAmongEvents {
+						rep, err := db.Verify(VerifyOptions{})
+						if err != nil || rep.OK() {
+							t.Errorf("read-only %v: Verify %v %v, want the damage reported", ro, rep.Problems, err)
 						}
 					}
 					if info, err := db.Info("t"); err != nil || info.Head != 5 {

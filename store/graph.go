@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
@@ -37,8 +38,9 @@ import (
 
 // graphChecks remembers which sessions' page graphs this handle checked.
 type graphChecks struct {
-	mu   sync.Mutex
-	done map[string]bool
+	mu      sync.Mutex
+	done    map[string]bool
+	touched atomic.Int64 // pages the checks read since the last releaseMapped
 }
 
 func (g *graphChecks) checked(id string) bool {
@@ -269,6 +271,10 @@ func checkTop(tx *bolt.Tx) error {
 	return nil
 }
 
+// releaseAfterPages is how many pages the checks may touch before they ask
+// the kernel to drop them from the process's resident set.
+const releaseAfterPages = 1024
+
 // sessionBucket returns session id's bucket inside tx, or nil, once its page
 // graph has been checked by this handle.
 func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
@@ -281,7 +287,15 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		// A bucket holding buckets is never inline.
 		return nil, corrupt(id, "", nil, errors.New("session bucket stored inline"))
 	}
-	err := guard(func() error { return newPageWalk(tx).page(root, 1, sessionPages[db.format]) })
+	w := newPageWalk(tx)
+	err := guard(func() error { return w.page(root, 1, sessionPages[db.format]) })
+	if db.graph.touched.Add(int64(len(w.seen))) > releaseAfterPages {
+		// The walks touched a header in every page of their sessions: let
+		// them leave the resident set (Snapshot.ReleaseMapped), or a dump
+		// of a large database would hold it all.
+		db.graph.touched.Store(0)
+		releaseMapped(db.path)
+	}
 	if err != nil {
 		return nil, corrupt(id, "", nil, errors.Wrap(err, "damaged page graph"))
 	}

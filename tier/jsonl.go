@@ -166,21 +166,41 @@ func (rd *Reader) lineErr(err error) error {
 }
 
 func (rd *Reader) readLine() ([]byte, error) {
+	b, err := ReadLine(rd.r, rd.max)
+	switch {
+	case err == nil:
+		rd.line++
+		return b, nil
+	case errors.Is(err, ErrLineTooLong):
+		rd.line++
+		return nil, rd.lineErr(errors.Wrapf(ErrTooLarge, "line longer than %d bytes", rd.max))
+	case err == io.EOF:
+		return nil, io.EOF
+	}
+	return nil, errors.Wrapf(err, "reading %s", rd.file)
+}
+
+// ErrLineTooLong is returned by ReadLine for a line over its limit.
+var ErrLineTooLong = errors.New("tier: line too long")
+
+// ReadLine reads one line from r, its '\n' included (the last line of the
+// input may lack it), holding at most max bytes of it: a longer line is
+// read to its end and dropped, and ErrLineTooLong returned, so that the
+// next call reads the next line. It returns io.EOF at the end of the input,
+// and r's error as it is.
+func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 	var buf []byte
 	for {
-		frag, err := rd.r.ReadSlice('\n')
-		if len(buf)+len(frag) > rd.max {
-			rd.line++
-			// Discard the rest of the line so that the error is about this line.
+		frag, err := r.ReadSlice('\n')
+		if len(buf)+len(frag) > max {
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = rd.r.ReadSlice('\n')
+				_, err = r.ReadSlice('\n')
 			}
-			return nil, rd.lineErr(errors.Wrapf(ErrTooLarge, "line longer than %d bytes", rd.max))
+			return nil, ErrLineTooLong
 		}
 		buf = append(buf, frag...)
 		switch {
 		case err == nil:
-			rd.line++
 			return buf, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
@@ -188,10 +208,9 @@ func (rd *Reader) readLine() ([]byte, error) {
 			if len(buf) == 0 {
 				return nil, io.EOF
 			}
-			rd.line++
 			return buf, nil
 		default:
-			return nil, errors.Wrapf(err, "reading %s", rd.file)
+			return nil, err
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/tier"
 )
 
 // errRecordTooLarge stops a json.Decoder that has read more than one
@@ -182,31 +184,16 @@ func (s *lineSource) next() ([]byte, int, error) {
 }
 
 func (s *lineSource) readLine() ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := s.r.ReadSlice('\n')
-		if len(buf)+len(frag) > s.max {
-			s.line++
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = s.r.ReadSlice('\n')
-			}
-			return nil, &LineError{File: s.file, Line: s.line, Err: errors.Wrapf(ErrTooLarge, "line longer than %d bytes", s.max)}
-		}
-		buf = append(buf, frag...)
-		switch {
-		case err == nil:
-			s.line++
-			return buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF:
-			if len(buf) == 0 {
-				return nil, io.EOF
-			}
-			s.line++
-			return buf, nil
-		default:
-			return nil, errors.Wrapf(err, "reading %s", s.file)
-		}
+	b, err := tier.ReadLine(s.r, s.max)
+	switch {
+	case err == nil:
+		s.line++
+		return b, nil
+	case errors.Is(err, tier.ErrLineTooLong):
+		s.line++
+		return nil, &LineError{File: s.file, Line: s.line, Err: errors.Wrapf(ErrTooLarge, "line longer than %d bytes", s.max)}
+	case err == io.EOF:
+		return nil, io.EOF
 	}
+	return nil, errors.Wrapf(err, "reading %s", s.file)
 }

@@ -123,6 +123,10 @@ type pageWalk struct {
 	pageSize uint64
 	hwm      uint64
 	seen     map[uint64]bool
+	// release, when set, is called every releaseAfterPages pages: the walk
+	// touches every page of what it walks, and a large session must not
+	// stay in the resident set (see Snapshot.ReleaseMapped).
+	release func()
 }
 
 // newPageWalk returns a walk over tx's pages. Call it, and the walk, under
@@ -157,6 +161,9 @@ func (w *pageWalk) page(id uint64, depth int, policy *pagePolicy) error {
 		return errors.Newf("page %d reached twice", id)
 	}
 	w.seen[id] = true
+	if w.release != nil && len(w.seen)%releaseAfterPages == 0 {
+		w.release()
+	}
 	off := id * w.pageSize
 	hdr := w.data[off : off+boltPageHeader]
 	if got := binary.LittleEndian.Uint64(hdr); got != id {
@@ -288,11 +295,11 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		return nil, corrupt(id, "", nil, errors.New("session bucket stored inline"))
 	}
 	w := newPageWalk(tx)
+	w.release = func() { releaseMapped(db.path) }
 	err := guard(func() error { return w.page(root, 1, sessionPages[db.format]) })
 	if db.graph.touched.Add(int64(len(w.seen))) > releaseAfterPages {
-		// The walks touched a header in every page of their sessions: let
-		// them leave the resident set (Snapshot.ReleaseMapped), or a dump
-		// of a large database would hold it all.
+		// Many small sessions, each checked below the walk's own threshold:
+		// their pages too leave the resident set.
 		db.graph.touched.Store(0)
 		releaseMapped(db.path)
 	}

@@ -134,7 +134,9 @@ func (db *DB) preCheck(tx *bolt.Tx) (problems []Problem, safe, graph bool) {
 	// The page graph first: a cycle or a shared page would make every
 	// cursor walk below — ours, tx.Check's, the sessions' checks — loop
 	// forever (graph.go).
-	if err := guard(func() error { return newPageWalk(tx).walkRoot(tx, allPages) }); err != nil {
+	w := newPageWalk(tx)
+	w.release = func() { releaseMapped(db.path) }
+	if err := guard(func() error { return w.walkRoot(tx, allPages) }); err != nil {
 		problems = append(problems, Problem{What: fmt.Sprintf("bbolt: damaged page graph: %v", err)})
 		return problems, false, false
 	}

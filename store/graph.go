@@ -122,7 +122,8 @@ type pageWalk struct {
 	data     []byte // pages 0..hwm-1 of the transaction
 	pageSize uint64
 	hwm      uint64
-	seen     map[uint64]bool
+	seen     []uint64 // a bit per page id below hwm: reached
+	visited  int      // pages reached
 	// release, when set, is called every releaseAfterPages pages: the walk
 	// touches every page of what it walks, and a large session must not
 	// stay in the resident set (see Snapshot.ReleaseMapped).
@@ -140,7 +141,7 @@ func newPageWalk(tx *bolt.Tx) *pageWalk {
 		data:     unsafe.Slice((*byte)(base), tx.Size()),
 		pageSize: uint64(info.PageSize),
 		hwm:      uint64(tx.Size()) / uint64(info.PageSize),
-		seen:     map[uint64]bool{},
+		seen:     make([]uint64, (uint64(tx.Size())/uint64(info.PageSize)+63)/64),
 	}
 }
 
@@ -157,11 +158,12 @@ func (w *pageWalk) page(id uint64, depth int, policy *pagePolicy) error {
 	if id < 2 || id >= w.hwm {
 		return errors.Newf("page id %d outside 2..%d", id, w.hwm-1)
 	}
-	if w.seen[id] {
+	if w.seen[id/64]&(1<<(id%64)) != 0 {
 		return errors.Newf("page %d reached twice", id)
 	}
-	w.seen[id] = true
-	if w.release != nil && len(w.seen)%releaseAfterPages == 0 {
+	w.seen[id/64] |= 1 << (id % 64)
+	w.visited++
+	if w.release != nil && w.visited%releaseAfterPages == 0 {
 		w.release()
 	}
 	off := id * w.pageSize
@@ -297,7 +299,7 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	w := newPageWalk(tx)
 	w.release = func() { releaseMapped(db.path) }
 	err := guard(func() error { return w.page(root, 1, sessionPages[db.format]) })
-	if db.graph.touched.Add(int64(len(w.seen))) > releaseAfterPages {
+	if db.graph.touched.Add(int64(w.visited)) > releaseAfterPages {
 		// Many small sessions, each checked below the walk's own threshold:
 		// their pages too leave the resident set.
 		db.graph.touched.Store(0)

@@ -200,6 +200,10 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 		off := boltPageHeader + i*boltElement
 		e := p[off : off+boltElement]
 		if flags == boltBranchFlag {
+			pos, ksize := int(binary.LittleEndian.Uint32(e)), int(binary.LittleEndian.Uint32(e[4:]))
+			if end := off + pos + ksize; pos < 0 || ksize < 0 || end > len(p) || end < off {
+				return errors.Newf("branch element %d past the page", i)
+			}
 			next := policy
 			if policy.buckets != nil {
 				var lo, hi []byte

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/cockroachdb/errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,4 +171,32 @@ func l0BranchPage(t *testing.T, format int) (path string, f *os.File, root uint6
 		t.Fatalf("l0 root page %d: flags %#x count %d, want a branch page of 2 or more", root, flags, count)
 	}
 	return path, f, root, page
+}
+
+// TestVerify_BranchKeyPastThePage points a branch element's key far past
+// its page: bbolt's tx.Check would slice the map out of range in a
+// goroutine of its own and take the process down. Verify's walk must
+// refuse the page first, and the first read's check too.
+func TestVerify_BranchKeyPastThePage(t *testing.T) {
+	for _, format := range []int{1, 2} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			path, f, root, page := l0BranchPage(t, format)
+			binary.LittleEndian.PutUint32(page[boltPageHeader+boltElement:], 1<<31) // element 1's key position
+			if _, err := f.WriteAt(page, int64(root)*int64(len(page))); err != nil {
+				t.Fatal(err)
+			}
+			rep := verifyWithin(t, path)
+			if len(rep.Problems) == 0 || !strings.Contains(rep.Problems[len(rep.Problems)-1].What, "past the page") {
+				t.Fatalf("problems %v, want the branch element past the page", rep.Problems)
+			}
+			db, err := Open(path, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Info("s"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "past the page") {
+				t.Fatalf("Info = %v, want ErrCorrupt naming the element past the page", err)
+			}
+		})
+	}
 }

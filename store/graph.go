@@ -285,8 +285,10 @@ func checkTop(tx *bolt.Tx) error {
 }
 
 // releaseAfterPages is how many pages the checks may touch before they ask
-// the kernel to drop them from the process's resident set.
-const releaseAfterPages = 1024
+// the kernel to drop them from the process's resident set. Each touch can
+// map up to 16 pages (the kernel's fault-around), so 128 touches stay
+// within 8 MiB.
+const releaseAfterPages = 128
 
 // sessionBucket returns session id's bucket inside tx, or nil, once its page
 // graph has been checked by this handle.
@@ -301,7 +303,7 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		return nil, corrupt(id, "", nil, errors.New("session bucket stored inline"))
 	}
 	w := newPageWalk(tx)
-	w.release = func() { releaseMapped(db.path) }
+	w.release = func() { releaseRange(w.data) }
 	err := guard(func() error { return w.page(root, 1, sessionPages[db.format]) })
 	if db.graph.touched.Add(int64(w.visited)) > releaseAfterPages {
 		// Many small sessions, each checked below the walk's own threshold:

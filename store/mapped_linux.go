@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"unsafe"
 )
 
 // releaseMapped tells the kernel that the pages of the file at path that
@@ -52,4 +53,14 @@ func releaseMapped(path string) {
 		}
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(start), uintptr(end-start), syscall.MADV_DONTNEED)
 	}
+}
+
+// releaseRange is releaseMapped for the part of the mapping that b (a
+// slice of it, from its start) covers: one madvise, for a walk that knows
+// where the map is.
+func releaseRange(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MADV_DONTNEED)
 }

@@ -135,7 +135,7 @@ func (db *DB) preCheck(tx *bolt.Tx) (problems []Problem, safe, graph bool) {
 	// cursor walk below — ours, tx.Check's, the sessions' checks — loop
 	// forever (graph.go).
 	w := newPageWalk(tx)
-	w.release = func() { releaseMapped(db.path) }
+	w.release = func() { releaseRange(w.data) }
 	if err := guard(func() error { return w.walkRoot(tx, allPages) }); err != nil {
 		problems = append(problems, Problem{What: fmt.Sprintf("bbolt: damaged page graph: %v", err)})
 		return problems, false, false

@@ -312,6 +312,9 @@ func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 	case "text":
 		render, contentType = dump.Text, typeText
 	case "dot":
+		if opts.Raw {
+			return &ParamError{Param: "raw", Value: q.Get("raw"), Why: "the dot picture draws no events (as the CLI's --dot with --raw)"}
+		}
 		render, contentType = dump.Dot, typeDot
 	default:
 		return &ParamError{Param: "format", Value: f, Why: "not json, text or dot"}

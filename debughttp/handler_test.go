@@ -262,6 +262,7 @@ func TestHandler_Errors(t *testing.T) {
 		{"GET", "/resume?session=mig&marker=99", 404, "marker 99"},
 		{"GET", "/resume?session=absent", 404, "session not found"},
 		{"GET", "/resume?session=mig&format=dot", 400, "not json or text"},
+		{"GET", "/dump?format=dot&raw=1", 400, "draws no events"},
 		{"GET", "/stats?x=1", 400, "this endpoint takes none"},
 		{"GET", "/backup?x=1", 400, "unknown parameter"},
 		{"GET", "/nope", 404, "no such endpoint"},

@@ -262,7 +262,10 @@ func (o *importOptions) store(db *store.DB, session string, imp *imported, out i
 	}
 	prog.clear()
 	fields := imp.report.Fields()
-	_, err := fmt.Fprintf(out, "imported file=%s session=%s events=%d seq=%d..%d %s\n",
-		fieldValue(imp.label), fieldValue(session), len(imp.events), res.First, res.Last, strings.Join(fields[2:], " "))
+	line := fmt.Sprintf("imported file=%s session=%s events=%d seq=%d..%d", fieldValue(imp.label), fieldValue(session), len(imp.events), res.First, res.Last)
+	if len(fields) > 2 {
+		line += " " + strings.Join(fields[2:], " ")
+	}
+	_, err := fmt.Fprintln(out, line)
 	return err
 }

@@ -97,6 +97,14 @@ func TestImport_ClaudeCodeBothWays(t *testing.T) {
 	if !strings.HasPrefix(out, "imported file="+file+" session=session events=26 seq=1..26 ") || !strings.Contains(out, "rejected=1") {
 		t.Errorf("summary line %q", out)
 	}
+	// Nothing to count: the line ends with the seqs, no trailing space.
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte("[]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "import", "--format", "openai", "--db", direct, "--session", "other", empty); out != "imported file="+empty+" session=other events=0 seq=0..0\n" {
+		t.Errorf("summary line of an empty file %q", out)
+	}
 	for _, db := range []string{viaReplay, direct} {
 		open, arts, rej := keys(ledgerOf(t, db, "session"))
 		if !slices.Equal(open, []string{"toolu_06"}) || !slices.Equal(arts, []string{"tests/conftest.py", "tests/test_login.py"}) ||

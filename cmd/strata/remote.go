@@ -166,7 +166,11 @@ func (c *remote) get(endpoint string, q url.Values) (*body, error) {
 		}
 		err := error(&HTTPError{URL: req.URL.Redacted(), Status: resp.Status, Message: eb.Error})
 		if resp.StatusCode == http.StatusUnauthorized {
-			err = errors.WithHintf(err, "set %s to the handler's token", envToken)
+			if c.token == "" {
+				err = errors.WithHintf(err, "set %s to the handler's token", envToken)
+			} else {
+				err = errors.WithHintf(err, "the handler refused the token in %s", envToken)
+			}
 		}
 		return fail(err)
 	}

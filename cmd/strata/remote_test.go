@@ -204,6 +204,12 @@ func TestRemote_Token(t *testing.T) {
 	if !strings.Contains(r.stderr, "401 Unauthorized") || !strings.Contains(r.stderr, "Hint: set "+envToken) {
 		t.Errorf("without the token: stderr %q", r.stderr)
 	}
+	t.Setenv(envToken, "wrong")
+	r = cli(t, "", "stats", url)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "Hint: the handler refused the token in "+envToken) {
+		t.Errorf("with a wrong token: stderr %q", r.stderr)
+	}
 	t.Setenv(envToken, "s3cret")
 	if out := mustCLI(t, "resume", "--db", url, "--session", "mig", "--json"); !strings.Contains(out, `"session": "mig"`) {
 		t.Errorf("with the token: %s", out)

@@ -69,6 +69,16 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 		return AppendResult{}, err
 	}
 	req := &appendReq{session: session, events: evs, done: make(chan struct{})}
+	// Nothing queued and no commit in flight: commit here, without handing
+	// the append to the committer goroutine and waiting to be woken — two
+	// goroutine switches that cost a single writer more than the CPU they
+	// take (about 10% of an fsync'd append on this machine's disk).
+	if len(db.appends) == 0 && db.commitMu.TryLock() {
+		db.commitAppends([]*appendReq{req})
+		db.commitMu.Unlock()
+		db.release()
+		return req.res, req.err
+	}
 	db.appends <- req
 	db.release()
 	<-req.done
@@ -77,8 +87,8 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 
 // committer is the group commit loop: it takes the first waiting append,
 // then every other one already queued (up to MaxBatch), and commits them in
-// one write transaction. A single writer pays no delay; concurrent writers
-// share fsyncs.
+// one write transaction. Concurrent writers share fsyncs; a single writer
+// commits its appends itself (Append), and pays no delay.
 func (db *DB) committer() {
 	defer close(db.stopped)
 	batch := make([]*appendReq, 0, db.opts.MaxBatch)
@@ -96,7 +106,9 @@ func (db *DB) committer() {
 				break fill
 			}
 		}
+		db.commitMu.Lock()
 		db.commitAppends(batch)
+		db.commitMu.Unlock()
 	}
 }
 

@@ -28,6 +28,7 @@ type DB struct {
 
 	closeOnce sync.Once
 	appends   chan *appendReq // nil when read-only
+	commitMu  sync.Mutex      // held while appends commit (the committer, or Append itself)
 	stopped   chan struct{}
 	mu        sync.RWMutex // held for reading by operations, for writing by Close
 	closed    bool

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-go/strata"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/debughttp"
 	"github.com/strata-go/strata/dump"
@@ -29,27 +28,7 @@ import (
 // turns with the extractive summarizer as it goes.
 func incident(t testing.TB, db *store.DB, session string) {
 	t.Helper()
-	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
-		Policy: compaction.Policy{EveryTurns: 2, Fold: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := tier.NewReader(bytes.NewReader(strata.IncidentJSONL), "incident", tier.Limits{})
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Append(session, rec.Event); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := comp.Run(context.Background(), session); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dbtest.ReplayIncident(t, db, session, compaction.Extractive{})
 }
 
 // serve mounts the handler on a test server.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/strata-go/strata"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/dump"
 	"github.com/strata-go/strata/internal/dbtest"
@@ -27,26 +26,7 @@ func incidentDB(t *testing.T, db *store.DB, session, summarizer string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryTurns: 2, Fold: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := tier.NewReader(bytes.NewReader(strata.IncidentJSONL), "incident", tier.Limits{})
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Append(session, rec.Event); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := comp.Run(context.Background(), session); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dbtest.ReplayIncident(t, db, session, sum)
 }
 
 // render runs one renderer in a View.

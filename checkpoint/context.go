@@ -225,10 +225,39 @@ func indexLineBreak(s string) (int, int) {
 // oneLine quotes s if it holds a line break, so that it stays on its line.
 func oneLine(s string) string {
 	if i, _ := indexLineBreak(s); i >= 0 {
-		return strconv.Quote(s)
+		return quote(s)
 	}
 	return s
 }
+
+// quote returns strconv.Quote(s), byte for byte, faster on text that is
+// mostly printable ASCII (tool output, logs): such runs are copied, and
+// strconv quotes only the runs between them — its escaping is rune by
+// rune, so quoting the pieces apart gives the same bytes.
+func quote(s string) string {
+	out := make([]byte, 0, len(s)+len(s)/8+2)
+	out = append(out, '"')
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && plainASCII(s[j]) {
+			j++
+		}
+		out = append(out, s[i:j]...)
+		k := j
+		for k < len(s) && !plainASCII(s[k]) {
+			k++
+		}
+		if k > j {
+			q := strconv.AppendQuote(nil, s[j:k])
+			out = append(out, q[1:len(q)-1]...)
+		}
+		i = k
+	}
+	return string(append(out, '"'))
+}
+
+// plainASCII reports whether strconv.Quote writes b as it is.
+func plainASCII(b byte) bool { return b >= 0x20 && b < 0x7f && b != '"' && b != '\\' }
 
 // SHA256 returns the hex sha256 of the text rendering.
 func (c *Context) SHA256() string {

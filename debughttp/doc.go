@@ -6,6 +6,12 @@
 //
 //	debughttp.Register(mux, db, debughttp.Options{})   // under /debug/strata/
 //
+// or let it listen on its own — on loopback by default (Listen refuses an
+// address other hosts could reach unless Options.Token is set):
+//
+//	ln, err := debughttp.Listen("", debughttp.Options{}) // 127.0.0.1:6060
+//	go debughttp.Serve(ctx, ln, db, debughttp.Options{})
+//
 // and read it with the strata command, which takes the URL wherever it
 // takes a database to read:
 //

@@ -20,6 +20,10 @@ var (
 	// ErrMethod is returned (as a 405 response) for a method other than GET
 	// or HEAD.
 	ErrMethod = errors.New("debughttp: method not allowed")
+	// ErrNotLoopback is returned by Listen for an address that other hosts
+	// could reach, without a token: the handler exposes the agent's whole
+	// transcript.
+	ErrNotLoopback = errors.New("debughttp: not a loopback address")
 )
 
 // ParamError says which query parameter of a request is wrong and why.

@@ -309,7 +309,7 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		// Many small sessions, each checked below the walk's own threshold:
 		// their pages too leave the resident set.
 		db.graph.touched.Store(0)
-		releaseMapped(db.path)
+		releaseRange(w.data)
 	}
 	if err != nil {
 		return nil, corrupt(id, "", nil, errors.Wrap(err, "damaged page graph"))

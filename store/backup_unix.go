@@ -43,7 +43,7 @@ func sweepTemps(path string, now time.Time) int {
 		if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) < staleTempAge {
 			continue
 		}
-		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		f, err := os.Open(name) // flock needs no write access
 		if err != nil {
 			continue
 		}

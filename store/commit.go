@@ -101,17 +101,18 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 		// still hashes the same (planSeal), else from its raw events now.
 		var required *tier.Required
 		var hash []byte
-		if s := p.seal; s != nil && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
+		var lastTurn uint64 // of the span's last event, for a refusal
+		if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
 			if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
 				return err
 			}
-			required = &s.required
+			required, lastTurn = &s.required, s.lastTurn
 		} else {
 			sp, err := ss.readSpan(&st, p.From, p.To)
 			if err != nil {
 				return err
 			}
-			hash, required = sp.hash, &sp.required
+			hash, required, lastTurn = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn
 		}
 		if !bytes.Equal(hash, p.SpanHash) {
 			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
@@ -132,7 +133,7 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 			if !errors.As(invalid, &ie) {
 				return invalid
 			}
-			return ss.refuse(&st, p, sum, ie, &res)
+			return ss.refuse(&st, p, lastTurn, sum, ie, &res)
 		}
 		return ss.accept(&st, p, sum, claims, &res)
 	})
@@ -352,7 +353,9 @@ func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, r
 	return nil
 }
 
-func (ss *sess) refuse(st *stateRec, p *Plan, sum Summary, ie *marker.InvalidError, res *CommitResult) error {
+// refuse records a refused compaction of p; lastTurn is the turn of the
+// span's last event, as the raw log holds it.
+func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *marker.InvalidError, res *CommitResult) error {
 	at := p.From - 1
 	ck, err := ss.usableCheckpointAt(at)
 	if err != nil {
@@ -382,7 +385,7 @@ func (ss *sess) refuse(st *stateRec, p *Plan, sum Summary, ie *marker.InvalidErr
 	switch p.Kind {
 	case PlanSpan:
 		st.RefusedTo = p.To
-		st.RefusedTurn = p.Events[len(p.Events)-1].Turn
+		st.RefusedTurn = lastTurn
 	case PlanFold:
 		st.FoldRefusedTo = p.To
 	}

@@ -204,6 +204,11 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 			if end := off + pos + ksize; pos < 0 || ksize < 0 || end > len(p) || end < off {
 				return errors.Newf("branch element %d past the page", i)
 			}
+			// bbolt's seeks binary-search these keys: out of order, a seek
+			// can land in a child other than the key ranges below say.
+			if i > 0 && bytes.Compare(branchKey(p, i-1), p[off+pos:off+pos+ksize]) >= 0 {
+				return errors.Newf("branch keys %d and %d out of order", i-1, i)
+			}
 			next := policy
 			if policy.buckets != nil {
 				var lo, hi []byte

@@ -77,14 +77,17 @@ type Plan struct {
 // Commit checks that, by hashing the span inside its transaction, and then
 // need not decode it again.
 type planSeal struct {
+	db       *DB // the handle that planned: another database's log is another log
 	session  string
 	from, to uint64
 	hash     []byte
 	required tier.Required
+	lastTurn uint64 // the turn of the span's last event
 }
 
-// sealed returns a copy of req that shares no slice with it.
-func sealed(session string, from, to uint64, hash []byte, req *tier.Required) *planSeal {
+// sealed returns a seal of what db planned, with a copy of req that shares
+// no slice with it.
+func sealed(db *DB, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn uint64) *planSeal {
 	r := *req
 	r.Unresolved = slices.Clone(r.Unresolved)
 	r.Resolved = slices.Clone(r.Resolved)
@@ -92,7 +95,7 @@ func sealed(session string, from, to uint64, hash []byte, req *tier.Required) *p
 	r.Dispositions = slices.Clone(r.Dispositions)
 	r.Constraints = slices.Clone(r.Constraints)
 	r.Artifacts = slices.Clone(r.Artifacts)
-	return &planSeal{session: session, from: from, to: to, hash: slices.Clone(hash), required: r}
+	return &planSeal{db: db, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span that
@@ -199,7 +202,7 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
-		p.seal = sealed(session, p.From, p.To, sp.hash, &sp.required)
+		p.seal = sealed(db, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn)
 		return nil
 	})
 	return p, err

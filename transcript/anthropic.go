@@ -197,7 +197,7 @@ func contentText(b *builder, raw json.RawMessage) string {
 		case "text", "input_text", "output_text":
 			parts = append(parts, bl.Text)
 		default:
-			parts = append(parts, "["+clipBytes(bl.Type, 40)+"]")
+			parts = append(parts, "["+tier.TruncateUTF8(bl.Type, 40)+"]")
 		}
 	}
 	return strings.Join(parts, "\n")

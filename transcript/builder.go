@@ -137,7 +137,7 @@ func (b *builder) call(id, name string, input []byte, t int64) {
 		base := id
 		for n := 2; ; n++ {
 			suffix := "#" + strconv.Itoa(n)
-			cand := clipBytes(base, b.lim.MaxIDBytes-len(suffix)) + suffix
+			cand := tier.TruncateUTF8(base, b.lim.MaxIDBytes-len(suffix)) + suffix
 			if _, taken := b.open[cand]; !taken {
 				id = cand
 				break
@@ -172,7 +172,7 @@ func (b *builder) result(id, text string, info resultInfo, t int64) {
 		if failed {
 			state = "failed"
 		}
-		b.message(tier.KindSystem, fmt.Sprintf("tool result for call %q, which is not open (%s): %s", clipBytes(id, 200), state, text), t)
+		b.message(tier.KindSystem, fmt.Sprintf("tool result for call %q, which is not open (%s): %s", tier.TruncateUTF8(id, 200), state, text), t)
 		if rejected {
 			b.emit(tier.Event{Kind: tier.KindRejected, Time: t, Key: b.key("tool/unknown:" + id), Text: b.text(reason, 0)})
 		}
@@ -230,7 +230,7 @@ func (b *builder) text(s string, other int) string {
 		return s
 	}
 	b.rep.Clipped++
-	cut := clipBytes(s, max(room-48, 0))
+	cut := tier.TruncateUTF8(s, max(room-48, 0))
 	return cut + fmt.Sprintf("…[clipped %d bytes]", len(s)-len(cut))
 }
 
@@ -256,27 +256,12 @@ func (b *builder) ident(s string, limit int) string {
 		h := fnv.New64a()
 		h.Write([]byte(s))
 		suffix := fmt.Sprintf("#%016x", h.Sum64())
-		fixed = clipBytes(fixed, limit-len(suffix)) + suffix
+		fixed = tier.TruncateUTF8(fixed, limit-len(suffix)) + suffix
 	}
 	if fixed != s {
 		b.rep.FixedIDs++
 	}
 	return fixed
-}
-
-// clipBytes cuts s to at most n bytes at a rune boundary.
-func clipBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }
 
 // parseTime reads a timestamp: RFC 3339 text, or Unix seconds (or

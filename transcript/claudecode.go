@@ -114,7 +114,7 @@ func (r *claudeCodeReader) record(raw []byte) error {
 		b.rep.Compactions++
 		text := "Claude Code compacted the conversation"
 		if m := rec.CompactMetadata; m != nil {
-			text += fmt.Sprintf(" (trigger %s, %d tokens before)", clipBytes(m.Trigger, 40), m.PreTokens)
+			text += fmt.Sprintf(" (trigger %s, %d tokens before)", tier.TruncateUTF8(m.Trigger, 40), m.PreTokens)
 		}
 		b.message(tier.KindSystem, text, t)
 	case rec.Type == "system":

@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/strata-go/strata/tier"
 )
 
 // The texts an agent harness puts in a tool result when the user refused
@@ -221,7 +223,7 @@ func shortArgs(name string, input []byte, cwd string) string {
 	}
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 80 {
-		s = clipBytes(s, 80) + "…"
+		s = tier.TruncateUTF8(s, 80) + "…"
 	}
 	return s
 }

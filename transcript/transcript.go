@@ -204,7 +204,7 @@ func (r Report) String() string { return strings.Join(r.Fields(), " ") }
 // fieldSafe keeps a type name from breaking a key=value line: types come
 // from the input.
 func fieldSafe(s string) string {
-	s = clipBytes(s, 40)
+	s = tier.TruncateUTF8(s, 40)
 	return strings.Map(func(r rune) rune {
 		if r <= ' ' || r == ',' || r == ':' || r == '=' || r == '"' || r == 0x7f {
 			return '_'

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/store"
+
+	"github.com/strata-go/strata/tier"
 )
 
 // verifyOptions are the flags and arguments of `strata verify`.
@@ -290,7 +292,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return tier.TruncateUTF8(s, n) + "…"
 }
 
 // isTerminal reports whether w is a terminal: progress is for a person

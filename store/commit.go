@@ -72,12 +72,11 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 		return CommitResult{}, err
 	}
 	defer db.release()
-	var tooLarge []marker.Failure
-	switch {
-	case refused != nil:
-		tooLarge = refused
-	case validate:
-		tooLarge = summarySize(&sum, db.opts.limits())
+	// Failures known before the transaction: Refuse's, or a summary over
+	// the size limits (not validated: its keys could be as large).
+	preFailed := refused
+	if preFailed == nil && validate {
+		preFailed = summarySize(&sum, db.opts.limits())
 	}
 	claims := cloneClaims(sum.Claims)
 	claims.Normalize()
@@ -119,9 +118,9 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 		}
 		switch {
 		case !validate:
-		case tooLarge != nil:
-			// Not validated: its keys could be as large as the rest.
-			invalid = &marker.InvalidError{Failures: tooLarge}
+		case preFailed != nil:
+			// Refused before any claim is looked at.
+			invalid = &marker.InvalidError{Failures: preFailed}
 		default:
 			invalid = marker.Validate(
 				marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},

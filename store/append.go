@@ -1,6 +1,8 @@
 package store
 
 import (
+	"time"
+
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 
@@ -13,9 +15,13 @@ type AppendResult struct {
 	Turn        uint64 // turn of the last event
 }
 
-type appendReq struct {
+// writeReq is one write waiting for the group commit: an append, or a
+// compaction's commit (commit non-nil).
+type writeReq struct {
 	session string
 	events  []tier.Event
+	commit  *commitReq
+	linger  bool // a commit made while appends were in flight (Options.CommitWait)
 	res     AppendResult
 	err     error
 	done    chan struct{}
@@ -68,54 +74,115 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 	if err := db.acquire(); err != nil {
 		return AppendResult{}, err
 	}
-	req := &appendReq{session: session, events: evs, done: make(chan struct{})}
-	// Nothing queued and no commit in flight: commit here, without handing
-	// the append to the committer goroutine and waiting to be woken — two
-	// goroutine switches that cost a single writer more than the CPU they
-	// take (about 10% of an fsync'd append on this machine's disk).
-	if len(db.appends) == 0 && db.commitMu.TryLock() {
-		db.commitAppends([]*appendReq{req})
-		db.commitMu.Unlock()
-		db.release()
-		return req.res, req.err
-	}
-	db.appends <- req
-	db.release()
-	<-req.done
+	req := &writeReq{session: session, events: evs, done: make(chan struct{})}
+	db.appending.Add(1)
+	db.submit(req)
+	db.appending.Add(-1)
 	return req.res, req.err
 }
 
-// committer is the group commit loop: it takes the first waiting append,
-// then every other one already queued (up to MaxBatch), and commits them in
-// one write transaction. Concurrent writers share fsyncs; a single writer
-// commits its appends itself (Append), and pays no delay.
+// submit commits req, alone or in a group commit, and returns when it is
+// done. The caller holds db.acquire; submit releases it.
+func (db *DB) submit(req *writeReq) {
+	// Nothing handed to the committer and no commit in flight: commit
+	// here, without handing the write to the committer goroutine and
+	// waiting to be woken — two goroutine switches that cost a single
+	// writer more than the CPU they take (about 10% of an fsync'd append
+	// on this machine's disk). A write handed over and not yet committed
+	// keeps later ones from going past it: they join its batch.
+	if !req.linger && db.queued.Load() == 0 && db.commitMu.TryLock() {
+		db.commitBatch([]*writeReq{req})
+		db.commitMu.Unlock()
+		db.release()
+		return
+	}
+	db.queued.Add(1)
+	_ = hook("queued") // a step tests wait on; it cannot fail
+	db.writes <- req
+	db.release()
+	<-req.done
+}
+
+// committer is the group commit loop: it takes the first waiting write
+// (an append or a compaction's commit), then every other one already queued
+// (up to MaxBatch), and commits them in one write transaction. Concurrent
+// writers share fsyncs; a single writer commits its writes itself (submit),
+// and pays no delay.
 func (db *DB) committer() {
 	defer close(db.stopped)
-	batch := make([]*appendReq, 0, db.opts.MaxBatch)
-	for req := range db.appends {
-		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < db.opts.MaxBatch {
-			select {
-			case r, ok := <-db.appends:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
+	batch := make([]*writeReq, 0, db.opts.MaxBatch)
+	var wait *time.Timer
+	for req := range db.writes {
+		batch = db.fill(append(batch[:0], req))
 		db.commitMu.Lock()
-		db.commitAppends(batch)
+		batch = db.fill(batch) // and those that came while it waited
+		if lingering(batch) {
+			// Commits made while appends were in flight, and nothing
+			// else: the appending goroutine is about to come back.
+			_ = hook("linger") // a step tests wait on; it cannot fail
+			if wait == nil {
+				wait = time.NewTimer(db.opts.CommitWait)
+			} else {
+				wait.Reset(db.opts.CommitWait)
+			}
+			select {
+			case r, ok := <-db.writes:
+				if ok {
+					batch = db.fill(append(batch, r))
+				}
+			case <-wait.C:
+			}
+			wait.Stop()
+		}
+		db.commitBatch(batch)
+		db.queued.Add(-int32(len(batch)))
 		db.commitMu.Unlock()
 	}
 }
 
-func (db *DB) commitAppends(batch []*appendReq) {
+// fill adds to batch the writes already queued, up to MaxBatch.
+func (db *DB) fill(batch []*writeReq) []*writeReq {
+	for len(batch) < db.opts.MaxBatch {
+		select {
+		case r, ok := <-db.writes:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// lingering reports whether every write of batch is a commit that may wait
+// for company (Options.CommitWait).
+func lingering(batch []*writeReq) bool {
+	for _, r := range batch {
+		if !r.linger {
+			return false
+		}
+	}
+	return true
+}
+
+// errNothingWritten rolls back a batch whose writes were all refused.
+var errNothingWritten = errors.New("store: nothing written")
+
+// commitBatch commits batch in one write transaction, in order. A write
+// refused before it wrote anything fails alone; a write that fails half-way
+// rolls the whole transaction back, and every write of the batch fails.
+func (db *DB) commitBatch(batch []*writeReq) {
 	err := db.update(func(tx *bolt.Tx) error {
 		for _, req := range batch {
 			req.err, req.res = nil, AppendResult{}
+			if c := req.commit; c != nil {
+				if err := db.commitIn(tx, c); err != nil {
+					return err
+				}
+				continue
+			}
 			p, err := db.prepareAppend(tx, req.session, req.events)
 			if err != nil {
 				// Refused before anything of it was written — bad input
@@ -135,12 +202,25 @@ func (db *DB) commitAppends(batch []*appendReq) {
 				db.graph.mark(req.session)
 			}
 		}
-		return nil
+		for _, req := range batch {
+			if req.err == nil && (req.commit == nil || req.commit.err == nil) {
+				return nil
+			}
+		}
+		// Every write was refused before it wrote: roll back rather than
+		// pay a commit (a meta page and two fsyncs) for nothing.
+		return errNothingWritten
 	})
+	if errors.Is(err, errNothingWritten) {
+		err = nil
+	}
 	for _, req := range batch {
 		if err != nil {
 			req.err = err
 			req.res = AppendResult{}
+			if c := req.commit; c != nil {
+				c.err, c.res, c.invalid = err, CommitResult{}, nil
+			}
 		}
 		close(req.done)
 	}

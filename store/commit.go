@@ -66,80 +66,117 @@ func (db *DB) Refuse(p *Plan, sum Summary, failures ...marker.Failure) (CommitRe
 
 // commit is Commit, with validate false CommitUnchecked, and with refused
 // set Refuse: the same transaction, with or without the size check and
-// marker.Validate, or refused for the given failures.
+// marker.Validate, or refused for the given failures. It joins the group
+// commit, so a compaction committed while appends wait shares their
+// transaction and fsync.
 func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failure) (CommitResult, error) {
+	if db.opts.ReadOnly {
+		return CommitResult{}, ErrReadOnly
+	}
 	if err := db.acquire(); err != nil {
 		return CommitResult{}, err
 	}
-	defer db.release()
+	c := db.newCommitReq(p, sum, validate, refused)
+	db.submit(&writeReq{session: p.Session, commit: c, done: make(chan struct{}),
+		linger: db.opts.CommitWait > 0 && db.appending.Load() > 0})
+	if c.err != nil {
+		return CommitResult{}, c.err
+	}
+	return c.res, c.invalid
+}
+
+// commitReq is a compaction's commit waiting for the group commit, and
+// then its outcome.
+type commitReq struct {
+	p         *Plan
+	sum       Summary
+	validate  bool
+	preFailed []marker.Failure // refused before any claim is looked at
+	claims    tier.Claims      // sum.Claims, normalized
+
+	res     CommitResult
+	invalid error // the refusal recorded (*marker.InvalidError)
+	err     error // not committed
+}
+
+func (db *DB) newCommitReq(p *Plan, sum Summary, validate bool, refused []marker.Failure) *commitReq {
+	c := &commitReq{p: p, sum: sum, validate: validate, preFailed: refused}
 	// Failures known before the transaction: Refuse's, or a summary over
 	// the size limits (not validated: its keys could be as large).
-	preFailed := refused
-	if preFailed == nil && validate {
-		preFailed = summarySize(&sum, db.opts.limits())
+	if c.preFailed == nil && validate {
+		c.preFailed = summarySize(&sum, db.opts.limits())
 	}
-	claims := cloneClaims(sum.Claims)
-	claims.Normalize()
-	var res CommitResult
-	var invalid error
-	err := db.update(func(tx *bolt.Tx) error {
-		res, invalid = CommitResult{}, nil
-		ss, err := db.openSess(tx, p.Session)
-		if err != nil {
-			return err
-		}
-		st, err := ss.state()
-		if err != nil {
-			return err
-		}
-		slot, err := ss.checkCurrent(&st, p)
-		if err != nil {
-			return err
-		}
-		// The claims the span requires: computed at plan time if the span
-		// still hashes the same (planSeal), else from its raw events now.
-		var required *tier.Required
-		var hash []byte
-		var lastTurn uint64 // of the span's last event, for a refusal
-		if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
-			if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
-				return err
-			}
-			required, lastTurn = &s.required, s.lastTurn
-		} else {
-			sp, err := ss.readSpan(&st, p.From, p.To)
-			if err != nil {
-				return err
-			}
-			hash, required, lastTurn = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn
-		}
-		if !bytes.Equal(hash, p.SpanHash) {
-			return errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
-		}
-		switch {
-		case !validate:
-		case preFailed != nil:
-			// Refused before any claim is looked at.
-			invalid = &marker.InvalidError{Failures: preFailed}
-		default:
-			invalid = marker.Validate(
-				marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
-				marker.Frame{Version: st.FrameVersion, RootDepth: slot},
-				required, p.Depth, &claims)
-		}
-		if invalid != nil {
-			var ie *marker.InvalidError
-			if !errors.As(invalid, &ie) {
-				return invalid
-			}
-			return ss.refuse(&st, p, lastTurn, sum, ie, &res)
-		}
-		return ss.accept(&st, p, sum, claims, &res)
-	})
+	c.claims = cloneClaims(sum.Claims)
+	c.claims.Normalize()
+	return c
+}
+
+// commitIn writes c in tx. A check that fails before anything is written
+// — a conflict, a changed span, damage in the session's records — is c's
+// own error and leaves tx as it was; an error while writing is returned,
+// and only rolling back the whole transaction undoes it.
+func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
+	c.res, c.invalid, c.err = CommitResult{}, nil, nil
+	p := c.p
+	ss, err := db.openSess(tx, p.Session)
 	if err != nil {
-		return CommitResult{}, err
+		c.err = err
+		return nil
 	}
-	return res, invalid
+	st, err := ss.state()
+	if err != nil {
+		c.err = err
+		return nil
+	}
+	slot, err := ss.checkCurrent(&st, p)
+	if err != nil {
+		c.err = err
+		return nil
+	}
+	// The claims the span requires: computed at plan time if the span
+	// still hashes the same (planSeal), else from its raw events now.
+	var required *tier.Required
+	var hash []byte
+	var lastTurn uint64 // of the span's last event, for a refusal
+	if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
+		if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
+			c.err = err
+			return nil
+		}
+		required, lastTurn = &s.required, s.lastTurn
+	} else {
+		sp, err := ss.readSpan(&st, p.From, p.To)
+		if err != nil {
+			c.err = err
+			return nil
+		}
+		hash, required, lastTurn = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn
+	}
+	if !bytes.Equal(hash, p.SpanHash) {
+		c.err = errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
+		return nil
+	}
+	var invalid error
+	switch {
+	case !c.validate:
+	case c.preFailed != nil:
+		invalid = &marker.InvalidError{Failures: c.preFailed}
+	default:
+		invalid = marker.Validate(
+			marker.Frame{Version: p.FrameVersion, RootDepth: p.Depth},
+			marker.Frame{Version: st.FrameVersion, RootDepth: slot},
+			required, p.Depth, &c.claims)
+	}
+	if invalid == nil {
+		return ss.accept(&st, p, c.sum, c.claims, &c.res)
+	}
+	var ie *marker.InvalidError
+	if !errors.As(invalid, &ie) {
+		c.err = invalid
+		return nil
+	}
+	c.invalid = invalid
+	return ss.refuse(&st, p, lastTurn, c.sum, ie, &c.res)
 }
 
 func cloneClaims(c tier.Claims) tier.Claims {

@@ -27,8 +27,10 @@ type DB struct {
 	bolt *bolt.DB
 
 	closeOnce sync.Once
-	appends   chan *appendReq // nil when read-only
-	commitMu  sync.Mutex      // held while appends commit (the committer, or Append itself)
+	writes    chan *writeReq // nil when read-only
+	commitMu  sync.Mutex     // held while writes commit (the committer, or submit itself)
+	appending atomic.Int32   // Append calls submitted and not yet committed
+	queued    atomic.Int32   // writes handed to the committer and not yet committed
 	stopped   chan struct{}
 	mu        sync.RWMutex // held for reading by operations, for writing by Close
 	closed    bool
@@ -123,7 +125,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		return nil, errors.CombineErrors(err, b.Close())
 	}
 	if !opts.ReadOnly {
-		db.appends = make(chan *appendReq, opts.MaxBatch)
+		db.writes = make(chan *writeReq, opts.MaxBatch)
 		db.stopped = make(chan struct{})
 		go db.committer()
 	}
@@ -213,8 +215,8 @@ func (db *DB) Close() error {
 		db.mu.Lock()
 		db.closed = true
 		db.mu.Unlock()
-		if db.appends != nil {
-			close(db.appends)
+		if db.writes != nil {
+			close(db.writes)
 			<-db.stopped
 		}
 		err = db.bolt.Close()

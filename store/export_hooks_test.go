@@ -1,9 +1,58 @@
 package store
 
+import "github.com/strata-go/strata/tier"
+
 // SetTestHook sets the write-step hook (see hooks.go) and returns a func
 // that clears it. Only for tests that are not parallel: the hook is
 // process-wide.
 func SetTestHook(f func(step string) error) (clear func()) {
 	testHook.Store(&f)
 	return func() { testHook.Store(nil) }
+}
+
+// GroupWrite is one write of a WriteGroup: an append of Events to Session,
+// or, with Plan set, the commit of Summary for Plan.
+type GroupWrite struct {
+	Session string
+	Events  []tier.Event
+	Plan    *Plan
+	Summary Summary
+}
+
+// GroupResult is the outcome of one GroupWrite.
+type GroupResult struct {
+	Append AppendResult
+	Commit CommitResult
+	Err    error
+}
+
+// WriteGroup commits ws as one group commit, in order, as the committer
+// does when they are all waiting: the way to put an append and a commit in
+// one batch without racing goroutines. Events must carry their Time.
+func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
+	if err := db.acquire(); err != nil {
+		panic(err)
+	}
+	defer db.release()
+	batch := make([]*writeReq, len(ws))
+	for i, w := range ws {
+		batch[i] = &writeReq{session: w.Session, events: w.Events, done: make(chan struct{})}
+		if w.Plan != nil {
+			batch[i].commit = db.newCommitReq(w.Plan, w.Summary, true, nil)
+		}
+	}
+	db.commitMu.Lock()
+	db.commitBatch(batch)
+	db.commitMu.Unlock()
+	out := make([]GroupResult, len(ws))
+	for i, req := range batch {
+		out[i] = GroupResult{Append: req.res, Err: req.err}
+		if c := req.commit; c != nil {
+			out[i] = GroupResult{Commit: c.res, Err: c.err}
+			if c.err == nil && c.invalid != nil {
+				out[i].Err = c.invalid
+			}
+		}
+	}
+	return out
 }

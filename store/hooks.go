@@ -8,8 +8,9 @@ import (
 // testHook, when a test sets it, is called at named steps of every write:
 // before each record is encoded ("encode:<type>", so a failure there stands
 // for a failure at that step of an append or a commit) and after a write
-// transaction's function returned, just before bbolt commits ("commit"). An
-// error it returns fails the step. It is nil outside tests: the production
+// transaction's function returned, just before bbolt commits ("commit"),
+// and when a write is handed to the group committer ("queued") or a commit
+// starts waiting for company ("linger"); these two cannot fail. An error it returns fails the step. It is nil outside tests: the production
 // cost is one atomic load per step. Tests set it only while no write is in
 // flight, from a test that is not parallel: the hook is process-wide.
 var testHook atomic.Pointer[func(step string) error]

@@ -41,6 +41,14 @@ type Options struct {
 	// means 256.
 	MaxBatch int
 
+	// CommitWait is how long a compaction's Commit (or Refuse) made while
+	// appends are in flight waits, when nothing else is queued, for another
+	// write to share its transaction and fsync: a pipeline that appends
+	// on one goroutine and compacts on another pays one commit where it
+	// would pay two. A Commit made while no append is in flight never
+	// waits. Zero means DefaultCommitWait; a negative value turns it off.
+	CommitWait time.Duration
+
 	// Clock gives the time recorded on events without one; nil means
 	// time.Now.
 	Clock func() time.Time
@@ -69,8 +77,13 @@ var DefaultOptions = Options{
 	MaxEventBytes: tier.DefaultMaxEventBytes,
 	MaxIDBytes:    tier.DefaultMaxIDBytes,
 	MaxBatch:      256,
+	CommitWait:    DefaultCommitWait,
 	Mode:          0o600,
 }
+
+// DefaultCommitWait is Options.CommitWait's default: the time an appending
+// goroutine takes to come back with its next append, several times over.
+const DefaultCommitWait = time.Millisecond
 
 func (o Options) withDefaults() Options {
 	if o.LockTimeout <= 0 {
@@ -84,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
+	}
+	if o.CommitWait == 0 {
+		o.CommitWait = DefaultCommitWait
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

@@ -1,0 +1,149 @@
+package compaction_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// backgroundLoad is the incident's long session under three session ids,
+// appended in interleaved runs of 7 events: several runs per session, so
+// that an Append must wait for its session's previous Run.
+func backgroundLoad(t *testing.T) (order []string, runs [][]tier.Event) {
+	_, evs := readIncident(t, "long_migration.jsonl")
+	ids := []string{"a", "b", "c"}
+	for from := 0; from < len(evs); from += 7 {
+		for _, id := range ids {
+			order = append(order, id)
+			runs = append(runs, evs[from:min(from+7, len(evs))])
+		}
+	}
+	return order, runs
+}
+
+// TestBackground_SameAsSequential: compacting in the background gives the
+// database, and the reports in the order, that appending and calling Run
+// after each append on one goroutine gives — with a summarizer that is
+// refused now and then, so that refusals are compared too.
+func TestBackground_SameAsSequential(t *testing.T) {
+	order, runs := backgroundLoad(t)
+	opts := compaction.Options{
+		Summarizer: mustLossy(t, compaction.DropOpen),
+		Policy:     compaction.Policy{EveryEvents: 6, Fold: 2},
+	}
+	open := func() *store.DB {
+		return dbtest.Open(t, store.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	}
+
+	seqDB := open()
+	seq := newCompactor(t, seqDB, opts)
+	var want []string
+	for i, id := range order {
+		if _, err := seqDB.Append(id, runs[i]...); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := seq.Run(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			want = append(want, fmt.Sprintf("%s %+v", id, r))
+		}
+	}
+
+	bgDB := open()
+	var got []string
+	bg := newCompactor(t, bgDB, opts).Background(context.Background(), func(id string, rs []compaction.Result) {
+		for _, r := range rs {
+			got = append(got, fmt.Sprintf("%s %+v", id, r))
+		}
+	})
+	for i, id := range order {
+		if _, err := bg.Append(id, runs[i]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bg.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if len(want) < 10 {
+		t.Fatalf("only %d compactions: the load does not exercise the queue", len(want))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reports differ:\nbackground %q\nsequential %q", got, want)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if g, w := resume(t, bgDB, id, store.Latest).SHA256(), resume(t, seqDB, id, store.Latest).SHA256(); g != w {
+			t.Errorf("session %s resumes to %s in the background, %s sequentially", id, g, w)
+		}
+		if g, w := markers(t, bgDB, id), markers(t, seqDB, id); !reflect.DeepEqual(g, w) {
+			t.Errorf("session %s: markers differ", id)
+		}
+		if g, w := checkpoints(t, bgDB, id), checkpoints(t, seqDB, id); !reflect.DeepEqual(g, w) {
+			t.Errorf("session %s: checkpoints differ", id)
+		}
+		if g, w := refusals(t, bgDB, id), refusals(t, seqDB, id); !reflect.DeepEqual(g, w) {
+			t.Errorf("session %s: refusals differ", id)
+		}
+	}
+	verifyClean(t, bgDB)
+}
+
+// TestBackground_ErrorStops: a Run's error stops the queue. The Append
+// after it appends nothing and returns it (marked ErrStopped), and Close
+// returns it; the sessions queued behind the failed Run are not compacted.
+func TestBackground_ErrorStops(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	boom := errors.New("model down")
+	failing := summarizerFunc{name: "flaky", fn: func(in *compaction.Input) (compaction.Output, error) {
+		if in.Session == "b" {
+			return compaction.Output{}, boom
+		}
+		return compaction.Extractive{}.Summarize(context.Background(), in)
+	}}
+	c := newCompactor(t, db, compaction.Options{Summarizer: failing, Policy: compaction.Policy{EveryEvents: 2}})
+	release := make(chan struct{})
+	reported := map[string]int{}
+	bg := c.Background(context.Background(), func(id string, rs []compaction.Result) {
+		reported[id] += len(rs)
+		if id == "a" {
+			<-release // hold the queue until "b" and "c" are behind "a"
+		}
+	})
+	evs := func() []tier.Event {
+		return []tier.Event{{Kind: tier.KindUser, Text: "u"}, {Kind: tier.KindAssistant, Text: "a"}}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := bg.Append(id, evs()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	// "b" failed: appending to it again waits for its Run, then refuses.
+	_, err := bg.Append("b", evs()...)
+	if !errors.Is(err, compaction.ErrStopped) || !errors.Is(err, boom) {
+		t.Fatalf("Append after the failure = %v, want ErrStopped and the summarizer's error", err)
+	}
+	if err := bg.Close(); !errors.Is(err, boom) {
+		t.Fatalf("Close = %v, want the summarizer's error", err)
+	}
+	if got := len(allEvents(t, db, "b")); got != 2 {
+		t.Errorf("session b holds %d events, want the 2 appended before the failure", got)
+	}
+	if reported["a"] != 1 || reported["c"] != 0 {
+		t.Errorf("reported %v, want a's compaction and nothing of c (queued behind the failure)", reported)
+	}
+	if r := roots(t, db, "c"); len(r) != 0 {
+		t.Errorf("session c was compacted after the queue stopped: %v", r)
+	}
+}

@@ -86,9 +86,14 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		r := &replayer{ctx: ctx, db: db, comp: comp, out: out, sessions: map[string]bool{}}
+		r := &replayer{out: out, sessions: map[string]bool{}}
+		r.bg = comp.Background(ctx, r.reportRun)
 		in := bytes.Replace(strata.IncidentJSONL, []byte(`"session":"mig"`), []byte(`"session":"`+session+`"`), 1)
-		if err := r.replayFile("-", bytes.NewReader(in)); err != nil {
+		err = r.replayFile("-", bytes.NewReader(in))
+		if cerr := r.bg.Close(); cerr != nil {
+			err = cerr
+		}
+		if err != nil {
 			return err
 		}
 		rc, err := db.Resume(session, store.Latest)

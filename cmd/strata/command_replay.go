@@ -195,9 +195,17 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if err != nil {
 		return err
 	}
-	r := &replayer{ctx: ctx, db: db, comp: comp, out: out, defaultSession: o.session, sessions: map[string]bool{}}
+	r := &replayer{out: out, defaultSession: o.session, sessions: map[string]bool{}}
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
+	// Compactions run on a goroutine of their own while the next events
+	// are read and appended; their commits share the appends' fsyncs.
+	r.bg = comp.Background(ctx, r.reportRun)
 	defer func() {
+		// A compaction's error comes first: it was met on events read
+		// before anything that stopped the appending.
+		if cerr := r.bg.Close(); cerr != nil {
+			err = cerr
+		}
 		r.prog.finish()
 		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d\n",
 			r.files, r.events, len(r.sessions), r.compacted, r.refused)
@@ -211,17 +219,16 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 }
 
 // replayer appends the events of JSONL files and compacts after each
-// append, counting what it did.
+// append (in the background), counting what it did.
 type replayer struct {
-	ctx            context.Context
-	db             *store.DB
-	comp           *compaction.Compactor
+	bg             *compaction.Background
 	out            io.Writer
 	defaultSession string
 	prog           *progress // on a terminal: bytes read, events stored
 
-	files, events, compacted, refused int
-	sessions                          map[string]bool
+	files, events      int
+	sessions           map[string]bool
+	compacted, refused int // counted by reportRun, on bg's goroutine
 
 	// The pending batch: consecutive lines of one session of file.
 	file    string
@@ -293,33 +300,32 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 	return r.flush()
 }
 
-// flush appends the pending batch and compacts its session. When the store
-// refuses an event of the batch, the events before it are appended, and the
-// error names the event's line.
+// flush appends the pending batch and queues the compaction of its
+// session. When the store refuses an event of the batch, the events before
+// it are appended, and the error names the event's line.
 func (r *replayer) flush() error {
 	if len(r.batch) == 0 {
 		return nil
 	}
 	defer func() { r.batch, r.lines = r.batch[:0], r.lines[:0] }()
-	_, err := r.db.Append(r.session, r.batch...)
+	_, err := r.bg.Append(r.session, r.batch...)
 	var ee *tier.EventError
-	if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(r.batch) {
+	switch {
+	case errors.Is(err, compaction.ErrStopped):
+		return err // Close returns it
+	case errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(r.batch):
 		if ee.Index > 0 {
-			if _, err := r.db.Append(r.session, r.batch[:ee.Index]...); err != nil {
+			if _, err := r.bg.Append(r.session, r.batch[:ee.Index]...); err != nil {
 				return err
 			}
 			r.stored(ee.Index)
-			if err := r.compact(); err != nil {
-				return err
-			}
 		}
 		return &tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err}
-	}
-	if err != nil {
+	case err != nil:
 		return errors.Wrapf(err, "%s:%d", r.file, r.lines[0])
 	}
 	r.stored(len(r.batch))
-	return r.compact()
+	return nil
 }
 
 // stored counts n events appended to the batch's session.
@@ -329,15 +335,13 @@ func (r *replayer) stored(n int) {
 	r.prog.addEvents(int64(n))
 }
 
-// compact runs the compactor on the batch's session: it compacts as far as
-// is due, so the compactions are exactly those of a replay that compacted
-// after every event.
-func (r *replayer) compact() error {
-	res, err := r.comp.Run(r.ctx, r.session)
-	for i := range res {
-		r.report(&res[i])
+// reportRun reports the compactions of one Run of the compactor. A Run
+// compacts as far as is due, so the compactions are exactly those of a
+// replay that compacted after every event.
+func (r *replayer) reportRun(_ string, rs []compaction.Result) {
+	for i := range rs {
+		r.report(&rs[i])
 	}
-	return errors.Wrapf(err, "compacting session %q", r.session)
 }
 
 // report prints one line per compaction.
@@ -363,8 +367,7 @@ func (r *replayer) report(x *compaction.Result) {
 			fieldValue(x.Session), x.Depth, x.From, x.To, x.Checkpoint, reasons)
 	}
 	b.WriteByte('\n')
-	r.prog.clear()
-	io.WriteString(r.out, b.String())
+	r.prog.above(func() { io.WriteString(r.out, b.String()) })
 }
 
 // joinIDs returns ids as "3,4".

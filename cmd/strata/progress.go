@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,8 +23,10 @@ var progressEvery = progressInterval
 // events, the rate and, when the total is known, the percentage and the
 // time left. It is for a person watching: newProgress returns nil unless
 // stderr is a terminal (or STRATA_PROGRESS=1), and every method of a nil
-// *progress does nothing, so callers never check.
+// *progress does nothing, so callers never check. Its methods are safe
+// for use by several goroutines.
 type progress struct {
+	mu     sync.Mutex
 	w      io.Writer
 	label  string // "replay"
 	unit   string // "bytes", or the noun of the items counted ("events")
@@ -64,6 +67,8 @@ func (p *progress) add(n int64) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done += n
 	p.draw()
 }
@@ -73,6 +78,8 @@ func (p *progress) addEvents(n int64) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.events += n
 	p.draw()
 }
@@ -82,6 +89,8 @@ func (p *progress) set(done, total int64) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done = done
 	if total > 0 {
 		p.total = total
@@ -92,14 +101,37 @@ func (p *progress) set(done, total int64) {
 // setNote sets the text shown after the counts.
 func (p *progress) setNote(s string) {
 	if p != nil {
+		p.mu.Lock()
 		p.note = s
+		p.mu.Unlock()
 	}
 }
 
 // clear erases the line, so that other output can be written; the next
 // update draws it again.
 func (p *progress) clear() {
-	if p != nil && p.shown {
+	if p != nil {
+		p.mu.Lock()
+		p.erase()
+		p.mu.Unlock()
+	}
+}
+
+// above runs fn, which writes other output, with the line erased and not
+// redrawn until fn returns.
+func (p *progress) above(fn func()) {
+	if p == nil {
+		fn()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.erase()
+	fn()
+}
+
+func (p *progress) erase() {
+	if p.shown {
 		io.WriteString(p.w, "\r\x1b[K")
 		p.shown = false
 	}
@@ -108,8 +140,10 @@ func (p *progress) clear() {
 // finish erases the line for good.
 func (p *progress) finish() {
 	if p != nil {
-		p.clear()
+		p.mu.Lock()
+		p.erase()
 		p.w = io.Discard
+		p.mu.Unlock()
 	}
 }
 
@@ -151,7 +185,7 @@ func (w progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// draw rewrites the line, at most once per progressEvery.
+// draw rewrites the line, at most once per progressEvery. p.mu is held.
 func (p *progress) draw() {
 	now := p.now()
 	if now.Sub(p.last) < progressEvery {

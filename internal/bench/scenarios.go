@@ -65,7 +65,8 @@ var ReplayPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFo
 
 // ReplayStrata loads sessions into a new strata database at path as
 // `strata replay --every-events 40` does: appends of up to ReplayBatch
-// events, each followed by the compactions it makes due. It returns the
+// events, each followed by the compactions it makes due, run in the
+// background (compaction.Background) while the next session is appended. It returns the
 // time taken and the number of compactions committed.
 func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
 	p, err := OpenStrata(path, store.Options{})
@@ -76,25 +77,26 @@ func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	ctx := context.Background()
 	committed := 0
 	start := time.Now()
+	bg := comp.Background(context.Background(), func(_ string, rs []compaction.Result) {
+		for _, r := range rs {
+			if r.Committed() {
+				committed++
+			}
+		}
+	})
 	for i := range sessions {
 		s := &sessions[i]
 		for from := 0; from < len(s.Events); from += ReplayBatch {
-			if err := p.Append(s.ID, s.Events[from:min(from+ReplayBatch, len(s.Events))]...); err != nil {
+			if _, err := bg.Append(s.ID, s.Events[from:min(from+ReplayBatch, len(s.Events))]...); err != nil {
+				bg.Close()
 				return 0, 0, err
-			}
-			rs, err := comp.Run(ctx, s.ID)
-			if err != nil {
-				return 0, 0, err
-			}
-			for _, r := range rs {
-				if r.Committed() {
-					committed++
-				}
 			}
 		}
+	}
+	if err := bg.Close(); err != nil {
+		return 0, 0, err
 	}
 	d := time.Since(start)
 	return d, committed, p.Close()

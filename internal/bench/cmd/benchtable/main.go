@@ -217,7 +217,7 @@ func replay(dir string) {
 		}
 	}
 	s, b, q := median(st), median(bt), median(qt)
-	fmt.Printf("%d sessions, %d events, appended in runs of ≤%d events of a session (as `strata replay`); strata also commits %d summary nodes (each its own fsync'd transaction). Median of %d rounds.\n\n",
+	fmt.Printf("%d sessions, %d events, appended in runs of ≤%d events of a session (as `strata replay`); strata also commits %d summary nodes, compacting on a second goroutine whose commits share the appends' transactions where they meet. Median of %d rounds.\n\n",
 		len(sessions), n, bench.ReplayBatch, committed, *flagRounds)
 	fmt.Println("| peer | events/s | strata ÷ peer |")
 	fmt.Println("|---|---:|---:|")

@@ -76,85 +76,154 @@ func NodeText(n *tier.Node) string {
 	return b.String()
 }
 
+// writeNode and writeEvent build their lines with appends rather than fmt:
+// rendering is most of what a resume costs. ref_test.go keeps the fmt
+// versions they must match byte for byte.
 func writeNode(b *bytes.Buffer, n *tier.Node) {
-	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d\n", n.Depth, n.ID, n.From, n.To)
+	b.WriteString("\n## ")
+	b.WriteString(n.Depth.String())
+	b.WriteString(" summary ")
+	writeUint(b, n.ID)
+	b.WriteString(", seq ")
+	writeUint(b, n.From)
+	b.WriteString("..")
+	writeUint(b, n.To)
+	b.WriteByte('\n')
 	if n.Narrative != "" {
 		// The narrative is the summarizer's free text: indented, so that no
 		// line of it can pass for a heading or a validated claim ("- ...").
-		for _, l := range splitLines(strings.TrimRight(n.Narrative, lineBreaks)) {
+		s := strings.TrimRight(n.Narrative, lineBreaks)
+		for {
+			i, w := indexLineBreak(s)
 			b.WriteString("  ")
-			b.WriteString(l)
+			if i < 0 {
+				b.WriteString(s)
+				b.WriteByte('\n')
+				break
+			}
+			b.WriteString(s[:i])
 			b.WriteByte('\n')
+			s = s[i+w:]
 		}
 	}
 	cl := &n.Claims
 	for _, o := range cl.Unresolved {
-		fmt.Fprintf(b, "- UNRESOLVED %s %s%s\n", openNoun(o.Kind), oneLine(o.ID), paren(o.Name))
+		b.WriteString("- UNRESOLVED ")
+		b.WriteString(openNoun(o.Kind))
+		b.WriteByte(' ')
+		b.WriteString(oneLine(o.ID))
+		writeParen(b, o.Name)
+		b.WriteByte('\n')
 	}
 	if len(cl.Resolved) > 0 {
-		fmt.Fprintf(b, "- resolved: %s\n", oneLine(strings.Join(cl.Resolved, ", ")))
+		b.WriteString("- resolved: ")
+		b.WriteString(oneLine(strings.Join(cl.Resolved, ", ")))
+		b.WriteByte('\n')
 	}
 	for _, d := range cl.Dispositions {
-		fmt.Fprintf(b, "- %s: %s", d.State, oneLine(d.Key))
+		b.WriteString("- ")
+		b.WriteString(d.State.String())
+		b.WriteString(": ")
+		b.WriteString(oneLine(d.Key))
 		if d.By != "" {
-			fmt.Fprintf(b, " (by %s)", oneLine(d.By))
+			b.WriteString(" (by ")
+			b.WriteString(oneLine(d.By))
+			b.WriteByte(')')
 		}
-		if d.Reason != "" {
-			fmt.Fprintf(b, " — %s", oneLine(d.Reason))
-		}
+		writeDash(b, d.Reason)
 		b.WriteByte('\n')
 	}
 	for _, c := range cl.Constraints {
 		if c.Withdrawn {
-			fmt.Fprintf(b, "- constraint withdrawn: %s\n", oneLine(c.Key))
+			b.WriteString("- constraint withdrawn: ")
+			b.WriteString(oneLine(c.Key))
+			b.WriteByte('\n')
 			continue
 		}
-		fmt.Fprintf(b, "- constraint: %s", oneLine(c.Key))
-		if c.Text != "" {
-			fmt.Fprintf(b, " — %s", oneLine(c.Text))
-		}
+		b.WriteString("- constraint: ")
+		b.WriteString(oneLine(c.Key))
+		writeDash(b, c.Text)
 		b.WriteByte('\n')
 	}
 	for _, a := range cl.Artifacts {
-		fmt.Fprintf(b, "- artifact: %s", oneLine(a.Key))
-		if a.Text != "" {
-			fmt.Fprintf(b, " — %s", oneLine(a.Text))
-		}
+		b.WriteString("- artifact: ")
+		b.WriteString(oneLine(a.Key))
+		writeDash(b, a.Text)
 		b.WriteByte('\n')
 	}
 }
 
 func writeEvent(b *bytes.Buffer, e *tier.Event) {
-	fmt.Fprintf(b, "[%d t%d] %s", e.Seq, e.Turn, e.Kind)
+	b.WriteByte('[')
+	writeUint(b, e.Seq)
+	b.WriteString(" t")
+	writeUint(b, e.Turn)
+	b.WriteString("] ")
+	b.WriteString(e.Kind.String())
 	switch {
 	case e.Kind.Opens():
-		fmt.Fprintf(b, " %s%s", oneLine(e.ID), paren(e.Name))
+		b.WriteByte(' ')
+		b.WriteString(oneLine(e.ID))
+		writeParen(b, e.Name)
 	case e.Kind.Resolves():
-		fmt.Fprintf(b, " %s", oneLine(e.ID))
+		b.WriteByte(' ')
+		b.WriteString(oneLine(e.ID))
 		if e.Failed {
 			b.WriteString(" FAILED")
 		} else {
 			b.WriteString(" ok")
 		}
 		if e.Key != "" {
-			fmt.Fprintf(b, " key=%s", oneLine(e.Key))
+			b.WriteString(" key=")
+			b.WriteString(oneLine(e.Key))
 		}
 	case e.Kind.NeedsKey():
-		fmt.Fprintf(b, " %s", oneLine(e.Key))
+		b.WriteByte(' ')
+		b.WriteString(oneLine(e.Key))
 		if e.By != "" {
-			fmt.Fprintf(b, " (by %s)", oneLine(e.By))
+			b.WriteString(" (by ")
+			b.WriteString(oneLine(e.By))
+			b.WriteByte(')')
 		}
 	}
-	if e.Text != "" {
+	if s := e.Text; s != "" {
 		// Text keeps its lines, each indented, so that a line of text can
 		// never look like the start of another event.
 		b.WriteString(":")
-		for _, l := range splitLines(e.Text) {
+		for {
+			i, w := indexLineBreak(s)
 			b.WriteString("\n    ")
-			b.WriteString(l)
+			if i < 0 {
+				b.WriteString(s)
+				break
+			}
+			b.WriteString(s[:i])
+			s = s[i+w:]
 		}
 	}
 	b.WriteByte('\n')
+}
+
+// writeUint writes v in decimal.
+func writeUint(b *bytes.Buffer, v uint64) {
+	b.Write(strconv.AppendUint(b.AvailableBuffer(), v, 10))
+}
+
+// writeParen writes " (s)", or nothing for an empty s.
+func writeParen(b *bytes.Buffer, s string) {
+	if s != "" {
+		b.WriteString(" (")
+		b.WriteString(oneLine(s))
+		b.WriteByte(')')
+	}
+}
+
+// writeDash writes " — s", or nothing for an empty s.
+func writeDash(b *bytes.Buffer, s string) {
+	if s != "" {
+		b.WriteString(" — ")
+		b.WriteString(oneLine(s))
+	}
 }
 
 func openNoun(k tier.Kind) string {
@@ -164,30 +233,10 @@ func openNoun(k tier.Kind) string {
 	return "call"
 }
 
-func paren(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (" + oneLine(s) + ")"
-}
-
 // lineBreaks are Unicode's mandatory line breaks (UAX #14: LF, CR, BK, NL).
 // A reader that splits lines on any of them — not only on "\n" — must still
 // see each event start on its own header line and nowhere else.
 const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
-
-// splitLines splits s at every line break, "\r\n" counting as one.
-func splitLines(s string) []string {
-	var out []string
-	for {
-		i, w := indexLineBreak(s)
-		if i < 0 {
-			return append(out, s)
-		}
-		out = append(out, s[:i])
-		s = s[i+w:]
-	}
-}
 
 // maybeBreak marks the bytes that can start a line break of lineBreaks:
 // the ASCII ones, and the lead bytes of U+0085 (C2 85) and U+2028/9

@@ -1,0 +1,156 @@
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// refWriteNode and refWriteEvent are the fmt renderings writeNode and
+// writeEvent replaced: the definition they must match byte for byte.
+
+func refParen(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + oneLine(s) + ")"
+}
+
+func refWriteNode(b *bytes.Buffer, n *tier.Node) {
+	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d\n", n.Depth, n.ID, n.From, n.To)
+	if n.Narrative != "" {
+		// The narrative is the summarizer's free text: indented, so that no
+		// line of it can pass for a heading or a validated claim ("- ...").
+		for _, l := range splitLines(strings.TrimRight(n.Narrative, lineBreaks)) {
+			b.WriteString("  ")
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	cl := &n.Claims
+	for _, o := range cl.Unresolved {
+		fmt.Fprintf(b, "- UNRESOLVED %s %s%s\n", openNoun(o.Kind), oneLine(o.ID), refParen(o.Name))
+	}
+	if len(cl.Resolved) > 0 {
+		fmt.Fprintf(b, "- resolved: %s\n", oneLine(strings.Join(cl.Resolved, ", ")))
+	}
+	for _, d := range cl.Dispositions {
+		fmt.Fprintf(b, "- %s: %s", d.State, oneLine(d.Key))
+		if d.By != "" {
+			fmt.Fprintf(b, " (by %s)", oneLine(d.By))
+		}
+		if d.Reason != "" {
+			fmt.Fprintf(b, " — %s", oneLine(d.Reason))
+		}
+		b.WriteByte('\n')
+	}
+	for _, c := range cl.Constraints {
+		if c.Withdrawn {
+			fmt.Fprintf(b, "- constraint withdrawn: %s\n", oneLine(c.Key))
+			continue
+		}
+		fmt.Fprintf(b, "- constraint: %s", oneLine(c.Key))
+		if c.Text != "" {
+			fmt.Fprintf(b, " — %s", oneLine(c.Text))
+		}
+		b.WriteByte('\n')
+	}
+	for _, a := range cl.Artifacts {
+		fmt.Fprintf(b, "- artifact: %s", oneLine(a.Key))
+		if a.Text != "" {
+			fmt.Fprintf(b, " — %s", oneLine(a.Text))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+func refWriteEvent(b *bytes.Buffer, e *tier.Event) {
+	fmt.Fprintf(b, "[%d t%d] %s", e.Seq, e.Turn, e.Kind)
+	switch {
+	case e.Kind.Opens():
+		fmt.Fprintf(b, " %s%s", oneLine(e.ID), refParen(e.Name))
+	case e.Kind.Resolves():
+		fmt.Fprintf(b, " %s", oneLine(e.ID))
+		if e.Failed {
+			b.WriteString(" FAILED")
+		} else {
+			b.WriteString(" ok")
+		}
+		if e.Key != "" {
+			fmt.Fprintf(b, " key=%s", oneLine(e.Key))
+		}
+	case e.Kind.NeedsKey():
+		fmt.Fprintf(b, " %s", oneLine(e.Key))
+		if e.By != "" {
+			fmt.Fprintf(b, " (by %s)", oneLine(e.By))
+		}
+	}
+	if e.Text != "" {
+		// Text keeps its lines, each indented, so that a line of text can
+		// never look like the start of another event.
+		b.WriteString(":")
+		for _, l := range splitLines(e.Text) {
+			b.WriteString("\n    ")
+			b.WriteString(l)
+		}
+	}
+	b.WriteByte('\n')
+}
+
+// splitLines splits s at every line break, "\r\n" counting as one.
+func splitLines(s string) []string {
+	var out []string
+	for {
+		i, w := indexLineBreak(s)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+w:]
+	}
+}
+
+// FuzzRenderingMatchesRef: writeNode and writeEvent render every node and
+// event as the fmt versions did, byte for byte — for every kind, with
+// attacker-chosen text in each rendered field.
+func FuzzRenderingMatchesRef(f *testing.F) {
+	f.Add("plan", "why\nnot", "call_1", "approach/x", "ops", uint64(7), uint8(3), uint8(0))
+	f.Add("", "", "", "", "", uint64(0), uint8(0), uint8(255))
+	f.Add("a\u2028b\r\nc\x85", "é\x00\"", "id (x)", "k\u2029", "by\r", uint64(1<<63), uint8(9), uint8(6))
+	f.Add("\n\n", "— ", " ", "\v", "\f", uint64(42), uint8(15), uint8(1))
+	f.Fuzz(func(t *testing.T, narrative, text, id, key, by string, seq uint64, kind, flags uint8) {
+		states := []tier.Kind{tier.KindRejected, tier.KindFailed, tier.KindSuperseded}
+		n := tier.Node{
+			ID: seq, Depth: tier.Depth(1 + flags%5), From: seq / 2, To: seq, Narrative: narrative,
+			Claims: tier.Claims{
+				Unresolved:   []tier.Open{{ID: id, Kind: tier.KindToolCall, Name: by}, {ID: key, Kind: tier.KindOpen}},
+				Resolved:     []string{id, key},
+				Dispositions: []tier.Disposition{{Key: key, State: states[int(kind)%3], Reason: text, By: by}, {Key: id, State: tier.KindRejected}},
+				Constraints:  []tier.Constraint{{Key: key, Text: text, Withdrawn: flags&1 != 0}, {Key: id}},
+				Artifacts:    []tier.Artifact{{Key: key, Text: narrative}, {Key: by}},
+			},
+		}
+		if flags&2 != 0 {
+			n.Claims = tier.Claims{}
+		}
+		var got, want bytes.Buffer
+		writeNode(&got, &n)
+		refWriteNode(&want, &n)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("node renders\n%q\nwant\n%q", got.Bytes(), want.Bytes())
+		}
+		for k := tier.Kind(0); k < 20; k++ {
+			e := tier.Event{Seq: seq, Turn: uint64(kind), Kind: k, ID: id, Key: key, Name: narrative, By: by, Text: text, Failed: flags&4 != 0}
+			got.Reset()
+			want.Reset()
+			writeEvent(&got, &e)
+			refWriteEvent(&want, &e)
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("event of kind %d renders\n%q\nwant\n%q", k, got.Bytes(), want.Bytes())
+			}
+		}
+	})
+}

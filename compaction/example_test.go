@@ -102,6 +102,45 @@ func ExampleCompactor() {
 	// [11 t3] tool_call c3 (bash):
 }
 
+// ExampleCompactor_Background is the same agent loop with compaction off
+// the agent's path: each Append returns once its events are durable, and
+// the Compactor runs on the Background's goroutine, in append order.
+func ExampleCompactor_Background() {
+	dir, err := os.MkdirTemp("", "strata-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := store.Open(filepath.Join(dir, "agent.db"), store.Options{Create: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	c, err := compaction.NewCompactor(db, compaction.Options{
+		Summarizer: compaction.Extractive{},
+		Policy:     compaction.Policy{EveryTurns: 1},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	bg := c.Background(context.Background(), func(session string, results []compaction.Result) {
+		for _, r := range results {
+			fmt.Printf("%s: compacted %s seq %d..%d marker %d\n", session, r.Depth, r.From, r.To, r.Marker)
+		}
+	})
+	for _, turn := range exampleTurns {
+		if _, err := bg.Append("agent-1", turn...); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := bg.Close(); err != nil { // waits for the queued compactions
+		log.Fatal(err)
+	}
+	// Output:
+	// agent-1: compacted L1 seq 1..5 marker 1
+	// agent-1: compacted L1 seq 6..9 marker 2
+}
+
 // ExampleLossy shows a refused compaction: a summarizer that drops negative
 // facts and artifacts gets no marker, the audit says why, and resume falls
 // back to a raw checkpoint that loses nothing.

@@ -259,8 +259,9 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		}
 	}
 
-	// Load the ledger entries the events refer to.
-	l := tier.NewLedger()
+	// Load the ledger entries the events refer to. Most events refer to
+	// none, and their append makes no ledger maps: a zero Ledger is empty.
+	l := &tier.Ledger{}
 	type ref = tier.Ref
 	loaded := map[ref]bool{}
 	var touched []ref
@@ -273,6 +274,9 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 			touched = append(touched, r)
 			if s.b == nil {
 				continue
+			}
+			if l.Open == nil {
+				l = tier.NewLedger()
 			}
 			if err := s.loadLedgerEntry(l, r); err != nil {
 				return nil, err
@@ -313,7 +317,7 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 	vals := make([][]byte, len(events))
 	for i := range events {
 		rec := toEventRec(&events[i])
-		v, err := encode(recEvent, &rec)
+		v, err := encodeEvent(&rec)
 		if err != nil {
 			return nil, err
 		}

@@ -71,6 +71,9 @@ func encode(t recType, v any) ([]byte, error) {
 	if err := hookEncode(t); err != nil {
 		return nil, err
 	}
+	if f := fastRecordOf(v); f != nil {
+		return seal(t, f.appendMsgpack(newEnvelope(f.msgpackSize())))
+	}
 	pe := encPool.Get().(*pooledEncoder)
 	defer encPool.Put(pe)
 	pe.buf.Reset()
@@ -78,7 +81,15 @@ func encode(t recType, v any) ([]byte, error) {
 	if err := pe.enc.Encode(v); err != nil {
 		return nil, errors.Wrapf(err, "store: encoding record type %d", t)
 	}
-	b := bytes.Clone(pe.buf.Bytes())
+	return seal(t, bytes.Clone(pe.buf.Bytes()))
+}
+
+// newEnvelope returns an envelope's header, still blank, with room for the
+// n bytes of payload the caller appends.
+func newEnvelope(n int) []byte { return make([]byte, envelopeHeader, envelopeHeader+n) }
+
+// seal fills in the header of envelope b of type t, its payload appended.
+func seal(t recType, b []byte) ([]byte, error) {
 	n := len(b) - envelopeHeader
 	if n > maxRecordBytes {
 		return nil, errors.Newf("store: record of %d bytes is over the %d-byte limit", n, maxRecordBytes)
@@ -95,17 +106,36 @@ func encode(t recType, v any) ([]byte, error) {
 // be a pointer to the record struct of type t. Errors describe the damage;
 // callers wrap them in a CorruptError naming where.
 func decode(t recType, b []byte, v any) error {
-	payload, err := openEnvelope(t, b)
+	payload, err := checkedPayload(t, b)
 	if err != nil {
 		return err
 	}
-	if err := checkMsgpack(payload); err != nil {
-		return err
-	}
-	if err := msgpack.Unmarshal(payload, v); err != nil {
+	if err := unmarshal(payload, v); err != nil {
 		return errors.Wrap(err, "msgpack")
 	}
 	return nil
+}
+
+// checkedPayload returns the payload of envelope b of type t, once it is
+// checked: the envelope, and the payload's msgpack structure.
+func checkedPayload(t recType, b []byte) ([]byte, error) {
+	payload, err := openEnvelope(t, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMsgpack(payload); err != nil {
+		return nil, err
+	}
+	return payload, nil
+}
+
+// unmarshal decodes a checked payload into v, by the record's own codec
+// where it has one (codec_fast.go).
+func unmarshal(payload []byte, v any) error {
+	if f := fastRecordOf(v); f != nil {
+		return f.decodeMsgpack(payload)
+	}
+	return msgpack.Unmarshal(payload, v)
 }
 
 func openEnvelope(t recType, b []byte) ([]byte, error) {

@@ -53,7 +53,7 @@ func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
 func (s *sess) state() (stateRec, error) {
 	var st stateRec
 	v := s.b.Get(s.stateKey())
-	if err := decode(recState, v, &st); err != nil {
+	if err := decodeState(v, &st); err != nil {
 		return st, corrupt(s.id, "state", nil, err)
 	}
 	return st, nil
@@ -61,7 +61,7 @@ func (s *sess) state() (stateRec, error) {
 
 func (s *sess) putState(st *stateRec) error {
 	st.V = recordVersion
-	v, err := encode(recState, st)
+	v, err := encodeState(st)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
 // "l0" (the raw log, whatever the format's bucket) and seq.
 func decodeEvent(session string, seq uint64, raw []byte) (tier.Event, error) {
 	var r eventRec
-	if err := decode(recEvent, raw, &r); err != nil {
+	if err := decodeEventRec(raw, &r); err != nil {
 		return tier.Event{}, corrupt(session, "l0", u64(seq), err)
 	}
 	if r.Seq != seq {

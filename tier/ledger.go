@@ -84,6 +84,8 @@ func (e *Event) Refs() []Ref {
 // dispositions, active constraints and artifacts, each keyed by id or key.
 // A Ledger may hold only some entries (the store loads the ones an append
 // refers to); Apply needs exactly the entries that the event's Refs name.
+// A zero Ledger is empty: Apply makes its maps when it first writes one, so
+// that applying events that name no entry costs no allocation.
 type Ledger struct {
 	Open         map[string]Open
 	Dispositions map[string]Disposition
@@ -110,6 +112,7 @@ func (l *Ledger) Apply(e *Event) error {
 		if o, ok := l.Open[e.ID]; ok {
 			return eventErr(e, ErrAlreadyOpen, fmt.Sprintf("opened at seq %d", o.Seq))
 		}
+		l.makeMaps()
 		l.Open[e.ID] = Open{ID: e.ID, Kind: e.Kind, Name: e.Name, Seq: e.Seq}
 	case e.Kind.Resolves():
 		o, ok := l.Open[e.ID]
@@ -126,9 +129,11 @@ func (l *Ledger) Apply(e *Event) error {
 		delete(l.Open, e.ID)
 		e.Opener = o.Seq
 		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
+			l.makeMaps()
 			l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Reason: e.Text, Seq: e.Seq}
 		}
 	case e.Kind == KindConstraint:
+		l.makeMaps()
 		l.Constraints[e.Key] = Constraint{Key: e.Key, Text: e.Text, Seq: e.Seq}
 	case e.Kind == KindWithdrawn:
 		if _, ok := l.Constraints[e.Key]; !ok {
@@ -136,11 +141,29 @@ func (l *Ledger) Apply(e *Event) error {
 		}
 		delete(l.Constraints, e.Key)
 	case e.Kind.IsDisposition():
+		l.makeMaps()
 		l.Dispositions[e.Key] = Disposition{Key: e.Key, State: e.Kind, Reason: e.Text, By: e.By, Seq: e.Seq}
 	case e.Kind == KindArtifact:
+		l.makeMaps()
 		l.Artifacts[e.Key] = Artifact{Key: e.Key, Text: e.Text, Seq: e.Seq}
 	}
 	return nil
+}
+
+// makeMaps makes the maps a zero Ledger lacks.
+func (l *Ledger) makeMaps() {
+	if l.Open == nil {
+		l.Open = map[string]Open{}
+	}
+	if l.Dispositions == nil {
+		l.Dispositions = map[string]Disposition{}
+	}
+	if l.Constraints == nil {
+		l.Constraints = map[string]Constraint{}
+	}
+	if l.Artifacts == nil {
+		l.Artifacts = map[string]Artifact{}
+	}
 }
 
 // OpenList returns the open entries sorted by id.

@@ -172,6 +172,36 @@ func TestLedger_Apply_MessagesChangeNothing(t *testing.T) {
 	}
 }
 
+// TestLedger_Apply_Zero: a zero Ledger is an empty one — Apply makes its
+// maps when it first writes, and the result is what NewLedger's would be.
+func TestLedger_Apply_Zero(t *testing.T) {
+	evs := []tier.Event{
+		{Kind: tier.KindUser, Text: "hi"},
+		{Kind: tier.KindToolCall, ID: "c1", Name: "bash"},
+		{Kind: tier.KindToolResult, ID: "c1", Failed: true, Key: "approach/1", Text: "boom"},
+		{Kind: tier.KindConstraint, Key: "k", Text: "no"},
+		{Kind: tier.KindRejected, Key: "approach/2", Text: "no"},
+		{Kind: tier.KindArtifact, Key: "f.go"},
+	}
+	want, _ := replay(t, evs)
+	for n := 0; n <= len(evs); n++ {
+		var l tier.Ledger
+		for i := range evs[:n] {
+			e := evs[i]
+			e.Seq = uint64(i + 1)
+			if err := l.Apply(&e); err != nil {
+				t.Fatalf("event %d: %v", i+1, err)
+			}
+		}
+		if n == 1 && l.Open != nil {
+			t.Fatal("a message made the ledger's maps")
+		}
+		if n == len(evs) && !reflect.DeepEqual(&l, want) {
+			t.Fatalf("zero ledger after every event: %+v, want %+v", l, want)
+		}
+	}
+}
+
 func TestEvent_Refs(t *testing.T) {
 	cases := []struct {
 		e    tier.Event

@@ -95,7 +95,13 @@ func Open(path string, opts Options) (db *DB, err error) {
 		NoSync:   opts.NoSync,
 		// Growing the file fsyncs too; with NoSync nothing is durable anyway.
 		NoGrowSync:   opts.NoSync,
-		FreelistType: bolt.FreelistMapType,
+		// bbolt's array freelist, not the hashmap: strata never deletes,
+		// so the freelist holds tens of pages (38 in a 78 MB history),
+		// where the array's bookkeeping is cheapest. The hashmap's cost
+		// about 7 µs per commit: a single writer's durable appends ran at
+		// 0.94 of bare bbolt's with it, 0.99 without. Both write the same
+		// freelist page: files are the same either way.
+		FreelistType: bolt.FreelistArrayType,
 		// Read-only too: bbolt would load it lazily, in tx.Check's own
 		// goroutine, where a damaged freelist page panics past guard.
 		PreLoadFreelist: true,

@@ -252,3 +252,56 @@ func (s Status) String() string {
 
 // MarshalJSON encodes s as its name.
 func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// ExtendPrefix returns the Required of the prefix span 1..next.To, composed
+// from two mechanical records instead of the raw events of the whole prefix:
+// prefix, the Required of the span 1..next.From−1 as computed from its raw
+// events when a node over it was committed (its ResolvedInside is not used),
+// and next, the Required of the span right after it, computed from its raw
+// events on top of the calls open at its start. The open set at the end is
+// next's; a disposition, constraint or artifact takes next's state where next
+// changed it and prefix's otherwise; and nothing is open before seq 1, so no
+// id is Resolved.
+//
+// ResolvedInside is what a node over the prefix may claim resolved: the ids
+// claimedResolved (what the node over 1..next.From−1 claims, validated when
+// it was committed) and next's, less those open at the end. It is a subset
+// of the exact set — an id resolved deep in the prefix that no node claimed
+// is not in it — and equal to it when claimedResolved is prefix's exact
+// ResolvedInside.
+func ExtendPrefix(prefix *Required, claimedResolved []string, next *Required) (Required, error) {
+	if prefix.From != 1 || next.From != prefix.To+1 || next.To < next.From {
+		return Required{}, fmt.Errorf("tier: cannot extend the span %d..%d with %d..%d", prefix.From, prefix.To, next.From, next.To)
+	}
+	r := Required{From: 1, To: next.To, Unresolved: slices.Clone(next.Unresolved)}
+	open := make(map[string]bool, len(r.Unresolved))
+	for _, o := range r.Unresolved {
+		open[o.ID] = true
+	}
+	resolved := map[string]bool{}
+	for _, ids := range [][]string{claimedResolved, next.ResolvedInside} {
+		for _, id := range ids {
+			if !open[id] {
+				resolved[id] = true
+			}
+		}
+	}
+	r.ResolvedInside = sortedKeys(resolved)
+	r.Dispositions = mergeByKey(prefix.Dispositions, next.Dispositions, func(d Disposition) string { return d.Key })
+	r.Constraints = mergeByKey(prefix.Constraints, next.Constraints, func(c Constraint) string { return c.Key })
+	r.Artifacts = mergeByKey(prefix.Artifacts, next.Artifacts, func(a Artifact) string { return a.Key })
+	return r, nil
+}
+
+// mergeByKey returns the entries of a and b, one per key — b's where both
+// have it — sorted by key.
+func mergeByKey[V any](a, b []V, key func(V) string) []V {
+	m := make(map[string]V, len(a)+len(b))
+	for _, v := range a {
+		m[key(v)] = v
+	}
+	for _, v := range b {
+		m[key(v)] = v
+	}
+	return sortedValues(m, key)
+}

@@ -1,0 +1,158 @@
+package tier_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// randomLog returns n events the ledger accepts, drawn from small pools of
+// ids and keys so that ids are reopened after they resolve, keys change
+// disposition several times and constraints are withdrawn and stated again.
+func randomLog(r *rand.Rand, n int) []tier.Event {
+	l := tier.NewLedger()
+	var out []tier.Event
+	for len(out) < n {
+		seq := uint64(len(out) + 1)
+		var e tier.Event
+		switch r.IntN(9) {
+		case 0, 1:
+			kind := []tier.Kind{tier.KindToolCall, tier.KindOpen}[r.IntN(2)]
+			e = tier.Event{Kind: kind, ID: fmt.Sprintf("id%d", r.IntN(12)), Name: "x"}
+		case 2, 3:
+			open := l.OpenList()
+			if len(open) == 0 {
+				continue
+			}
+			o := open[r.IntN(len(open))]
+			e = tier.Event{Kind: tier.KindToolResult, ID: o.ID}
+			if o.Kind == tier.KindOpen {
+				e.Kind = tier.KindClose
+			} else if r.IntN(3) == 0 {
+				e.Failed, e.Key = true, fmt.Sprintf("k%d", r.IntN(6))
+			}
+		case 4:
+			e = tier.Event{Kind: tier.KindConstraint, Key: fmt.Sprintf("c%d", r.IntN(4)), Text: fmt.Sprint(seq)}
+		case 5:
+			if len(l.Constraints) == 0 {
+				continue
+			}
+			keys := make([]string, 0, len(l.Constraints))
+			for k := range l.Constraints {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			e = tier.Event{Kind: tier.KindWithdrawn, Key: keys[r.IntN(len(keys))]}
+		case 6:
+			kind := []tier.Kind{tier.KindRejected, tier.KindFailed, tier.KindSuperseded}[r.IntN(3)]
+			e = tier.Event{Kind: kind, Key: fmt.Sprintf("k%d", r.IntN(6)), Text: fmt.Sprint(seq)}
+			if kind == tier.KindSuperseded {
+				e.By = fmt.Sprintf("k%d", r.IntN(6))
+			}
+		case 7:
+			e = tier.Event{Kind: tier.KindArtifact, Key: fmt.Sprintf("a%d", r.IntN(5)), Text: fmt.Sprint(seq)}
+		default:
+			e = tier.Event{Kind: tier.KindUser, Text: "u"}
+		}
+		e.Seq, e.Turn = seq, seq
+		if err := l.Apply(&e); err != nil {
+			continue // e.g. an id still open: draw again
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestExtendPrefix_SameAsRaw: the Required of 1..b composed from the
+// Required of 1..a and of a+1..b is the one computed from the raw events of
+// 1..b — field by field, ResolvedInside included when the prefix's own
+// exact ResolvedInside stands for what its node claimed, and a subset of it
+// when the node claimed less.
+func TestExtendPrefix_SameAsRaw(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for round := 0; round < 200; round++ {
+		evs := randomLog(r, 20+r.IntN(80))
+		openAt := func(a int) []tier.Open {
+			l := tier.NewLedger()
+			for _, e := range evs[:a] {
+				if err := l.Apply(&e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return l.OpenList()
+		}
+		for try := 0; try < 5; try++ {
+			a := 1 + r.IntN(len(evs)-1)
+			b := a + 1 + r.IntN(len(evs)-a)
+			prefix, err := tier.ComputeRequired(nil, evs[:a])
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := tier.ComputeRequired(openAt(a), evs[a:b])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := tier.ComputeRequired(nil, evs[:b])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tier.ExtendPrefix(&prefix, prefix.ResolvedInside, &next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(norm(got), norm(want)) {
+				t.Fatalf("round %d, 1..%d + %d..%d:\ncomposed %+v\nfrom raw  %+v", round, a, a+1, b, got, want)
+			}
+			// A node that claimed nothing resolved: a subset.
+			less, err := tier.ExtendPrefix(&prefix, nil, &next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range less.ResolvedInside {
+				if !slices.Contains(want.ResolvedInside, id) {
+					t.Fatalf("round %d: %s may be claimed resolved, the raw log says not", round, id)
+				}
+			}
+		}
+	}
+}
+
+// norm makes empty and nil lists compare equal.
+func norm(r tier.Required) tier.Required {
+	if len(r.Unresolved) == 0 {
+		r.Unresolved = nil
+	}
+	if len(r.Resolved) == 0 {
+		r.Resolved = nil
+	}
+	if len(r.ResolvedInside) == 0 {
+		r.ResolvedInside = nil
+	}
+	if len(r.Dispositions) == 0 {
+		r.Dispositions = nil
+	}
+	if len(r.Constraints) == 0 {
+		r.Constraints = nil
+	}
+	if len(r.Artifacts) == 0 {
+		r.Artifacts = nil
+	}
+	return r
+}
+
+func TestExtendPrefix_NotAdjacent(t *testing.T) {
+	p := tier.Required{From: 1, To: 10}
+	for _, next := range []tier.Required{{From: 12, To: 20}, {From: 11, To: 10}} {
+		if _, err := tier.ExtendPrefix(&p, nil, &next); err == nil {
+			t.Errorf("extending 1..10 with %d..%d: no error", next.From, next.To)
+		}
+	}
+	q := tier.Required{From: 2, To: 10}
+	if _, err := tier.ExtendPrefix(&q, nil, &tier.Required{From: 11, To: 12}); err == nil {
+		t.Error("a prefix from seq 2: no error")
+	}
+}

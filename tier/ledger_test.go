@@ -462,3 +462,30 @@ func TestClaims_Normalize(t *testing.T) {
 		t.Error("a node with a parent is a root")
 	}
 }
+
+// TestComputeRequired_ResolvedTwiceInSpan: an id opened before the span,
+// resolved in it, opened again and resolved again in it is Resolved — its
+// last resolution closes an opening from inside the span, but the first
+// closes one from before it, which an earlier node may have claimed
+// UNRESOLVED. (Found by TestCompactor_Random_NoFalseMarker: a valid marker
+// whose node left such a claim standing.)
+func TestComputeRequired_ResolvedTwiceInSpan(t *testing.T) {
+	evs := []tier.Event{
+		/* 1 */ {Kind: tier.KindToolCall, ID: "c2", Name: "bash"},
+		/* 2 */ {Kind: tier.KindUser, Text: "span starts"},
+		/* 3 */ {Kind: tier.KindToolResult, ID: "c2"},
+		/* 4 */ {Kind: tier.KindToolCall, ID: "c2", Name: "bash"},
+		/* 5 */ {Kind: tier.KindToolResult, ID: "c2"},
+	}
+	before, span := spanOf(t, evs, 2, 5)
+	req, err := tier.ComputeRequired(before, span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c2"}; !reflect.DeepEqual(req.Resolved, want) {
+		t.Errorf("resolved %v, want %v", req.Resolved, want)
+	}
+	if len(req.Unresolved) != 0 {
+		t.Errorf("unresolved %v, want none", req.Unresolved)
+	}
+}

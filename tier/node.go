@@ -130,7 +130,10 @@ func (b *RequiredBuilder) Add(e Event) error {
 	}
 	switch {
 	case e.Kind.Resolves():
-		b.resolved[e.ID] = e.Opener < b.from
+		// Opened before the span, if any of its resolutions in the span
+		// closes an opening from before it: an id resolved, opened again
+		// and resolved again must still clear an earlier node's UNRESOLVED.
+		b.resolved[e.ID] = b.resolved[e.ID] || e.Opener < b.from
 		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
 			b.disp[e.Key] = true
 		}

@@ -20,6 +20,11 @@ type Policy struct {
 	// Fold makes a depth d+1 node whenever this many consecutive roots of
 	// depth d have accumulated; 0 = never.
 	Fold int
+	// MaxRoots bounds the frame: while it holds more roots than this, the
+	// first two are folded into a digest (store.PlanDigest), whatever their
+	// depths, so that a resumed context stays the same size however long
+	// the session runs. 0 = no bound: the frame holds O(log n) roots.
+	MaxRoots int
 	// Budget is the token budget of each node; 0 = DefaultBudget.
 	Budget int
 }
@@ -101,19 +106,51 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	}
 	for {
 		r, due, err := c.step(ctx, planSpan)
+		if err != nil {
+			return out, err
+		}
+		if due {
+			out = append(out, r)
+			if !r.Committed() {
+				// The next span is due at the policy's next boundary
+				// past this one: PlanSpan finds it if the tail already
+				// reaches it.
+				continue
+			}
+		}
+		// After each new root — and once at the end, for a frame that
+		// another policy or a re-compaction left over its bounds.
+		folds, err := c.fold(ctx, session)
+		out = append(out, folds...)
+		if err != nil {
+			return out, err
+		}
+		digests, err := c.digest(ctx, session)
+		out = append(out, digests...)
+		if err != nil || !due {
+			return out, err
+		}
+	}
+}
+
+// digest folds the first two roots into one while the frame holds more
+// than MaxRoots.
+func (c *Compactor) digest(ctx context.Context, session string) ([]Result, error) {
+	var out []Result
+	if c.opts.Policy.MaxRoots < 1 {
+		return nil, nil
+	}
+	planDigest := func() (*store.Plan, error) {
+		return c.db.PlanDigest(session, c.opts.Policy.MaxRoots, c.opts.Policy.Budget)
+	}
+	for {
+		r, due, err := c.step(ctx, planDigest)
 		if !due || err != nil {
 			return out, err
 		}
 		out = append(out, r)
 		if !r.Committed() {
-			// The next span is due at the policy's next boundary past
-			// this one: PlanSpan finds it if the tail already reaches it.
-			continue
-		}
-		folds, err := c.fold(ctx, session)
-		out = append(out, folds...)
-		if err != nil {
-			return out, err
+			return out, nil
 		}
 	}
 }

@@ -260,18 +260,29 @@ func TestCompactor_Random_NoFalseMarker(t *testing.T) {
 			total.refused += st.refused
 			total.recompacted += st.recompacted
 			total.deep += st.deep
+			total.digests += st.digests
 		})
 	}
 	t.Logf("%d cases: %+v", cases, total)
 	// The cases must reach what they are meant to test.
-	if cases >= 20 && (total.committed == 0 || total.refused == 0 || total.recompacted == 0 || total.deep == 0) {
+	if cases >= 20 && (total.committed == 0 || total.refused == 0 || total.recompacted == 0 || total.deep == 0 || total.digests == 0) {
 		t.Fatalf("the random cases do not exercise every path: %+v", total)
 	}
 }
 
 // propertyStats counts what the random cases did: compactions committed
-// and refused, roots re-compacted, and nodes of depth ≥ 2 committed.
-type propertyStats struct{ committed, refused, recompacted, deep int }
+// and refused, roots re-compacted, nodes of depth ≥ 2 and digests
+// committed.
+type propertyStats struct{ committed, refused, recompacted, deep, digests int }
+
+func anyRefused(rs []compaction.Result) bool {
+	for _, r := range rs {
+		if !r.Committed() {
+			return true
+		}
+	}
+	return false
+}
 
 func runPropertyCase(t *testing.T, seed int64) propertyStats {
 	const session = "prop"
@@ -310,11 +321,20 @@ func runPropertyCase(t *testing.T, seed int64) propertyStats {
 			if rng.Intn(2) == 0 {
 				policy.EveryEvents = 3 + rng.Intn(15)
 			}
+			if rng.Intn(2) == 0 {
+				policy.MaxRoots = 1 + rng.Intn(3)
+			}
 			c := newCompactor(t, db, compaction.Options{Summarizer: sum, Policy: policy, Retries: rng.Intn(2)})
 			sum.outputs = sum.outputs[:0]
 			results, err := c.Run(context.Background(), session)
 			if err != nil {
 				t.Fatalf("Run(%+v): %v", policy, err)
+			}
+			if m := policy.MaxRoots; m > 0 && policy.EveryTurns+policy.EveryEvents > 0 {
+				// Bounded, unless a refused digest or fold left it as it was.
+				if n := len(roots(t, db, session)); n > m && !anyRefused(results) && refusedAttempts == 0 {
+					t.Errorf("after Run(%+v) the frame holds %d roots", policy, n)
+				}
 			}
 			outs := sum.outputs
 			for _, r := range results {
@@ -323,6 +343,9 @@ func runPropertyCase(t *testing.T, seed int64) propertyStats {
 					st.committed++
 					if r.Depth >= 2 {
 						st.deep++
+					}
+					if r.Kind == store.PlanDigest {
+						st.digests++
 					}
 				} else {
 					st.refused++

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,7 +139,34 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 	var required *tier.Required
 	var hash []byte
 	var lastTurn uint64 // of the span's last event, for a refusal
-	if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
+	if p.Kind == PlanDigest {
+		// The prefix's facts and the raw events after it (PlanDigest):
+		// as planned if the events hash the same, else computed now.
+		first, err := ss.nodeRecord(p.Replaces[0])
+		if err != nil {
+			c.err = err
+			return nil
+		}
+		if first.From != 1 || first.To >= p.To {
+			c.err = errors.Wrapf(ErrConflict, "digest of 1..%d does not extend node %d (%d..%d)", p.To, first.ID, first.From, first.To)
+			return nil
+		}
+		if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == first.To+1 && s.to == p.To {
+			raw, err := ss.hashSpan(&st, s.from, s.to)
+			if err != nil {
+				c.err = err
+				return nil
+			}
+			hash, required, lastTurn = digestHash(first.SpanHash, raw), &s.required, s.lastTurn
+		} else {
+			d, err := ss.digestSpan(&st, &first, p.To)
+			if err != nil {
+				c.err = err
+				return nil
+			}
+			hash, required, lastTurn = d.hash, &d.required, d.events[len(d.events)-1].Turn
+		}
+	} else if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
 		if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
 			c.err = err
 			return nil
@@ -168,7 +196,7 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			required, p.Depth, &c.claims)
 	}
 	if invalid == nil {
-		return ss.accept(&st, p, c.sum, c.claims, &c.res)
+		return ss.accept(&st, p, c.sum, c.claims, required, &c.res)
 	}
 	var ie *marker.InvalidError
 	if !errors.As(invalid, &ie) {
@@ -233,8 +261,9 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 			return 0, errors.Wrapf(ErrConflict, "span starts at %d, the uncompacted tail now at %d", p.From, st.CompactedTo+1)
 		}
 		return 1, nil
-	case PlanFold, PlanRecompact:
-		var depth tier.Depth
+	case PlanFold, PlanRecompact, PlanDigest:
+		var depths []tier.Depth
+		next := p.From
 		for _, id := range p.Replaces {
 			n, err := ss.node(id)
 			if err != nil {
@@ -243,17 +272,29 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 			if !n.IsRoot() {
 				return 0, errors.Wrapf(ErrConflict, "node %d is no longer a root", id)
 			}
-			depth = n.Depth
+			if n.From != next {
+				return 0, errors.Wrapf(ErrConflict, "node %d covers %d..%d, the plan's next root starts at %d", id, n.From, n.To, next)
+			}
+			next = n.To + 1
+			depths = append(depths, n.Depth)
 		}
-		if p.Kind == PlanFold {
-			depth++
+		if len(p.Replaces) == 0 || next-1 != p.To {
+			return 0, errors.Wrapf(ErrConflict, "the plan's roots cover %d..%d, its span %d..%d", p.From, next-1, p.From, p.To)
 		}
-		return depth, nil
+		switch {
+		case p.Kind == PlanRecompact:
+			return depths[0], nil
+		case p.Kind == PlanDigest && len(depths) == 2:
+			return digestDepth(depths[0], depths[1]), nil
+		}
+		return slices.Max(depths) + 1, nil // a fold: one deeper
 	}
 	return 0, errors.AssertionFailedf("plan kind %d", p.Kind)
 }
 
-func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, res *CommitResult) error {
+// accept writes the node of p, valid against required, and everything its
+// commit changes.
+func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, required *tier.Required, res *CommitResult) error {
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
 		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash}
@@ -276,16 +317,14 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 		}
 		var why string
 		switch p.Kind {
-		case PlanFold:
-			old.Parent = n.ID
+		case PlanFold, PlanDigest:
 			why = fmt.Sprintf("root %d folded into %s node %d at frame version %d", id, n.Depth, n.ID, st.FrameVersion+1)
 			whyCk = fmt.Sprintf("roots %s folded into %s node %d at frame version %d", joinIDs(p.Replaces), n.Depth, n.ID, st.FrameVersion+1)
 		case PlanRecompact:
-			old.SupersededBy = n.ID
 			why = fmt.Sprintf("root %d re-compacted into node %d (budget %d) at frame version %d", id, n.ID, p.Budget, st.FrameVersion+1)
 			whyCk = why
 		}
-		if err := ss.putNode(&old); err != nil {
+		if err := ss.setParent(id, n.ID, p.Kind == PlanRecompact); err != nil {
 			return err
 		}
 		if err := rootsB.Delete(u64(old.From)); err != nil {
@@ -298,12 +337,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	if p.Kind == PlanRecompact {
 		// The children now belong to the new node.
 		for _, c := range p.Children {
-			cn, err := ss.node(c.ID)
-			if err != nil {
-				return err
-			}
-			cn.Parent = n.ID
-			if err := ss.putNode(&cn); err != nil {
+			if err := ss.setParent(c.ID, n.ID, false); err != nil {
 				return err
 			}
 		}
@@ -314,7 +348,12 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 			return err
 		}
 	}
-	if err := ss.putNode(&n); err != nil {
+	rec := toNodeRec(&n)
+	if n.From == 1 {
+		// A prefix: what a digest extending it will need.
+		rec.Facts = toFactsRec(required)
+	}
+	if err := ss.putNodeRecord(&rec); err != nil {
 		return err
 	}
 	if err := ss.put(bucketRoots, recRoot, u64(n.From), &rootRec{V: recordVersion, From: n.From, Node: n.ID, To: n.To, Depth: n.Depth}, false); err != nil {
@@ -422,7 +461,7 @@ func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *
 	case PlanSpan:
 		st.RefusedTo = p.To
 		st.RefusedTurn = lastTurn
-	case PlanFold:
+	case PlanFold, PlanDigest:
 		st.FoldRefusedTo = p.To
 	}
 	res.Checkpoint, res.Refusal = ck, &r

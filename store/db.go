@@ -94,7 +94,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 		ReadOnly: opts.ReadOnly,
 		NoSync:   opts.NoSync,
 		// Growing the file fsyncs too; with NoSync nothing is durable anyway.
-		NoGrowSync:   opts.NoSync,
+		NoGrowSync: opts.NoSync,
 		// bbolt's array freelist, not the hashmap: strata never deletes,
 		// so the freelist holds tens of pages (38 in a 78 MB history),
 		// where the array's bookkeeping is cheapest. The hashmap's cost

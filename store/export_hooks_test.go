@@ -1,6 +1,11 @@
 package store
 
-import "github.com/strata-go/strata/tier"
+import (
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/tier"
+)
 
 // SetTestHook sets the write-step hook (see hooks.go) and returns a func
 // that clears it. Only for tests that are not parallel: the hook is
@@ -55,4 +60,38 @@ func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
 		}
 	}
 	return out
+}
+
+// DropFacts removes the facts recorded with node id of session, as a
+// version of strata before digests wrote it.
+func DropFacts(db *DB, session string, id uint64) error {
+	return db.update(func(tx *bolt.Tx) error {
+		ss, err := db.openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		r, err := ss.nodeRecord(id)
+		if err != nil {
+			return err
+		}
+		if r.Facts == nil {
+			return errors.Newf("node %d has no facts", id)
+		}
+		r.Facts = nil
+		return ss.putNodeRecord(&r)
+	})
+}
+
+// HasFacts reports whether node id of session has facts recorded.
+func HasFacts(db *DB, session string, id uint64) (has bool, err error) {
+	err = db.view(func(tx *bolt.Tx) error {
+		ss, err := db.openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		r, err := ss.nodeRecord(id)
+		has = r.Facts != nil
+		return err
+	})
+	return has, err
 }

@@ -23,6 +23,11 @@ const (
 	// PlanRecompact summarizes a root's span again (e.g. with a tighter
 	// budget) into a node of the same depth that supersedes it.
 	PlanRecompact PlanKind = 3
+	// PlanDigest folds the first two roots, whatever their depths, into a
+	// node over the prefix they cover, at the first root's depth or one
+	// below the second's, whichever is deeper: what keeps the frame at a
+	// bounded number of roots (PlanDigest).
+	PlanDigest PlanKind = 4
 )
 
 // String names the kind.
@@ -34,6 +39,8 @@ func (k PlanKind) String() string {
 		return "fold"
 	case PlanRecompact:
 		return "recompact"
+	case PlanDigest:
+		return "digest"
 	}
 	return "plan(?)"
 }
@@ -155,6 +162,108 @@ func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 	}, budget)
 }
 
+// PlanDigest plans a digest when the frame holds more than maxRoots roots,
+// or returns ErrNothingToCompact: a node over the first two roots, whatever
+// their depths, that takes their place — at the first root's depth, or one
+// deeper than the second, whichever is deeper (a digest absorbs the roots
+// after it at its own depth).
+// Together with folds, digests keep the frame — and so a resumed context —
+// at a bounded number of roots however long the session runs.
+//
+// The first root covers a prefix 1..a, so the digest covers 1..b. What it
+// must claim — the Required of 1..b — is composed (tier.ExtendPrefix) from
+// the facts the store recorded with the first root, computed from the raw
+// log when that root was committed, and from the raw events of the second
+// root's span: a digest reads that span and the tail after it, never the
+// prefix again. (A first root without recorded facts — made by an older
+// version of strata, or re-compacted — has them computed from the raw log,
+// once.) The plan's Events are the second root's span; its Children are
+// both roots. A refused digest is not planned again: the frame then grows
+// as it would without a bound, and Compactor.Recompact can still act.
+func (db *DB) PlanDigest(session string, maxRoots, budget int) (*Plan, error) {
+	if maxRoots < 1 {
+		return nil, errors.Wrapf(ErrNothingToCompact, "digest down to %d roots", maxRoots)
+	}
+	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+		roots, err := ss.roots(^uint64(0))
+		if err != nil {
+			return nil, err
+		}
+		if len(roots) <= maxRoots || len(roots) < 2 || roots[1].To <= st.FoldRefusedTo {
+			return nil, ErrNothingToCompact
+		}
+		first, err := ss.nodeRecord(roots[0].Node)
+		if err != nil {
+			return nil, err
+		}
+		second, err := ss.node(roots[1].Node)
+		if err != nil {
+			return nil, err
+		}
+		if first.From != 1 || second.From != first.To+1 {
+			return nil, corrupt(ss.id, "roots", u64(second.From), errors.Newf("first roots cover %d..%d and %d..%d", first.From, first.To, second.From, second.To))
+		}
+		d, err := ss.digestSpan(st, &first, second.To)
+		if err != nil {
+			return nil, err
+		}
+		return &Plan{Kind: PlanDigest, Depth: digestDepth(first.Depth, second.Depth), From: 1, To: second.To,
+			Replaces: []uint64{first.ID, second.ID}, Children: []tier.Node{first.node(), second},
+			Events: d.events, Required: d.required, SpanHash: d.hash,
+			seal: sealed(db, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn)}, nil
+	}, budget)
+}
+
+// digestDepth is the depth of a digest of roots of depths first and
+// second: the first root's, when it is the deeper — a digest absorbs the
+// roots after it at its own depth, so depths stay those of the folds — or
+// one more than the second's.
+func digestDepth(first, second tier.Depth) tier.Depth { return max(first, second+1) }
+
+// digest is what a digest over the prefix of first extended to seq to
+// requires.
+type digest struct {
+	events   []tier.Event // first.To+1..to
+	required tier.Required
+	raw      []byte // sha256 of the stored events first.To+1..to
+	hash     []byte // the digest's span hash: digestHash(first.SpanHash, raw)
+}
+
+// digestSpan computes what a digest extending first's prefix 1..a to seq
+// to requires, from first's facts and the raw events a+1..to.
+func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, error) {
+	next, err := ss.readSpan(st, first.To+1, to)
+	if err != nil {
+		return digest{}, err
+	}
+	var prefix tier.Required
+	if first.Facts != nil {
+		prefix = first.Facts.required(first.To)
+	} else {
+		sp, err := ss.readSpan(st, 1, first.To)
+		if err != nil {
+			return digest{}, err
+		}
+		prefix = sp.required
+	}
+	req, err := tier.ExtendPrefix(&prefix, first.Claims.Resolved, &next.required)
+	if err != nil {
+		return digest{}, corrupt(ss.id, "nodes", u64(first.ID), err)
+	}
+	return digest{events: next.events, required: req, raw: next.hash, hash: digestHash(first.SpanHash, next.hash)}, nil
+}
+
+// digestHash is a digest's span hash: the first root's span hash chained
+// with that of the raw events after it, so that no digest hashes the prefix
+// again.
+func digestHash(first, raw []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("strata digest\x00"))
+	h.Write(first)
+	h.Write(raw)
+	return h.Sum(nil)
+}
+
 // PlanRecompact plans a new node over the span of root node, to supersede
 // it (typically with a tighter budget).
 func (db *DB) PlanRecompact(session string, node uint64, budget int) (*Plan, error) {
@@ -197,6 +306,9 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Session, p.FrameVersion, p.Budget = session, st.FrameVersion, budget
+		if p.Kind == PlanDigest {
+			return nil // its span is read by PlanDigest
+		}
 		sp, err := ss.readSpan(&st, p.From, p.To)
 		if err != nil {
 			return err

@@ -176,6 +176,31 @@ type nodeRec struct {
 	SpanHash     []byte      `msgpack:"h,omitempty"`
 	Parent       uint64      `msgpack:"p,omitempty"`
 	SupersededBy uint64      `msgpack:"sb,omitempty"`
+	// Facts, on a node over a prefix 1..To, is what its raw span required
+	// (less what only validation needs), computed when it was committed:
+	// the prefix a digest extends (tier.ExtendPrefix). Older versions of
+	// strata skip the field, and a node without it has its facts computed
+	// from the raw log when a digest needs them.
+	Facts *factsRec `msgpack:"x,omitempty"`
+}
+
+// factsRec is the Required of a prefix span 1..To, less Resolved (nothing
+// is open before seq 1) and ResolvedInside.
+type factsRec struct {
+	Unresolved   []tier.Open        `msgpack:"u,omitempty"`
+	Dispositions []tier.Disposition `msgpack:"d,omitempty"`
+	Constraints  []tier.Constraint  `msgpack:"c,omitempty"`
+	Artifacts    []tier.Artifact    `msgpack:"a,omitempty"`
+}
+
+func toFactsRec(r *tier.Required) *factsRec {
+	return &factsRec{Unresolved: r.Unresolved, Dispositions: r.Dispositions, Constraints: r.Constraints, Artifacts: r.Artifacts}
+}
+
+// required returns the Required of the span 1..to that f records.
+func (f *factsRec) required(to uint64) tier.Required {
+	return tier.Required{From: 1, To: to, Unresolved: f.Unresolved, Dispositions: f.Dispositions,
+		Constraints: f.Constraints, Artifacts: f.Artifacts}
 }
 
 func toNodeRec(n *tier.Node) nodeRec {

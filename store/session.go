@@ -165,23 +165,47 @@ func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) 
 }
 
 func (s *sess) node(id uint64) (tier.Node, error) {
-	var r nodeRec
-	found, err := s.get(bucketNodes, recNode, u64(id), &r)
+	r, err := s.nodeRecord(id)
 	if err != nil {
 		return tier.Node{}, err
-	}
-	if !found {
-		return tier.Node{}, errors.Wrapf(ErrNotFound, "session %q node %d", s.id, id)
-	}
-	if r.ID != id {
-		return tier.Node{}, corrupt(s.id, "nodes", u64(id), errors.Newf("record holds node %d", r.ID))
 	}
 	return r.node(), nil
 }
 
-func (s *sess) putNode(n *tier.Node) error {
-	r := toNodeRec(n)
-	return s.put(bucketNodes, recNode, u64(n.ID), &r, false)
+// nodeRecord returns node id's record as stored, facts included.
+func (s *sess) nodeRecord(id uint64) (nodeRec, error) {
+	var r nodeRec
+	found, err := s.get(bucketNodes, recNode, u64(id), &r)
+	if err != nil {
+		return nodeRec{}, err
+	}
+	if !found {
+		return nodeRec{}, errors.Wrapf(ErrNotFound, "session %q node %d", s.id, id)
+	}
+	if r.ID != id {
+		return nodeRec{}, corrupt(s.id, "nodes", u64(id), errors.Newf("record holds node %d", r.ID))
+	}
+	return r, nil
+}
+
+func (s *sess) putNodeRecord(r *nodeRec) error {
+	r.V = recordVersion
+	return s.put(bucketNodes, recNode, u64(r.ID), r, false)
+}
+
+// setParent records that node id was folded into parent (superseded, when
+// superseded is true), keeping the rest of its record.
+func (s *sess) setParent(id, parent uint64, superseded bool) error {
+	r, err := s.nodeRecord(id)
+	if err != nil {
+		return err
+	}
+	if superseded {
+		r.SupersededBy = parent
+	} else {
+		r.Parent = parent
+	}
+	return s.putNodeRecord(&r)
 }
 
 func (s *sess) marker(id uint64) (marker.Marker, error) {

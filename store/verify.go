@@ -379,10 +379,20 @@ func (v *verifier) validateRoot(r rootRec, req tier.Required) {
 	if _, ok := v.nodes[r.Node]; !ok {
 		return // reported by checkRoots
 	}
-	n, err := v.ss.node(r.Node)
+	rec, err := v.ss.nodeRecord(r.Node)
 	if err != nil {
 		v.fail("%v", err)
 		return
+	}
+	n := rec.node()
+	if f := rec.Facts; f != nil {
+		// What the next digest will extend: it must be what the raw span
+		// requires.
+		got, want := f.required(n.To), req
+		want.Resolved, want.ResolvedInside = nil, nil
+		if !sameFacts(&got, &want) {
+			v.fail("root node %d (seq %d..%d): its recorded facts differ from what its raw span requires", n.ID, n.From, n.To)
+		}
 	}
 	err = marker.Validate(marker.Frame{Version: 0, RootDepth: n.Depth}, marker.Frame{Version: 0, RootDepth: n.Depth}, &req, n.Depth, &n.Claims)
 	if err != nil {
@@ -441,20 +451,30 @@ func (v *verifier) checkNodes() {
 			v.fail("node %d: an L1 node with children", id)
 		}
 		if n.Depth > 1 {
-			next := n.From
-			for _, cid := range n.Children {
+			// Consecutive children one level below (a fold); or, for a
+			// digest (a node over a prefix), a first child of any depth up
+			// to its own and the rest below it, the deepest of all one
+			// level below or at its depth (digestDepth).
+			next, deepest := n.From, tier.Depth(0)
+			for i, cid := range n.Children {
 				c, ok := v.nodes[cid]
 				if !ok {
 					v.fail("node %d: child %d does not exist", id, cid)
 					break
 				}
-				if c.Depth != n.Depth-1 || c.From != next {
-					v.fail("node %d: child %d is %s seq %d..%d, expected %s from seq %d", id, cid, c.Depth, c.From, c.To, n.Depth-1, next)
+				limit := n.Depth - 1
+				if i == 0 && n.From == 1 {
+					limit = n.Depth
 				}
-				next = c.To + 1
+				if c.Depth > limit || c.From != next {
+					v.fail("node %d: child %d is %s seq %d..%d, expected at most %s from seq %d", id, cid, c.Depth, c.From, c.To, limit, next)
+				}
+				next, deepest = c.To+1, max(deepest, c.Depth)
 			}
 			if len(n.Children) == 0 || next-1 != n.To {
 				v.fail("node %d: children cover up to seq %d, the node to %d", id, next-1, n.To)
+			} else if deepest < n.Depth-1 {
+				v.fail("node %d: %s over children no deeper than %s", id, n.Depth, deepest)
 			}
 		}
 		if n.Parent != 0 {
@@ -615,4 +635,11 @@ func sortedIDs(m map[uint64]tier.Node) []uint64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sameFacts reports whether a and b require the same open set,
+// dispositions, constraints and artifacts.
+func sameFacts(a, b *tier.Required) bool {
+	return slices.Equal(a.Unresolved, b.Unresolved) && slices.Equal(a.Dispositions, b.Dispositions) &&
+		slices.Equal(a.Constraints, b.Constraints) && slices.Equal(a.Artifacts, b.Artifacts)
 }

@@ -351,7 +351,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	rec := toNodeRec(&n)
 	if n.From == 1 {
 		// A prefix: what a digest extending it will need.
-		rec.Facts = toFactsRec(required)
+		rec.setFacts(toFactsRec(required))
 	}
 	if err := ss.putNodeRecord(&rec); err != nil {
 		return err

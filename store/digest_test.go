@@ -259,3 +259,42 @@ func TestCommit_FoldOfRootsNotConsecutive(t *testing.T) {
 		t.Errorf("%d roots after the refused plans, %d before", len(got), len(roots))
 	}
 }
+
+// TestDigest_FactsAreNotTheClaims: a summary may word a disposition's
+// reason its own way and still be valid; the facts a digest extends are
+// still the raw log's, recorded apart from such claims.
+func TestDigest_FactsAreNotTheClaims(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	for i := 0; i < 4; i++ {
+		mustAppend(t, db, "s", digestTurn(i)...)
+	}
+	for {
+		p, err := db.PlanSpan("s", store.SpanPolicy{Events: 4}, 1000)
+		if errors.Is(err, store.ErrNothingToCompact) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Required.Claims()
+		for i := range c.Dispositions {
+			c.Dispositions[i].Reason = "paraphrased"
+		}
+		if _, err := db.Commit(p, store.Summary{Narrative: "n", Claims: c, Summarizer: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := db.PlanDigest("s", 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Required.Dispositions) == 0 {
+		t.Fatal("the digest requires no disposition: the test no longer builds its case")
+	}
+	for _, disp := range d.Required.Dispositions {
+		if disp.Reason == "paraphrased" || disp.Reason == "" {
+			t.Errorf("the digest requires %s with reason %q: the summary's, not the raw log's", disp.Key, disp.Reason)
+		}
+	}
+	mustVerify(t, db)
+}

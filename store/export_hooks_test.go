@@ -74,10 +74,10 @@ func DropFacts(db *DB, session string, id uint64) error {
 		if err != nil {
 			return err
 		}
-		if r.Facts == nil {
+		if r.facts() == nil {
 			return errors.Newf("node %d has no facts", id)
 		}
-		r.Facts = nil
+		r.Facts, r.FactsInClaims = nil, false
 		return ss.putNodeRecord(&r)
 	})
 }
@@ -90,7 +90,7 @@ func HasFacts(db *DB, session string, id uint64) (has bool, err error) {
 			return err
 		}
 		r, err := ss.nodeRecord(id)
-		has = r.Facts != nil
+		has = r.facts() != nil
 		return err
 	})
 	return has, err

@@ -237,8 +237,8 @@ func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, err
 		return digest{}, err
 	}
 	var prefix tier.Required
-	if first.Facts != nil {
-		prefix = first.Facts.required(first.To)
+	if f := first.facts(); f != nil {
+		prefix = f.required(first.To)
 	} else {
 		sp, err := ss.readSpan(st, 1, first.To)
 		if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
+	"slices"
 )
 
 // FormatVersion is the on-disk format this strata writes. It reads every
@@ -182,6 +183,29 @@ type nodeRec struct {
 	// strata skip the field, and a node without it has its facts computed
 	// from the raw log when a digest needs them.
 	Facts *factsRec `msgpack:"x,omitempty"`
+	// FactsInClaims stands for Facts when they were exactly the node's
+	// claims (an extractive summary): the facts are not stored twice.
+	FactsInClaims bool `msgpack:"xc,omitempty"`
+}
+
+// facts returns the facts recorded with a node over a prefix, or nil.
+func (r *nodeRec) facts() *factsRec {
+	if r.FactsInClaims {
+		return &factsRec{Unresolved: r.Claims.Unresolved, Dispositions: r.Claims.Dispositions,
+			Constraints: r.Claims.Constraints, Artifacts: r.Claims.Artifacts}
+	}
+	return r.Facts
+}
+
+// setFacts records f with the node: as a flag when they are its claims.
+func (r *nodeRec) setFacts(f *factsRec) {
+	c := &r.Claims
+	if slices.Equal(f.Unresolved, c.Unresolved) && slices.Equal(f.Dispositions, c.Dispositions) &&
+		slices.Equal(f.Constraints, c.Constraints) && slices.Equal(f.Artifacts, c.Artifacts) {
+		r.Facts, r.FactsInClaims = nil, true
+		return
+	}
+	r.Facts, r.FactsInClaims = f, false
 }
 
 // factsRec is the Required of a prefix span 1..To, less Resolved (nothing

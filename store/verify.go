@@ -385,7 +385,7 @@ func (v *verifier) validateRoot(r rootRec, req tier.Required) {
 		return
 	}
 	n := rec.node()
-	if f := rec.Facts; f != nil {
+	if f := rec.facts(); f != nil {
 		// What the next digest will extend: it must be what the raw span
 		// requires.
 		got, want := f.required(n.To), req

@@ -109,11 +109,25 @@ func historySizes() []int {
 // STRATA_BENCH_LARGE=1) 1M events of history.
 func BenchmarkHistory(b *testing.B) {
 	for _, n := range historySizes() {
+		for _, frame := range []string{"log", "bounded"} {
+			benchmarkHistory(b, n, frame)
+		}
+	}
+}
+
+// benchmarkHistory is BenchmarkHistory at n events, with a frame of
+// O(log n) roots (HistoryPolicy) or of at most BoundedRoots (BoundedPolicy).
+func benchmarkHistory(b *testing.B, n int, frame string) {
+	policy, maxRoots := HistoryPolicy, 0
+	if frame == "bounded" {
+		policy, maxRoots = BoundedPolicy, BoundedRoots
+	}
+	{
 		path := filepath.Join(b.TempDir(), "history.db")
-		if err := BuildHistory(path, n); err != nil {
+		if err := BuildHistoryWith(path, n, policy); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("resume/events=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("resume/frame=%s/events=%d", frame, n), func(b *testing.B) {
 			db, err := store.Open(path, store.Options{ReadOnly: true})
 			if err != nil {
 				b.Fatal(err)
@@ -126,11 +140,11 @@ func BenchmarkHistory(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("compact/events=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("compact/frame=%s/events=%d", frame, n), func(b *testing.B) {
 			b.ReportAllocs()
 			// FlatCosts appends 40 events per round outside the timed
 			// plan and commit; the benchmark times the whole round.
-			if _, _, _, err := FlatCosts(path, b.N); err != nil {
+			if _, _, _, _, err := FlatCosts(path, b.N, maxRoots); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -275,8 +289,24 @@ func TestSmoke(t *testing.T) {
 	if err := BuildHistory(hp, 500); err != nil {
 		t.Fatal(err)
 	}
-	if res, plan, commit, err := FlatCosts(hp, 2); err != nil || len(res) != 2 || len(plan) != 2 || len(commit) != 2 {
+	if res, plan, commit, _, err := FlatCosts(hp, 2, 0); err != nil || len(res) != 2 || len(plan) != 2 || len(commit) != 2 {
 		t.Fatalf("flat costs: %v", err)
+	}
+	bp := filepath.Join(t.TempDir(), "bounded.db")
+	if err := BuildHistoryWith(bp, 500, BoundedPolicy); err != nil {
+		t.Fatal(err)
+	}
+	sdb, err := store.Open(bp, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := sdb.Info("history")
+	sdb.Close()
+	if err != nil || info.Roots > BoundedRoots {
+		t.Fatalf("bounded history: %d roots (%v)", info.Roots, err)
+	}
+	if _, _, _, digest, err := FlatCosts(bp, 8, BoundedRoots); err != nil || len(digest) == 0 {
+		t.Fatalf("flat costs with digests: %d digests, %v", len(digest), err)
 	}
 	lp := filepath.Join(t.TempDir(), "ledger.db")
 	if err := BuildLedger(lp, 50); err != nil {

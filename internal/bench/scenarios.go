@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -121,15 +122,24 @@ func ReplayPeer(p Peer, sessions []Session) (time.Duration, error) {
 // node every 40 events, folds of 4 (so the frame holds O(log n) roots).
 var HistoryPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
 
+// BoundedPolicy is HistoryPolicy with digests: at most BoundedRoots roots.
+var BoundedPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFold, MaxRoots: BoundedRoots, Budget: compaction.DefaultBudget}
+
+// BoundedRoots is BoundedPolicy's MaxRoots.
+const BoundedRoots = 4
+
 // BuildHistory creates a strata database at path holding one session,
 // "history", of n synthetic events compacted under HistoryPolicy. It is a
 // bulk load (NoSync, appends of 1,000 events, one fsync at the end).
-func BuildHistory(path string, n int) error {
+func BuildHistory(path string, n int) error { return BuildHistoryWith(path, n, HistoryPolicy) }
+
+// BuildHistoryWith is BuildHistory under policy.
+func BuildHistoryWith(path string, n int, policy compaction.Policy) error {
 	p, err := OpenStrata(path, store.Options{NoSync: true})
 	if err != nil {
 		return err
 	}
-	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: HistoryPolicy})
+	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: policy})
 	if err != nil {
 		return err
 	}
@@ -178,11 +188,13 @@ func (l Latencies) Median() time.Duration {
 // FlatCosts measures, on the history database at path (durable opens: one
 // fsync'd commit per call), k resumes of the latest marker and k rounds
 // of: one append of 40 new events, then one L1 compaction of them — its
-// plan, and its commit. The history grows by 40k events.
-func FlatCosts(path string, k int) (resume, plan, commit Latencies, err error) {
+// plan, and its commit — and, with maxRoots > 0, the digests that bring
+// the frame back to maxRoots roots (plan and commit, each). The history
+// grows by 40k events.
+func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Latencies, err error) {
 	db, err := store.Open(path, store.Options{})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	defer func() {
 		if cerr := db.Close(); err == nil {
@@ -191,7 +203,7 @@ func FlatCosts(path string, k int) (resume, plan, commit Latencies, err error) {
 	}()
 	info, err := db.Info("history")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	// New events: their own call ids, their turns after the history's.
 	more := Synth("history", 40*k, 2).Events
@@ -206,33 +218,52 @@ func FlatCosts(path string, k int) (resume, plan, commit Latencies, err error) {
 	for i := 0; i < k; i++ {
 		t0 := time.Now()
 		if _, err := db.Resume("history", store.Latest); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		resume = append(resume, time.Since(t0))
 	}
 	for i := 0; i < k; i++ {
 		if _, err := db.Append("history", more[i*40:(i+1)*40]...); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		t0 := time.Now()
 		pl, err := db.PlanSpan("history", store.SpanPolicy{Events: 40}, compaction.DefaultBudget)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		t1 := time.Now()
 		out, err := sum.Summarize(ctx, &compaction.Input{Session: pl.Session, Depth: pl.Depth, From: pl.From, To: pl.To,
 			Budget: pl.Budget, Events: pl.Events, Children: pl.Children, Required: pl.Required})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		t2 := time.Now()
 		if _, err := db.Commit(pl, store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		plan = append(plan, t1.Sub(t0))
 		commit = append(commit, time.Since(t2))
+		for maxRoots > 0 {
+			t0 := time.Now()
+			d, err := db.PlanDigest("history", maxRoots, compaction.DefaultBudget)
+			if errors.Is(err, store.ErrNothingToCompact) {
+				break
+			}
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			out, err := sum.Summarize(ctx, &compaction.Input{Session: d.Session, Depth: d.Depth, From: d.From, To: d.To,
+				Budget: d.Budget, Events: d.Events, Children: d.Children, Required: d.Required})
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			if _, err := db.Commit(d, store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			digest = append(digest, time.Since(t0))
+		}
 	}
-	return resume, plan, commit, nil
+	return resume, plan, commit, digest, nil
 }
 
 // BuildLedger creates a strata database at path with one session,

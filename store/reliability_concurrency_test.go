@@ -91,7 +91,7 @@ func TestConcurrency_AgainstModel(t *testing.T) {
 	}
 	lossy, _ := compaction.NewLossy(compaction.DropArtifacts)
 	for _, sum := range []compaction.Summarizer{compaction.Extractive{}, lossy} {
-		c, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryEvents: 6, EveryTurns: 2, Fold: 2}})
+		c, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryEvents: 6, EveryTurns: 2, Fold: 2, MaxRoots: 3}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,6 +157,22 @@ func injectCases() []commitStep {
 			_, err = db.Commit(p, summarize(t, lossy, p))
 			return err
 		}},
+		{name: "commit of a digest", setup: twoRoots, op: func(t *testing.T, db *store.DB) error {
+			p, err := db.PlanDigest("s", 1, 100)
+			if err != nil {
+				t.Fatalf("PlanDigest: %v", err)
+			}
+			_, err = db.Commit(p, summarize(t, compaction.Extractive{}, p))
+			return err
+		}},
+		{name: "commit of a refused digest", setup: twoRoots, wantRefused: true, op: func(t *testing.T, db *store.DB) error {
+			p, err := db.PlanDigest("s", 1, 100)
+			if err != nil {
+				t.Fatalf("PlanDigest: %v", err)
+			}
+			_, err = db.Commit(p, summarize(t, lossy, p))
+			return err
+		}},
 		{name: "commit of a re-compaction", setup: twoRoots, op: func(t *testing.T, db *store.DB) error {
 			var roots []tier.Node
 			_ = db.View(func(s *store.Snapshot) (err error) { roots, err = s.Roots("s"); return err })

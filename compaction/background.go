@@ -20,21 +20,26 @@ import (
 //
 // The compactions, and the order in which report sees them, are those of
 // calling Run after each append on one goroutine: Runs go in the order of
-// the appends, and an Append to a session waits for the Run its previous
-// Append queued. The first error stops the queue: later Runs are not made,
-// and Append and Close return it.
+// the appends (where compactions fall depends only on the events, not on
+// when Run looks), and an Append to a session waits for the Run its
+// previous Append queued when another session's Run is queued after that
+// one — else that Run, seeing the new events too, reports what the next
+// would have, in the same order. The first error stops the queue: later
+// Runs are not made, and Append and Close return it.
 type Background struct {
 	c      *Compactor
 	ctx    context.Context
 	report func(session string, rs []Result)
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when a Run finishes or the worker stops
-	queue   []string   // sessions waiting for their Run, in order
-	pending map[string]int
-	closed  bool
-	err     error
-	done    chan struct{}
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a Run finishes or the worker stops
+	queue    []string   // sessions waiting for their Run, in order
+	last     string     // the session queued last
+	pending  map[string]int
+	inAppend int // Appends past their checks, whose Run is not queued yet
+	closed   bool
+	err      error
+	done     chan struct{}
 }
 
 // ErrStopped marks the error Append returns when an earlier Run failed:
@@ -53,36 +58,45 @@ func (c *Compactor) Background(ctx context.Context, report func(session string, 
 
 // Append appends events to session (store.DB.Append) and queues a Run of
 // session. It first waits for the Run a previous Append to session queued,
-// so that Run sees the events in the order a sequential caller would. When
+// unless no other session's Run is queued after it, so that reports come
+// in the order a sequential caller would see them. When
 // a Run has failed, it appends nothing and returns that Run's error, marked
 // ErrStopped.
 func (b *Background) Append(session string, events ...tier.Event) (store.AppendResult, error) {
 	b.mu.Lock()
-	for b.pending[session] > 0 && b.err == nil {
+	// A Run of session still to come sees these events too. That changes
+	// nothing when no other session's Run comes between (the results are
+	// reported in the same order); otherwise wait for it.
+	for b.pending[session] > 0 && b.last != session && b.err == nil {
 		b.cond.Wait()
 	}
 	err := b.err
 	if err == nil && b.closed {
-		err = errors.New("compaction: Background is closed")
+		b.mu.Unlock()
+		return store.AppendResult{}, errors.New("compaction: Background is closed")
+	}
+	if err == nil {
+		b.inAppend++ // Close waits for it, and for its Run
 	}
 	b.mu.Unlock()
 	if err != nil {
 		return store.AppendResult{}, errors.Mark(err, ErrStopped)
 	}
 	res, err := b.c.db.Append(session, events...)
-	if err != nil {
-		return res, err
-	}
 	b.mu.Lock()
-	b.queue = append(b.queue, session)
-	b.pending[session]++
+	b.inAppend--
+	if err == nil {
+		b.queue = append(b.queue, session)
+		b.last = session
+		b.pending[session]++
+	}
 	b.cond.Broadcast()
 	b.mu.Unlock()
-	return res, nil
+	return res, err
 }
 
-// Close waits for the queued Runs and stops the Background. It returns the
-// first error a Run met.
+// Close waits for the Appends in progress and every queued Run, and stops
+// the Background. It returns the first error a Run met.
 func (b *Background) Close() error {
 	b.mu.Lock()
 	b.closed = true
@@ -97,11 +111,11 @@ func (b *Background) work() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		for len(b.queue) == 0 && !b.closed {
+		for len(b.queue) == 0 && (!b.closed || b.inAppend > 0) {
 			b.cond.Wait()
 		}
 		if len(b.queue) == 0 {
-			return
+			return // closed, and no Append in progress
 		}
 		session := b.queue[0]
 		b.queue = b.queue[1:]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,13 +16,32 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// backgroundLoad is the incident's long session under three session ids,
-// appended in interleaved runs of 7 events: several runs per session, so
-// that an Append must wait for its session's previous Run.
+// backgroundLoad (and backgroundLoadOf) is the incident's long session under three session ids,
+// appended in runs of 7 events: interleaved (a, b, c, a, b, c, …), so that
+// an Append must wait for its session's previous Run, or consecutive for
+// the first half of each session (a, a, …, b, b, …), so that an Append
+// goes on while its session's previous Run is still to come.
 func backgroundLoad(t *testing.T) (order []string, runs [][]tier.Event) {
+	return backgroundLoadOf(t, false)
+}
+
+func backgroundLoadOf(t *testing.T, consecutive bool) (order []string, runs [][]tier.Event) {
 	_, evs := readIncident(t, "long_migration.jsonl")
 	ids := []string{"a", "b", "c"}
-	for from := 0; from < len(evs); from += 7 {
+	half := len(evs) / 2
+	if consecutive {
+		for _, id := range ids {
+			for from := 0; from < half; from += 7 {
+				order = append(order, id)
+				runs = append(runs, evs[from:min(from+7, half)])
+			}
+		}
+	}
+	start := 0
+	if consecutive {
+		start = half
+	}
+	for from := start; from < len(evs); from += 7 {
 		for _, id := range ids {
 			order = append(order, id)
 			runs = append(runs, evs[from:min(from+7, len(evs))])
@@ -35,7 +55,15 @@ func backgroundLoad(t *testing.T) (order []string, runs [][]tier.Event) {
 // after each append on one goroutine gives — with a summarizer that is
 // refused now and then, so that refusals are compared too.
 func TestBackground_SameAsSequential(t *testing.T) {
-	order, runs := backgroundLoad(t)
+	for _, consecutive := range []bool{false, true} {
+		t.Run(fmt.Sprint("consecutive=", consecutive), func(t *testing.T) {
+			order, runs := backgroundLoadOf(t, consecutive)
+			sameAsSequential(t, order, runs)
+		})
+	}
+}
+
+func sameAsSequential(t *testing.T, order []string, runs [][]tier.Event) {
 	opts := compaction.Options{
 		Summarizer: mustLossy(t, compaction.DropOpen),
 		Policy:     compaction.Policy{EveryEvents: 6, Fold: 2},
@@ -145,5 +173,52 @@ func TestBackground_ErrorStops(t *testing.T) {
 	}
 	if r := roots(t, db, "c"); len(r) != 0 {
 		t.Errorf("session c was compacted after the queue stopped: %v", r)
+	}
+}
+
+// TestBackground_CloseWaitsForAppends: Close waits for an Append in
+// progress and makes its Run; an Append after Close appends nothing.
+func TestBackground_CloseWaitsForAppends(t *testing.T) {
+	var block atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: func() time.Time {
+		if block.Load() {
+			block.Store(false)
+			close(entered)
+			<-release
+		}
+		return time.Unix(1_700_000_000, 0)
+	}})
+	c := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryEvents: 2}})
+	bg := c.Background(context.Background(), nil)
+	block.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := bg.Append("s", tier.Event{Kind: tier.KindUser, Text: "a"}, tier.Event{Kind: tier.KindAssistant, Text: "b"})
+		appended <- err
+	}()
+	<-entered // inside the store's Append, past Background's checks
+	closed := make(chan error, 1)
+	go func() { closed <- bg.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while an Append was in progress", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := len(roots(t, db, "s")); n != 1 {
+		t.Errorf("%d roots after Close, want the appended events compacted", n)
+	}
+	if _, err := bg.Append("s", tier.Event{Kind: tier.KindUser, Text: "c"}); err == nil {
+		t.Error("Append after Close: no error")
+	}
+	if got := len(allEvents(t, db, "s")); got != 2 {
+		t.Errorf("%d events stored, want the 2 appended before Close", got)
 	}
 }

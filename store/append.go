@@ -130,7 +130,9 @@ func (db *DB) committer() {
 				if ok {
 					batch = db.fill(append(batch, r))
 				}
+				db.lingerPays.Store(ok)
 			case <-wait.C:
+				db.lingerPays.Store(false)
 			}
 			wait.Stop()
 		}
@@ -213,6 +215,19 @@ func (db *DB) commitBatch(batch []*writeReq) {
 	})
 	if errors.Is(err, errNothingWritten) {
 		err = nil
+	}
+	if err == nil {
+		appended, committed := false, false
+		for _, req := range batch {
+			appended = appended || req.commit == nil && req.err == nil
+			committed = committed || req.commit != nil
+		}
+		if appended {
+			db.lastAppend.Store(time.Now().UnixNano())
+			if committed {
+				db.lingerPays.Store(true) // appends and commits meet: a pipeline
+			}
+		}
 	}
 	for _, req := range batch {
 		if err != nil {

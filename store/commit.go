@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -78,12 +79,28 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 		return CommitResult{}, err
 	}
 	c := db.newCommitReq(p, sum, validate, refused)
-	db.submit(&writeReq{session: p.Session, commit: c, done: make(chan struct{}),
-		linger: db.opts.CommitWait > 0 && db.appending.Load() > 0})
+	db.submit(&writeReq{session: p.Session, commit: c, done: make(chan struct{}), linger: db.mayLinger()})
 	if c.err != nil {
 		return CommitResult{}, c.err
 	}
 	return c.res, c.invalid
+}
+
+// mayLinger reports whether a commit made now may wait for an append to
+// share its transaction (Options.CommitWait): while an append is in flight
+// — another goroutine appends — or, when the last commit that waited got
+// company, within CommitWait of the last append. A caller that appends and
+// then commits on one goroutine never waits: no append of its is in flight
+// when it commits, and its first wait, if any, would find none.
+func (db *DB) mayLinger() bool {
+	w := db.opts.CommitWait
+	if w <= 0 {
+		return false
+	}
+	if db.appending.Load() > 0 {
+		return true
+	}
+	return db.lingerPays.Load() && time.Now().UnixNano()-db.lastAppend.Load() < int64(w)
 }
 
 // commitReq is a compaction's commit waiting for the group commit, and

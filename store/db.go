@@ -31,12 +31,16 @@ type DB struct {
 	commitMu  sync.Mutex     // held while writes commit (the committer, or submit itself)
 	appending atomic.Int32   // Append calls submitted and not yet committed
 	queued    atomic.Int32   // writes handed to the committer and not yet committed
-	stopped   chan struct{}
-	mu        sync.RWMutex // held for reading by operations, for writing by Close
-	closed    bool
-	poisoned  atomic.Pointer[error] // the commit error that poisoned the DB
-	format    int                   // the database's format version (schema.go), set by init
-	graph     graphChecks           // the sessions whose page graph this handle checked (graph.go)
+	// For Options.CommitWait: when an append last committed (Unix ns), and
+	// whether the last commit that waited for company got it.
+	lastAppend atomic.Int64
+	lingerPays atomic.Bool
+	stopped    chan struct{}
+	mu         sync.RWMutex // held for reading by operations, for writing by Close
+	closed     bool
+	poisoned   atomic.Pointer[error] // the commit error that poisoned the DB
+	format     int                   // the database's format version (schema.go), set by init
+	graph      graphChecks           // the sessions whose page graph this handle checked (graph.go)
 }
 
 // MaxSessionBytes bounds a session id.

@@ -45,7 +45,10 @@ type Options struct {
 	// appends are in flight waits, when nothing else is queued, for another
 	// write to share its transaction and fsync: a pipeline that appends
 	// on one goroutine and compacts on another pays one commit where it
-	// would pay two. A Commit made while no append is in flight never
+	// would pay two. Once such a wait has found company, a Commit made
+	// within CommitWait of the last append waits too (the appender is
+	// between two appends); one that found none stops that until the next
+	// wait does. A caller that appends and commits on one goroutine never
 	// waits. Zero means DefaultCommitWait; a negative value turns it off.
 	CommitWait time.Duration
 

@@ -90,8 +90,9 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 // share its transaction (Options.CommitWait): while an append is in flight
 // — another goroutine appends — or, when the last commit that waited got
 // company, within CommitWait of the last append. A caller that appends and
-// then commits on one goroutine never waits: no append of its is in flight
-// when it commits, and its first wait, if any, would find none.
+// then commits on one goroutine does not wait: no append of its is in
+// flight when it commits, and a wait that finds none (right after a
+// pipeline) turns the second rule off.
 func (db *DB) mayLinger() bool {
 	w := db.opts.CommitWait
 	if w <= 0 {

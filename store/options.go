@@ -48,8 +48,9 @@ type Options struct {
 	// would pay two. Once such a wait has found company, a Commit made
 	// within CommitWait of the last append waits too (the appender is
 	// between two appends); one that found none stops that until the next
-	// wait does. A caller that appends and commits on one goroutine never
-	// waits. Zero means DefaultCommitWait; a negative value turns it off.
+	// wait does. A caller that appends and commits on one goroutine does
+	// not wait (at most once, right after a pipeline on the same DB).
+	// Zero means DefaultCommitWait; a negative value turns it off.
 	CommitWait time.Duration
 
 	// Clock gives the time recorded on events without one; nil means

@@ -55,6 +55,9 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 	}
 	claimedOpen := map[string]bool{}
 	for _, o := range claims.Unresolved {
+		if claimedOpen[o.ID] {
+			add(ClassClosure, o.ID, "claimed UNRESOLVED more than once")
+		}
 		claimedOpen[o.ID] = true
 		want, ok := open[o.ID]
 		switch {
@@ -151,7 +154,13 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 func checkSet[V any](fs *[]Failure, class string, want, got []V, key func(V) string, mismatch func(want, got V) string) {
 	claimed := make(map[string]V, len(got))
 	for _, g := range got {
-		claimed[key(g)] = g
+		k := key(g)
+		if _, twice := claimed[k]; twice {
+			// Two states for one key (normalized claims hold no exact
+			// duplicates): one of them is false.
+			*fs = append(*fs, Failure{Class: class, Item: k, Detail: "claimed more than once"})
+		}
+		claimed[k] = g
 	}
 	required := make(map[string]bool, len(want))
 	for _, w := range want {

@@ -95,7 +95,7 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 // pipeline) turns the second rule off.
 func (db *DB) mayLinger() bool {
 	w := db.opts.CommitWait
-	if w <= 0 {
+	if w <= 0 || db.noWait.Load() > 0 {
 		return false
 	}
 	if db.appending.Load() > 0 {
@@ -169,10 +169,15 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			c.err = errors.Wrapf(ErrConflict, "digest of 1..%d does not extend node %d (%d..%d)", p.To, first.ID, first.From, first.To)
 			return nil
 		}
-		if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == first.To+1 && s.to == p.To {
+		if s := p.seal; s != nil && s.db == db && s.kind == p.Kind && s.session == p.Session && s.from == first.To+1 && s.to == p.To &&
+			s.required.From == 1 && s.required.To == p.To {
 			raw, err := ss.hashSpan(&st, s.from, s.to)
 			if err != nil {
 				c.err = err
+				return nil
+			}
+			if !bytes.Equal(raw, s.hash) {
+				c.err = errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", s.from, s.to)
 				return nil
 			}
 			hash, required, lastTurn = digestHash(first.SpanHash, raw), &s.required, s.lastTurn
@@ -184,7 +189,8 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			}
 			hash, required, lastTurn = d.hash, &d.required, d.events[len(d.events)-1].Turn
 		}
-	} else if s := p.seal; s != nil && s.db == db && s.session == p.Session && s.from == p.From && s.to == p.To && bytes.Equal(s.hash, p.SpanHash) {
+	} else if s := p.seal; s != nil && s.db == db && s.kind == p.Kind && s.session == p.Session && s.from == p.From && s.to == p.To &&
+		s.required.From == p.From && s.required.To == p.To && bytes.Equal(s.hash, p.SpanHash) {
 		if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
 			c.err = err
 			return nil
@@ -278,9 +284,16 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 		if st.CompactedTo+1 != p.From {
 			return 0, errors.Wrapf(ErrConflict, "span starts at %d, the uncompacted tail now at %d", p.From, st.CompactedTo+1)
 		}
+		if len(p.Replaces)+len(p.Children) > 0 {
+			return 0, errors.Wrapf(ErrConflict, "a span plan naming roots or children")
+		}
 		return 1, nil
 	case PlanFold, PlanRecompact, PlanDigest:
+		if n, want := len(p.Replaces), map[PlanKind]int{PlanRecompact: 1, PlanDigest: 2}[p.Kind]; n == 0 || want != 0 && n != want || p.Kind == PlanFold && n < 2 {
+			return 0, errors.Wrapf(ErrConflict, "a %s plan replacing %d roots", p.Kind, n)
+		}
 		var depths []tier.Depth
+		var children []uint64 // of the node re-compacted
 		next := p.From
 		for _, id := range p.Replaces {
 			n, err := ss.node(id)
@@ -295,14 +308,29 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 			}
 			next = n.To + 1
 			depths = append(depths, n.Depth)
+			children = n.Children
 		}
-		if len(p.Replaces) == 0 || next-1 != p.To {
+		if next-1 != p.To {
 			return 0, errors.Wrapf(ErrConflict, "the plan's roots cover %d..%d, its span %d..%d", p.From, next-1, p.From, p.To)
 		}
-		switch {
-		case p.Kind == PlanRecompact:
+		// The new node's children: the roots it folds, or those of the
+		// node it re-compacts — never what a plan built by hand says.
+		want := p.Replaces
+		if p.Kind == PlanRecompact {
+			want = children
+		}
+		if len(p.Children) != len(want) {
+			return 0, errors.Wrapf(ErrConflict, "the plan names %d children, the node takes %d", len(p.Children), len(want))
+		}
+		for i, c := range p.Children {
+			if c.ID != want[i] {
+				return 0, errors.Wrapf(ErrConflict, "the plan's child %d is node %d, the node takes node %d", i, c.ID, want[i])
+			}
+		}
+		switch p.Kind {
+		case PlanRecompact:
 			return depths[0], nil
-		case p.Kind == PlanDigest && len(depths) == 2:
+		case PlanDigest:
 			return digestDepth(depths[0], depths[1]), nil
 		}
 		return slices.Max(depths) + 1, nil // a fold: one deeper
@@ -378,8 +406,15 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 		return err
 	}
 	st.Roots += 1 - len(p.Replaces)
-	if p.Kind == PlanSpan {
+	switch p.Kind {
+	case PlanSpan:
 		st.CompactedTo = p.To
+	case PlanFold, PlanDigest:
+		if p.From <= st.FoldRefusedTo && st.FoldRefusedTo <= p.To {
+			// The roots of the refused fold are folded now (a retry, or
+			// a digest): the policy may fold what comes after them.
+			st.FoldRefusedTo = 0
+		}
 	}
 	m := marker.Marker{ID: n.ID, Node: n.ID, Depth: n.Depth, FrameVersion: st.FrameVersion, Boundary: n.To, Status: marker.StatusValid}
 	if err := ss.putMarker(&m); err != nil {

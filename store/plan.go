@@ -85,6 +85,7 @@ type Plan struct {
 // need not decode it again.
 type planSeal struct {
 	db       *DB // the handle that planned: another database's log is another log
+	kind     PlanKind
 	session  string
 	from, to uint64
 	hash     []byte
@@ -94,7 +95,7 @@ type planSeal struct {
 
 // sealed returns a seal of what db planned, with a copy of req that shares
 // no slice with it.
-func sealed(db *DB, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn uint64) *planSeal {
+func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn uint64) *planSeal {
 	r := *req
 	r.Unresolved = slices.Clone(r.Unresolved)
 	r.Resolved = slices.Clone(r.Resolved)
@@ -102,7 +103,7 @@ func sealed(db *DB, session string, from, to uint64, hash []byte, req *tier.Requ
 	r.Dispositions = slices.Clone(r.Dispositions)
 	r.Constraints = slices.Clone(r.Constraints)
 	r.Artifacts = slices.Clone(r.Artifacts)
-	return &planSeal{db: db, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
+	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span that
@@ -175,9 +176,8 @@ func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 // the facts the store recorded with the first root, computed from the raw
 // log when that root was committed, and from the raw events of the second
 // root's span: a digest reads that span and the tail after it, never the
-// prefix again. (A first root without recorded facts — made by an older
-// version of strata, or re-compacted — has them computed from the raw log,
-// once.) The plan's Events are the second root's span; its Children are
+// prefix again. (A first root without recorded facts — made by a version
+// of strata before digests — has them computed from the raw log, once.) The plan's Events are the second root's span; its Children are
 // both roots. A refused digest is not planned again: the frame then grows
 // as it would without a bound, and Compactor.Recompact can still act.
 func (db *DB) PlanDigest(session string, maxRoots, budget int) (*Plan, error) {
@@ -210,7 +210,7 @@ func (db *DB) PlanDigest(session string, maxRoots, budget int) (*Plan, error) {
 		return &Plan{Kind: PlanDigest, Depth: digestDepth(first.Depth, second.Depth), From: 1, To: second.To,
 			Replaces: []uint64{first.ID, second.ID}, Children: []tier.Node{first.node(), second},
 			Events: d.events, Required: d.required, SpanHash: d.hash,
-			seal: sealed(db, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn)}, nil
+			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn)}, nil
 	}, budget)
 }
 
@@ -314,7 +314,7 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
-		p.seal = sealed(db, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn)
+		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn)
 		return nil
 	})
 	return p, err

@@ -451,30 +451,29 @@ func (v *verifier) checkNodes() {
 			v.fail("node %d: an L1 node with children", id)
 		}
 		if n.Depth > 1 {
-			// Consecutive children one level below (a fold); or, for a
-			// digest (a node over a prefix), a first child of any depth up
-			// to its own and the rest below it, the deepest of all one
-			// level below or at its depth (digestDepth).
-			next, deepest := n.From, tier.Depth(0)
-			for i, cid := range n.Children {
+			// Consecutive children, all one level below (a fold), or the
+			// two roots a digest folded: the first of any depth, the node
+			// at the deeper of its depth and one more than the second's.
+			next, fold := n.From, true
+			var depths []tier.Depth
+			for _, cid := range n.Children {
 				c, ok := v.nodes[cid]
 				if !ok {
 					v.fail("node %d: child %d does not exist", id, cid)
 					break
 				}
-				limit := n.Depth - 1
-				if i == 0 && n.From == 1 {
-					limit = n.Depth
+				if c.From != next {
+					v.fail("node %d: child %d is seq %d..%d, expected from seq %d", id, cid, c.From, c.To, next)
 				}
-				if c.Depth > limit || c.From != next {
-					v.fail("node %d: child %d is %s seq %d..%d, expected at most %s from seq %d", id, cid, c.Depth, c.From, c.To, limit, next)
-				}
-				next, deepest = c.To+1, max(deepest, c.Depth)
+				next, fold = c.To+1, fold && c.Depth == n.Depth-1
+				depths = append(depths, c.Depth)
 			}
-			if len(n.Children) == 0 || next-1 != n.To {
+			digest := n.From == 1 && len(depths) == 2 && n.Depth == digestDepth(depths[0], depths[1])
+			switch {
+			case len(n.Children) == 0 || next-1 != n.To:
 				v.fail("node %d: children cover up to seq %d, the node to %d", id, next-1, n.To)
-			} else if deepest < n.Depth-1 {
-				v.fail("node %d: %s over children no deeper than %s", id, n.Depth, deepest)
+			case !fold && !digest:
+				v.fail("node %d: a %s node over children of depths %v", id, n.Depth, depths)
 			}
 		}
 		if n.Parent != 0 {

@@ -48,7 +48,8 @@ var ErrStopped = errors.New("compaction: stopped by an earlier compaction's erro
 
 // Background starts a Background over c. report, if not nil, is called
 // with the results of each Run, on the Background's goroutine, in the order
-// the Runs were queued. Close must be called to stop it.
+// the Runs were queued (so report must not call Append: an Append that
+// waits for a Run would wait for itself). Close must be called to stop it.
 func (c *Compactor) Background(ctx context.Context, report func(session string, rs []Result)) *Background {
 	b := &Background{c: c, ctx: ctx, report: report, pending: map[string]int{}, done: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
@@ -67,8 +68,14 @@ func (b *Background) Append(session string, events ...tier.Event) (store.AppendR
 	// A Run of session still to come sees these events too. That changes
 	// nothing when no other session's Run comes between (the results are
 	// reported in the same order); otherwise wait for it.
-	for b.pending[session] > 0 && b.last != session && b.err == nil {
-		b.cond.Wait()
+	if b.pending[session] > 0 && b.last != session && b.err == nil {
+		// No append comes from here before that Run is done: its
+		// commits must not wait for one (store.Options.CommitWait).
+		restore := b.c.db.NoCommitWait()
+		for b.pending[session] > 0 && b.err == nil {
+			b.cond.Wait()
+		}
+		restore()
 	}
 	err := b.err
 	if err == nil && b.closed {
@@ -102,7 +109,9 @@ func (b *Background) Close() error {
 	b.closed = true
 	b.cond.Broadcast()
 	b.mu.Unlock()
+	restore := b.c.db.NoCommitWait() // no append comes from here any more
 	<-b.done
+	restore()
 	return b.err
 }
 

@@ -222,3 +222,37 @@ func TestBackground_CloseWaitsForAppends(t *testing.T) {
 		t.Errorf("%d events stored, want the 2 appended before Close", got)
 	}
 }
+
+// TestBackground_CommitsNeverWaitForAnAppendThatWaitsForThem: with a
+// CommitWait of a minute, a load whose appends wait for their session's
+// Run, and a Close, finish at once: a compaction's commit never waits for
+// an append that is itself waiting for that compaction, nor for one after
+// the last. (A commit once waited out CommitWait in both cases. Found by a
+// second reading.)
+func TestBackground_CommitsNeverWaitForAnAppendThatWaitsForThem(t *testing.T) {
+	order, runs := backgroundLoadOf(t, false)
+	db := dbtest.Open(t, store.Options{NoSync: true, CommitWait: time.Minute, Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	c := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryEvents: 6, Fold: 2}})
+	done := make(chan error, 1)
+	go func() {
+		bg := c.Background(context.Background(), nil)
+		for i, id := range order {
+			if _, err := bg.Append(id, runs[i]...); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- bg.Close()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a commit waited for an append that could not come (CommitWait is a minute)")
+	}
+	if n := len(roots(t, db, "a")); n == 0 {
+		t.Error("nothing compacted")
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -131,6 +132,7 @@ func (db *DB) committer() {
 					batch = db.fill(append(batch, r))
 				}
 				db.lingerPays.Store(ok)
+			case <-db.nudge:
 			case <-wait.C:
 				db.lingerPays.Store(false)
 			}
@@ -140,6 +142,22 @@ func (db *DB) committer() {
 		db.queued.Add(-int32(len(batch)))
 		db.commitMu.Unlock()
 	}
+}
+
+// NoCommitWait turns off the waits of Options.CommitWait until restore is
+// called, and ends a wait in progress: that commit goes at once. A
+// goroutine that appends calls it before it blocks until a compaction is
+// done, or stops appending — compaction.Background does, before an Append
+// that must wait for its session's compaction and in Close — so that
+// compaction commits do not wait for an append it will not make.
+func (db *DB) NoCommitWait() (restore func()) {
+	db.noWait.Add(1)
+	select {
+	case db.nudge <- struct{}{}:
+	default:
+	}
+	var once sync.Once
+	return func() { once.Do(func() { db.noWait.Add(-1) }) }
 }
 
 // fill adds to batch the writes already queued, up to MaxBatch.

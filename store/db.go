@@ -35,6 +35,8 @@ type DB struct {
 	// whether the last commit that waited for company got it.
 	lastAppend atomic.Int64
 	lingerPays atomic.Bool
+	nudge      chan struct{} // NoCommitWait: a waiting commit goes at once
+	noWait     atomic.Int32  // NoCommitWait calls not yet restored
 	stopped    chan struct{}
 	mu         sync.RWMutex // held for reading by operations, for writing by Close
 	closed     bool
@@ -136,6 +138,7 @@ func Open(path string, opts Options) (db *DB, err error) {
 	}
 	if !opts.ReadOnly {
 		db.writes = make(chan *writeReq, opts.MaxBatch)
+		db.nudge = make(chan struct{}, 1)
 		db.stopped = make(chan struct{})
 		go db.committer()
 	}

@@ -137,7 +137,7 @@ type damageCase struct {
 }
 
 // damageSource builds the pristine database: three sessions, compacted
-// by extractive and lossy summarizers, with folds.
+// by extractive and lossy summarizers, with folds (and digests in beta).
 func damageSource(t *testing.T) (path string, full []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "pristine.db")
@@ -151,7 +151,11 @@ func damageSource(t *testing.T) (path string, full []byte) {
 		if i == 2 {
 			sum = lossy
 		}
-		c, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryTurns: 2, Fold: 2}})
+		policy := compaction.Policy{EveryTurns: 2, Fold: 2}
+		if i == 1 {
+			policy.MaxRoots = 2 // digests, and the facts nodes over a prefix record
+		}
+		c, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: policy})
 		if err != nil {
 			t.Fatal(err)
 		}

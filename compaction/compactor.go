@@ -136,36 +136,30 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 // digest folds the first two roots into one while the frame holds more
 // than MaxRoots.
 func (c *Compactor) digest(ctx context.Context, session string) ([]Result, error) {
-	var out []Result
 	if c.opts.Policy.MaxRoots < 1 {
 		return nil, nil
 	}
-	planDigest := func() (*store.Plan, error) {
+	return c.while(ctx, func() (*store.Plan, error) {
 		return c.db.PlanDigest(session, c.opts.Policy.MaxRoots, c.opts.Policy.Budget)
-	}
-	for {
-		r, due, err := c.step(ctx, planDigest)
-		if !due || err != nil {
-			return out, err
-		}
-		out = append(out, r)
-		if !r.Committed() {
-			return out, nil
-		}
-	}
+	})
 }
 
 // fold makes depth d+1 nodes while K consecutive roots of a depth exist.
 func (c *Compactor) fold(ctx context.Context, session string) ([]Result, error) {
-	var out []Result
 	if c.opts.Policy.Fold < 2 {
 		return nil, nil
 	}
-	planFold := func() (*store.Plan, error) {
+	return c.while(ctx, func() (*store.Plan, error) {
 		return c.db.PlanFold(session, c.opts.Policy.Fold, c.opts.Policy.Budget)
-	}
+	})
+}
+
+// while runs the compactions plan makes due, one after another, until it
+// finds nothing due or one is refused.
+func (c *Compactor) while(ctx context.Context, plan func() (*store.Plan, error)) ([]Result, error) {
+	var out []Result
 	for {
-		r, due, err := c.step(ctx, planFold)
+		r, due, err := c.step(ctx, plan)
 		if !due || err != nil {
 			return out, err
 		}

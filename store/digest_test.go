@@ -46,6 +46,18 @@ func keyIf(ok bool, k string) string {
 	return ""
 }
 
+// digestFixture is session "s" of turns digestTurns, compacted into L1
+// roots of 4 events each, with no digest yet.
+func digestFixture(t *testing.T, turns int) *store.DB {
+	t.Helper()
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	for i := 0; i < turns; i++ {
+		mustAppend(t, db, "s", digestTurn(i)...)
+	}
+	compactHonestly(t, db, "s", 100)
+	return db
+}
+
 // compactHonestly commits L1 nodes over every due span of every 4 events,
 // then digests while the frame holds more than maxRoots, each with a
 // summary that carries exactly what its plan requires.
@@ -116,7 +128,7 @@ func TestDigest_BoundsTheFrame(t *testing.T) {
 				}
 				got, want := d.Required, raw
 				got.ResolvedInside, want.ResolvedInside = nil, nil
-				if !reflect.DeepEqual(norm(got), norm(want)) {
+				if !got.Equal(&want) {
 					t.Errorf("digest of 1..%d requires\n%+v\nthe raw log requires\n%+v", d.To, got, want)
 				}
 			}
@@ -132,38 +144,13 @@ func TestDigest_BoundsTheFrame(t *testing.T) {
 	}
 }
 
-func norm(r tier.Required) tier.Required {
-	for _, p := range []*[]string{&r.Resolved, &r.ResolvedInside} {
-		if len(*p) == 0 {
-			*p = nil
-		}
-	}
-	if len(r.Unresolved) == 0 {
-		r.Unresolved = nil
-	}
-	if len(r.Dispositions) == 0 {
-		r.Dispositions = nil
-	}
-	if len(r.Constraints) == 0 {
-		r.Constraints = nil
-	}
-	if len(r.Artifacts) == 0 {
-		r.Artifacts = nil
-	}
-	return r
-}
-
 // TestDigest_WithoutRecordedFacts: a first root without recorded facts —
 // written by a version of strata before digests — has them computed from the
 // raw log: the digest requires the same, and records facts for the next.
 func TestDigest_WithoutRecordedFacts(t *testing.T) {
 	plans := map[bool]*store.Plan{}
 	for _, drop := range []bool{false, true} {
-		db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-		for i := 0; i < 4; i++ {
-			mustAppend(t, db, "s", digestTurn(i)...)
-		}
-		compactHonestly(t, db, "s", 100) // L1 roots, no digest yet
+		db := digestFixture(t, 4)
 		roots := mustRoots(t, db, "s")
 		if len(roots) < 3 {
 			t.Fatalf("%d roots", len(roots))
@@ -208,11 +195,7 @@ func TestDigest_PlanCannotBeTamperedWith(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-			for i := 0; i < 4; i++ {
-				mustAppend(t, db, "s", digestTurn(i)...)
-			}
-			compactHonestly(t, db, "s", 100)
+			db := digestFixture(t, 4)
 			p, err := db.PlanDigest("s", 2, 1000)
 			if err != nil {
 				t.Fatal(err)
@@ -238,11 +221,7 @@ func TestDigest_PlanCannotBeTamperedWith(t *testing.T) {
 // over roots that are not consecutive, or do not cover its span, is a
 // conflict: committing it would leave roots overlapping the new node.
 func TestCommit_FoldOfRootsNotConsecutive(t *testing.T) {
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-	for i := 0; i < 4; i++ {
-		mustAppend(t, db, "s", digestTurn(i)...)
-	}
-	compactHonestly(t, db, "s", 100)
+	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")
 	if len(roots) < 3 {
 		t.Fatalf("%d roots", len(roots))

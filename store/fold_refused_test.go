@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 )
 
@@ -14,11 +13,7 @@ import (
 // planned for the rest of the session. Found by a second reading.)
 func TestCommit_RetriedFoldKeepsDigests(t *testing.T) {
 	for _, refuseFirst := range []bool{false, true} {
-		db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-		for i := 0; i < 6; i++ {
-			mustAppend(t, db, "s", digestTurn(i)...)
-		}
-		compactHonestly(t, db, "s", 100) // 6 L1 roots
+		db := digestFixture(t, 6)
 		honest := func(p *store.Plan) {
 			t.Helper()
 			if _, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"}); err != nil {

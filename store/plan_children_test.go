@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -15,11 +14,7 @@ import (
 // as they were: it set root 3's Parent while root 3 stayed in the frame,
 // and the database failed Verify. Found by a second reading.)
 func TestCommit_PlanChildrenAreChecked(t *testing.T) {
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-	for i := 0; i < 4; i++ {
-		mustAppend(t, db, "s", digestTurn(i)...)
-	}
-	compactHonestly(t, db, "s", 100)
+	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")
 	p, err := db.PlanRecompact("s", roots[0].ID, 1000)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"testing"
 
-	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -16,11 +15,7 @@ import (
 // any seal of the same span, whatever plan made it. Found by a second
 // reading.)
 func TestCommit_SealOfAnotherKindIsNotReused(t *testing.T) {
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-	for i := 0; i < 4; i++ {
-		mustAppend(t, db, "s", digestTurn(i)...)
-	}
-	compactHonestly(t, db, "s", 100)
+	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")
 	if len(roots) < 3 {
 		t.Fatalf("%d roots", len(roots))
@@ -61,11 +56,7 @@ func TestCommit_SealOfAnotherKindIsNotReused(t *testing.T) {
 // not claim resolved the call c0 — which the first root claims UNRESOLVED
 // and the span resolves — is refused.
 func TestCommit_DigestSealNotReusedByARecompact(t *testing.T) {
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-	for i := 0; i < 4; i++ {
-		mustAppend(t, db, "s", digestTurn(i)...)
-	}
-	compactHonestly(t, db, "s", 100)
+	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")
 	rp, err := db.PlanRecompact("s", roots[1].ID, 1000)
 	if err != nil {

@@ -390,7 +390,7 @@ func (v *verifier) validateRoot(r rootRec, req tier.Required) {
 		// requires.
 		got, want := f.required(n.To), req
 		want.Resolved, want.ResolvedInside = nil, nil
-		if !sameFacts(&got, &want) {
+		if !got.Equal(&want) {
 			v.fail("root node %d (seq %d..%d): its recorded facts differ from what its raw span requires", n.ID, n.From, n.To)
 		}
 	}
@@ -634,11 +634,4 @@ func sortedIDs(m map[uint64]tier.Node) []uint64 {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// sameFacts reports whether a and b require the same open set,
-// dispositions, constraints and artifacts.
-func sameFacts(a, b *tier.Required) bool {
-	return slices.Equal(a.Unresolved, b.Unresolved) && slices.Equal(a.Dispositions, b.Dispositions) &&
-		slices.Equal(a.Constraints, b.Constraints) && slices.Equal(a.Artifacts, b.Artifacts)
 }

@@ -256,6 +256,16 @@ func (s Status) String() string {
 // MarshalJSON encodes s as its name.
 func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
 
+// Equal reports whether r and o require the same: the same span, open set,
+// resolved ids (both lists), dispositions, constraints and artifacts, in
+// the same order (an empty list and a nil one are the same).
+func (r *Required) Equal(o *Required) bool {
+	return r.From == o.From && r.To == o.To && slices.Equal(r.Unresolved, o.Unresolved) &&
+		slices.Equal(r.Resolved, o.Resolved) && slices.Equal(r.ResolvedInside, o.ResolvedInside) &&
+		slices.Equal(r.Dispositions, o.Dispositions) && slices.Equal(r.Constraints, o.Constraints) &&
+		slices.Equal(r.Artifacts, o.Artifacts)
+}
+
 // ExtendPrefix returns the Required of the prefix span 1..next.To, composed
 // from two mechanical records instead of the raw events of the whole prefix:
 // prefix, the Required of the span 1..next.From−1 as computed from its raw

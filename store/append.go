@@ -117,9 +117,10 @@ func (db *DB) committer() {
 		batch = db.fill(append(batch[:0], req))
 		db.commitMu.Lock()
 		batch = db.fill(batch) // and those that came while it waited
-		if lingering(batch) {
-			// Commits made while appends were in flight, and nothing
-			// else: the appending goroutine is about to come back.
+		if lingering(batch) && db.noWait.Load() == 0 {
+			// Commits made while an append was in flight or had just
+			// committed (mayLinger), and nothing else: the appending
+			// goroutine is about to come back.
 			_ = hook("linger") // a step tests wait on; it cannot fail
 			if wait == nil {
 				wait = time.NewTimer(db.opts.CommitWait)

@@ -256,3 +256,63 @@ func TestBackground_CommitsNeverWaitForAnAppendThatWaitsForThem(t *testing.T) {
 		t.Error("nothing compacted")
 	}
 }
+
+// TestBackground_AppendGoesOnWhileItsSessionCompacts: an Append to the
+// session whose Run was queued last does not wait for that Run (the Run
+// may see its events too: the reports come in the same order), while an
+// Append to a session whose Run has another session's queued after it
+// does.
+func TestBackground_AppendGoesOnWhileItsSessionCompacts(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	entered, release := make(chan string, 16), make(chan struct{})
+	blocking := summarizerFunc{name: "blocking", fn: func(in *compaction.Input) (compaction.Output, error) {
+		entered <- in.Session
+		<-release
+		return compaction.Extractive{}.Summarize(context.Background(), in)
+	}}
+	c := newCompactor(t, db, compaction.Options{Summarizer: blocking, Policy: compaction.Policy{EveryEvents: 2}})
+	bg := c.Background(context.Background(), nil)
+	two := func() []tier.Event {
+		return []tier.Event{{Kind: tier.KindUser, Text: "u"}, {Kind: tier.KindAssistant, Text: "a"}}
+	}
+	if _, err := bg.Append("x", two()...); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // x's Run is summarizing, held
+	appended := make(chan error, 1)
+	go func() {
+		_, err := bg.Append("x", two()...)
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an Append to the session queued last waited for its Run")
+	}
+	// Now y is queued after x: another Append to x must wait for x's Runs.
+	if _, err := bg.Append("y", two()...); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := bg.Append("x", two()...)
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		t.Fatalf("an Append to x went on while x's Run, with y's after it, was held (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(allEvents(t, db, "x")); got != 6 {
+		t.Errorf("x holds %d events, want 6", got)
+	}
+}

@@ -141,6 +141,16 @@ func TestValidate_EachClassFailsAlone(t *testing.T) {
 		{name: "closure/UNRESOLVED claim of the wrong kind",
 			mutate: func(c *tier.Claims) { c.Unresolved[1].Kind = tier.KindToolCall },
 			want:   []string{"closure:h1"}, detail: "claimed UNRESOLVED as tool_call, opened by open at seq 12"},
+		{name: "closure/UNRESOLVED claimed twice, with two names",
+			mutate: func(c *tier.Claims) {
+				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c2", Kind: tier.KindToolCall, Name: "other"})
+			},
+			want: []string{"closure:c2"}, detail: "claimed UNRESOLVED more than once"},
+		{name: "retention/one key claimed with two states",
+			mutate: func(c *tier.Claims) {
+				c.Dispositions = append(c.Dispositions, tier.Disposition{Key: "draft@v1", State: tier.KindRejected})
+			},
+			want: []string{"retention:draft@v1", "retention:draft@v1"}, detail: "claimed more than once"},
 		{name: "closure/UNRESOLVED claim without a kind",
 			mutate: func(c *tier.Claims) { c.Unresolved[0].Kind = 0 },
 			want:   []string{"closure:c2"}, detail: "claimed UNRESOLVED as kind(0), opened by tool_call"},

@@ -333,7 +333,10 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 		case PlanDigest:
 			return digestDepth(depths[0], depths[1]), nil
 		}
-		return slices.Max(depths) + 1, nil // a fold: one deeper
+		if slices.Min(depths) != slices.Max(depths) {
+			return 0, errors.Wrapf(ErrConflict, "a fold of roots of depths %v (a fold takes roots of one depth)", depths)
+		}
+		return depths[0] + 1, nil // a fold: one deeper
 	}
 	return 0, errors.AssertionFailedf("plan kind %d", p.Kind)
 }
@@ -412,8 +415,10 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	case PlanFold, PlanDigest:
 		if p.From <= st.FoldRefusedTo && st.FoldRefusedTo <= p.To {
 			// The roots of the refused fold are folded now (a retry, or
-			// a digest): the policy may fold what comes after them.
-			st.FoldRefusedTo = 0
+			// a digest): the policy may fold them and what comes after.
+			// A fold refused before, over roots before these, stays
+			// refused (folds are planned over roots after a refusal).
+			st.FoldRefusedTo = p.From - 1
 		}
 	}
 	m := marker.Marker{ID: n.ID, Node: n.ID, Depth: n.Depth, FrameVersion: st.FrameVersion, Boundary: n.To, Status: marker.StatusValid}

@@ -291,3 +291,76 @@ func TestGroupCommit_CommitWaitsForTheNextAppend(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupCommit_CommitWaitsAfterARecentAppendOncePipelined: once commits
+// and appends have met in a batch (a pipeline), a commit made within
+// CommitWait of the last append waits for the next append though none is
+// in flight; after a wait that found none, such a commit does not wait.
+func TestGroupCommit_CommitWaitsAfterARecentAppendOncePipelined(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pipeline bool // an append and a commit met in a batch just before
+		lingers  bool
+	}{{"after a pipeline", true, true}, {"without one", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock(), CommitWait: time.Minute})
+			mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "go"}, tier.Event{Kind: tier.KindUser, Text: "on"})
+			p1, err := db.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := func(p *store.Plan) store.Summary {
+				return store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "test"}
+			}
+			if tc.pipeline {
+				rs := store.WriteGroup(db, store.GroupWrite{Plan: p1, Summary: sum(p1)}, store.GroupWrite{Session: "a", Events: []tier.Event{ev("a1")}})
+				for _, r := range rs {
+					if r.Err != nil {
+						t.Fatal(r.Err)
+					}
+				}
+			} else {
+				if _, err := db.Commit(p1, sum(p1)); err != nil {
+					t.Fatal(err)
+				}
+				mustAppend(t, db, "a", ev("a1"))
+			}
+			p2, err := db.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lingered := make(chan struct{}, 1)
+			defer store.SetTestHook(func(step string) error {
+				if step == "linger" {
+					lingered <- struct{}{}
+				}
+				return nil
+			})()
+			committed := make(chan error, 1)
+			go func() {
+				_, err := db.Commit(p2, sum(p2))
+				committed <- err
+			}()
+			select {
+			case <-lingered:
+				if !tc.lingers {
+					t.Fatal("the commit waits for an append")
+				}
+				mustAppend(t, db, "a", ev("a2")) // its company
+			case err := <-committed:
+				if tc.lingers {
+					t.Fatalf("the commit went alone (%v), want it to wait for the next append", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			case <-time.After(5 * time.Second):
+				t.Fatal("the commit neither waited nor committed")
+			}
+			if err := <-committed; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

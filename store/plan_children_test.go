@@ -29,3 +29,63 @@ func TestCommit_PlanChildrenAreChecked(t *testing.T) {
 		t.Errorf("a hand-built plan's Children committed and broke the frame: %v", rep.Problems)
 	}
 }
+
+// TestCommit_PlanShapeIsChecked: a plan built or edited by hand must name
+// as many roots as its kind takes, and the children its node will have;
+// else it is a conflict and nothing is written.
+func TestCommit_PlanShapeIsChecked(t *testing.T) {
+	for name, edit := range map[string]func(t *testing.T, db *store.DB) *store.Plan{
+		"a digest of three roots": func(t *testing.T, db *store.DB) *store.Plan {
+			p := mustPlan(t)(db.PlanDigest("s", 1, 1000))
+			r := mustRoots(t, db, "s")
+			p.Replaces, p.Children, p.To = []uint64{r[0].ID, r[1].ID, r[2].ID}, r[:3], r[2].To
+			return p
+		},
+		"a re-compaction of two roots": func(t *testing.T, db *store.DB) *store.Plan {
+			r := mustRoots(t, db, "s")
+			p := mustPlan(t)(db.PlanRecompact("s", r[0].ID, 1000))
+			p.Replaces, p.To = []uint64{r[0].ID, r[1].ID}, r[1].To
+			return p
+		},
+		"a fold of one root": func(t *testing.T, db *store.DB) *store.Plan {
+			p := mustPlan(t)(db.PlanFold("s", 2, 1000))
+			p.Replaces, p.Children, p.To = p.Replaces[:1], p.Children[:1], p.Children[0].To
+			return p
+		},
+		"a span naming a child": func(t *testing.T, db *store.DB) *store.Plan {
+			mustAppend(t, db, "s", digestTurn(4)...)
+			p := mustPlan(t)(db.PlanSpan("s", store.SpanPolicy{Events: 4}, 1000))
+			p.Children = mustRoots(t, db, "s")[:1]
+			return p
+		},
+		"a fold whose children are swapped": func(t *testing.T, db *store.DB) *store.Plan {
+			p := mustPlan(t)(db.PlanFold("s", 2, 1000))
+			p.Children[0], p.Children[1] = p.Children[1], p.Children[0]
+			return p
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := digestFixture(t, 4)
+			before := mustRoots(t, db, "s")
+			p := edit(t, db)
+			if _, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"}); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("Commit = %v, want ErrConflict", err)
+			}
+			if after := mustRoots(t, db, "s"); len(after) != len(before) {
+				t.Errorf("%d roots after the refused plan, %d before", len(after), len(before))
+			}
+			mustVerify(t, db)
+		})
+	}
+}
+
+// mustPlan fails t on a planning error.
+func mustPlan(t *testing.T) func(p *store.Plan, err error) *store.Plan {
+	return func(p *store.Plan, err error) *store.Plan {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}

@@ -18,8 +18,10 @@ import (
 // load pays about one commit per append instead of one per append and one
 // per compaction.
 //
-// The compactions, and the order in which report sees them, are those of
-// calling Run after each append on one goroutine: Runs go in the order of
+// Append is meant to be called from one goroutine (it is safe from
+// several, but the order of reports across sessions is then that of the
+// appends as they land). The compactions, and the order in which report
+// sees them, are those of calling Run after each append on one goroutine: Runs go in the order of
 // the appends (where compactions fall depends only on the events, not on
 // when Run looks), and an Append to a session waits for the Run its
 // previous Append queued when another session's Run is queued after that

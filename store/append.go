@@ -132,7 +132,7 @@ func (db *DB) committer() {
 				if ok {
 					batch = db.fill(append(batch, r))
 				}
-				db.lingerPays.Store(ok)
+				db.lingerPays.Store(ok && r.commit == nil)
 			case <-db.nudge:
 			case <-wait.C:
 				db.lingerPays.Store(false)
@@ -158,7 +158,18 @@ func (db *DB) NoCommitWait() (restore func()) {
 	default:
 	}
 	var once sync.Once
-	return func() { once.Do(func() { db.noWait.Add(-1) }) }
+	return func() {
+		once.Do(func() {
+			if db.noWait.Add(-1) == 0 {
+				// No wait began meanwhile (the committer checks noWait):
+				// a nudge left unread would cut a later one short.
+				select {
+				case <-db.nudge:
+				default:
+				}
+			}
+		})
+	}
 }
 
 // fill adds to batch the writes already queued, up to MaxBatch.

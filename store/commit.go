@@ -169,8 +169,7 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			c.err = errors.Wrapf(ErrConflict, "digest of 1..%d does not extend node %d (%d..%d)", p.To, first.ID, first.From, first.To)
 			return nil
 		}
-		if s := p.seal; s != nil && s.db == db && s.kind == p.Kind && s.session == p.Session && s.from == first.To+1 && s.to == p.To &&
-			s.required.From == 1 && s.required.To == p.To {
+		if s := p.seal; s != nil && s.db == db && s.kind == p.Kind && s.session == p.Session && s.from == first.To+1 && s.to == p.To {
 			raw, err := ss.hashSpan(&st, s.from, s.to)
 			if err != nil {
 				c.err = err
@@ -190,7 +189,7 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			hash, required, lastTurn = d.hash, &d.required, d.events[len(d.events)-1].Turn
 		}
 	} else if s := p.seal; s != nil && s.db == db && s.kind == p.Kind && s.session == p.Session && s.from == p.From && s.to == p.To &&
-		s.required.From == p.From && s.required.To == p.To && bytes.Equal(s.hash, p.SpanHash) {
+		bytes.Equal(s.hash, p.SpanHash) {
 		if hash, err = ss.hashSpan(&st, p.From, p.To); err != nil {
 			c.err = err
 			return nil

@@ -222,6 +222,11 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 		}
 		resume = append(resume, time.Since(t0))
 	}
+	summarize := func(p *store.Plan) (store.Summary, error) {
+		out, err := sum.Summarize(ctx, &compaction.Input{Session: p.Session, Depth: p.Depth, From: p.From, To: p.To,
+			Budget: p.Budget, Events: p.Events, Children: p.Children, Required: p.Required})
+		return store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}, err
+	}
 	for i := 0; i < k; i++ {
 		if _, err := db.Append("history", more[i*40:(i+1)*40]...); err != nil {
 			return nil, nil, nil, nil, err
@@ -232,13 +237,12 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 			return nil, nil, nil, nil, err
 		}
 		t1 := time.Now()
-		out, err := sum.Summarize(ctx, &compaction.Input{Session: pl.Session, Depth: pl.Depth, From: pl.From, To: pl.To,
-			Budget: pl.Budget, Events: pl.Events, Children: pl.Children, Required: pl.Required})
+		s, err := summarize(pl)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		t2 := time.Now()
-		if _, err := db.Commit(pl, store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}); err != nil {
+		if _, err := db.Commit(pl, s); err != nil {
 			return nil, nil, nil, nil, err
 		}
 		plan = append(plan, t1.Sub(t0))
@@ -252,12 +256,11 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			out, err := sum.Summarize(ctx, &compaction.Input{Session: d.Session, Depth: d.Depth, From: d.From, To: d.To,
-				Budget: d.Budget, Events: d.Events, Children: d.Children, Required: d.Required})
+			s, err := summarize(d)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			if _, err := db.Commit(d, store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}); err != nil {
+			if _, err := db.Commit(d, s); err != nil {
 				return nil, nil, nil, nil, err
 			}
 			digest = append(digest, time.Since(t0))

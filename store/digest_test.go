@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -276,4 +277,39 @@ func TestDigest_FactsAreNotTheClaims(t *testing.T) {
 		}
 	}
 	mustVerify(t, db)
+}
+
+// TestVerify_RecordedFactsCheckedAgainstTheRawLog: a root whose recorded
+// facts differ from what its raw span requires — what the next digest
+// would extend — is reported by Verify.
+func TestVerify_RecordedFactsCheckedAgainstTheRawLog(t *testing.T) {
+	db := digestFixture(t, 4)
+	d, err := db.PlanDigest("s", 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Commit(d, store.Summary{Narrative: "n", Claims: d.Required.Claims(), Summarizer: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, db)
+	if err := store.SpoilFacts(db, "s", res.Node.ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range rep.Problems {
+		found = found || strings.Contains(p.String(), "recorded facts differ")
+	}
+	if !found {
+		t.Errorf("Verify reports %v, want the digest's recorded facts", rep.Problems)
+	}
+	// No facts at all is what an older version wrote: valid (and what the
+	// cleanup's Verify then finds).
+	if err := store.DropFacts(db, "s", res.Node.ID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -95,3 +95,26 @@ func HasFacts(db *DB, session string, id uint64) (has bool, err error) {
 	})
 	return has, err
 }
+
+// SpoilFacts drops the dispositions from the facts recorded with node id
+// of session, as damage that still decodes would.
+func SpoilFacts(db *DB, session string, id uint64) error {
+	return db.update(func(tx *bolt.Tx) error {
+		ss, err := db.openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		r, err := ss.nodeRecord(id)
+		if err != nil {
+			return err
+		}
+		f := r.facts()
+		if f == nil || len(f.Dispositions) == 0 {
+			return errors.Newf("node %d records no disposition", id)
+		}
+		spoilt := *f
+		spoilt.Dispositions = nil
+		r.Facts, r.FactsInClaims = &spoilt, false
+		return ss.putNodeRecord(&r)
+	})
+}

@@ -84,6 +84,31 @@ func TestReplay_Incident_Extractive(t *testing.T) {
 	dbtest.MustVerify(t, db)
 }
 
+// --max-roots bounds the frame: the incident, compacted every turn with
+// folds of 2, resumes from one root at most — a digest over the prefix,
+// which still carries the rejection and the artifact.
+func TestReplay_MaxRoots(t *testing.T) {
+	t.Parallel()
+	for _, max := range []string{"0", "1"} {
+		db := tempDB(t)
+		out := mustCLI(t, "replay", "--db", db, "--every", "1", "--fold", "2", "--max-roots", max, incident(t))
+		r := resume(t, db, "mig")
+		roots := strings.Count(r.Context, "\n## L")
+		switch {
+		case max == "1" && roots != 1:
+			t.Errorf("--max-roots 1: the context holds %d roots:\n%s", roots, out)
+		case max == "0" && roots < 2:
+			t.Errorf("no bound: the context holds %d roots; the test no longer shows the bound", roots)
+		}
+		for _, k := range []string{keyRejected, keyArtifact} {
+			if !strings.Contains(r.Context, k) {
+				t.Errorf("--max-roots %s: resumed context lacks %s", max, k)
+			}
+		}
+		dbtest.MustVerify(t, db)
+	}
+}
+
 // A bad line stops the replay naming file and line; the events before it
 // stay stored.
 func TestReplay_BadLine(t *testing.T) {
@@ -304,6 +329,7 @@ func TestReplay_Usage(t *testing.T) {
 		{"replay", "--db", db, "--every", "-1", file},
 		{"replay", "--db", db, "--every", "x", file},
 		{"replay", "--db", db, "--fold", "1", file},
+		{"replay", "--db", db, "--max-roots", "-1", file},
 		{"replay", "--db", db, "--summarizer", "eloquent", file},
 		{"replay", "--db", db, "--summarizer", "lossy", "--drop", "negatives,vibes", file},
 		{"replay", "--db", db, "--budget", "0", file},

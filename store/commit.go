@@ -288,7 +288,8 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 		}
 		return 1, nil
 	case PlanFold, PlanRecompact, PlanDigest:
-		if n, want := len(p.Replaces), map[PlanKind]int{PlanRecompact: 1, PlanDigest: 2}[p.Kind]; n == 0 || want != 0 && n != want || p.Kind == PlanFold && n < 2 {
+		n := len(p.Replaces)
+		if p.Kind == PlanRecompact && n != 1 || p.Kind == PlanDigest && n != 2 || p.Kind == PlanFold && n < 2 {
 			return 0, errors.Wrapf(ErrConflict, "a %s plan replacing %d roots", p.Kind, n)
 		}
 		var depths []tier.Depth

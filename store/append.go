@@ -91,8 +91,10 @@ func (db *DB) submit(req *writeReq) {
 	// writer more than the CPU they take (about 10% of an fsync'd append
 	// on this machine's disk). A write handed over and not yet committed
 	// keeps later ones from going past it: they join its batch.
-	if !req.linger && db.queued.Load() == 0 && db.commitMu.TryLock() {
-		db.commitBatch([]*writeReq{req})
+	// Not when the last group commit released other appenders: they are
+	// coming back, and the committer gathers them (Options.GroupWait).
+	if !req.linger && db.queued.Load() == 0 && db.active.Load() <= 1 && db.commitMu.TryLock() {
+		db.commitBatch([]*writeReq{req}, nil)
 		db.commitMu.Unlock()
 		db.release()
 		return
@@ -139,10 +141,62 @@ func (db *DB) committer() {
 			}
 			wait.Stop()
 		}
-		db.commitBatch(batch)
+		if wait == nil {
+			wait = time.NewTimer(time.Hour)
+			wait.Stop()
+		}
+		batch = db.commitBatch(batch, wait)
 		db.queued.Add(-int32(len(batch)))
 		db.commitMu.Unlock()
 	}
+}
+
+// gather waits for the next write to add to batch, for the appenders the
+// last group commit released to come back with their next append, so that
+// one commit carries them all (Options.GroupWait). Without it, 64
+// goroutines appending in a loop split into a commit of the first one back
+// and a commit of the 63 that came while it synced: half the fsyncs carry
+// one append. It waits while batch holds fewer appends than were active at
+// the last commit — those it carried and those queued behind it — and only
+// as long as they keep coming: each wait is GroupWait, or a quarter of the
+// last commit's duration when that is shorter, so a wait that finds nobody
+// costs little beside the commit itself. A single appender is never kept
+// waiting: one is as many as were active. The committer calls it inside
+// the write transaction, once it has written what batch holds: the writes
+// that arrive meanwhile are prepared while the others come back.
+// ok is false when there is nothing more to wait for.
+func (db *DB) gather(batch []*writeReq, t *time.Timer) (_ []*writeReq, ok bool) {
+	gap := min(db.opts.GroupWait, time.Duration(db.lastCommit.Load())/4)
+	if gap <= 0 || t == nil || appendsIn(batch) >= int(db.active.Load()) ||
+		len(batch) >= db.opts.MaxBatch || db.noWait.Load() != 0 {
+		return batch, false
+	}
+	if more := db.fill(batch); len(more) > len(batch) {
+		return more, true
+	}
+	_ = hook("gather") // a step tests wait on; it cannot fail
+	t.Reset(gap)
+	defer t.Stop()
+	select {
+	case r, ok := <-db.writes:
+		if !ok {
+			return batch, false
+		}
+		return db.fill(append(batch, r)), true
+	case <-db.nudge:
+	case <-t.C:
+	}
+	return batch, false
+}
+
+// appendsIn counts the appends of batch.
+func appendsIn(batch []*writeReq) (n int) {
+	for _, r := range batch {
+		if r.commit == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // NoCommitWait turns off the waits of Options.CommitWait until restore is
@@ -202,12 +256,28 @@ func lingering(batch []*writeReq) bool {
 // errNothingWritten rolls back a batch whose writes were all refused.
 var errNothingWritten = errors.New("store: nothing written")
 
-// commitBatch commits batch in one write transaction, in order. A write
-// refused before it wrote anything fails alone; a write that fails half-way
-// rolls the whole transaction back, and every write of the batch fails.
-func (db *DB) commitBatch(batch []*writeReq) {
+// commitBatch commits batch in one write transaction, in order, and
+// returns it with the writes gather added (with a nil wait, none). A write
+// refused before it wrote anything fails alone; a write that fails
+// half-way rolls the whole transaction back, and every write of the batch
+// fails.
+func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
+	start := time.Now()
+	defer func() {
+		// For gather: how long a commit takes, and how many appenders
+		// are active — this batch's and those queued behind it.
+		db.lastCommit.Store(int64(time.Since(start)))
+		db.active.Store(int32(appendsIn(batch)) + db.queued.Load() - int32(len(batch)))
+	}()
 	err := db.update(func(tx *bolt.Tx) error {
-		for _, req := range batch {
+		for i := 0; ; i++ {
+			if i == len(batch) {
+				var more bool
+				if batch, more = db.gather(batch, wait); !more {
+					break
+				}
+			}
+			req := batch[i]
 			req.err, req.res = nil, AppendResult{}
 			if c := req.commit; c != nil {
 				if err := db.commitIn(tx, c); err != nil {
@@ -269,6 +339,7 @@ func (db *DB) commitBatch(batch []*writeReq) {
 		}
 		close(req.done)
 	}
+	return batch
 }
 
 // preparedAppend is an append validated against the session's state and
@@ -288,11 +359,10 @@ type preparedAppend struct {
 // ledger entries they touch, entirely in memory and without writing: an
 // error leaves the transaction untouched.
 func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*preparedAppend, error) {
-	b, err := db.sessionBucket(tx, session)
+	s, err := db.session(tx, session)
 	if err != nil {
 		return nil, err
 	}
-	s := &sess{id: session, b: b, f: db.format}
 	var st stateRec
 	if s.b != nil {
 		var err error
@@ -456,7 +526,7 @@ func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 		x, ok = l.Artifacts[r.Name]
 		v = &x
 	}
-	b, err := s.sub(name)
+	b, err := s.tbl(name)
 	if err != nil {
 		return err
 	}
@@ -469,3 +539,11 @@ func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	}
 	return b.Put([]byte(r.Name), raw)
 }
+
+type DebugBatch struct {
+	N     int
+	Start time.Time
+	D     time.Duration
+}
+
+var DebugBatches []DebugBatch

@@ -22,38 +22,39 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-// sessionBucket returns the bucket of session inside tx (format 2:
-// "s/"+session at the root), or fails. The raw log "l0" is the session's own
-// bucket: see fileKey.
-func sessionBucket(t *testing.T, tx *bolt.Tx, session string, sub string) *bolt.Bucket {
+// record returns the bucket and the key in the file of the record at key
+// of session's bucket sub, in a file of the current format (3): the events
+// ("l0"), the state ("" and "state") and the open calls ("open") are in the
+// events bucket "e" under the session's number; the rest in the session's
+// bucket "s/"+session.
+func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (*bolt.Bucket, []byte) {
 	t.Helper()
 	b := tx.Bucket([]byte("s/" + session))
 	if b == nil {
 		t.Fatalf("session %q not found in the file", session)
 	}
-	if sub == "" || sub == "l0" {
-		return b
+	num := b.Get([]byte{0})
+	e := tx.Bucket([]byte("e"))
+	if len(num) != 4 || e == nil {
+		t.Fatalf("session %q: number %x, events bucket %v", session, num, e != nil)
 	}
-	if sub == "open" { // the open calls sort after the state
-		sub = "\xffopen"
+	fileKey := func(suffix ...byte) []byte {
+		return append(append(bytes.Clone(num), suffix...), key...)
+	}
+	switch {
+	case sub == "l0":
+		return e, fileKey(0xFE)
+	case sub == "" && string(key) == "state":
+		return e, append(bytes.Clone(num), 0xFF)
+	case sub == "open":
+		return e, fileKey(0xFF, 'o')
+	case sub == "":
+		return b, key
 	}
 	if b = b.Bucket([]byte(sub)); b == nil {
 		t.Fatalf("session %q has no bucket %q", session, sub)
 	}
-	return b
-}
-
-// fileKey returns the key that the record at key of the session's bucket
-// sub has in the file (format 2): an event's seq key gets its prefix byte,
-// the state key is 0xFF.
-func fileKey(sub string, key []byte) []byte {
-	switch {
-	case sub == "l0":
-		return append([]byte{0xFE}, key...)
-	case sub == "" && string(key) == "state":
-		return []byte{0xFF}
-	}
-	return key
+	return b, key
 }
 
 // damage replaces the value at key of the session's bucket sub (or the
@@ -61,10 +62,9 @@ func fileKey(sub string, key []byte) []byte {
 // through bbolt directly, and returns a func that restores the original.
 func damage(t *testing.T, path, session, sub string, key []byte, change func([]byte) []byte) (restore func()) {
 	t.Helper()
-	key = fileKey(sub, key)
 	var orig []byte
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		b := sessionBucket(t, tx, session, sub)
+		b, key := record(t, tx, session, sub, key)
 		orig = bytes.Clone(b.Get(key))
 		if v := change(bytes.Clone(orig)); v != nil {
 			return b.Put(key, v)
@@ -73,7 +73,7 @@ func damage(t *testing.T, path, session, sub string, key []byte, change func([]b
 	})
 	return func() {
 		editBolt(t, path, func(tx *bolt.Tx) error {
-			b := sessionBucket(t, tx, session, sub)
+			b, key := record(t, tx, session, sub, key)
 			if orig == nil {
 				return b.Delete(key)
 			}
@@ -85,9 +85,9 @@ func damage(t *testing.T, path, session, sub string, key []byte, change func([]b
 // valueOf returns the value at key of the session's bucket sub.
 func valueOf(t *testing.T, path, session, sub string, key []byte) (v []byte) {
 	t.Helper()
-	key = fileKey(sub, key)
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		v = bytes.Clone(sessionBucket(t, tx, session, sub).Get(key))
+		b, key := record(t, tx, session, sub, key)
+		v = bytes.Clone(b.Get(key))
 		return nil
 	})
 	return v

@@ -35,6 +35,10 @@ type DB struct {
 	// whether the last commit that waited for company got it.
 	lastAppend atomic.Int64
 	lingerPays atomic.Bool
+	// For Options.GroupWait: how long the last commit took (ns), and how
+	// many appenders were active then (gather).
+	lastCommit atomic.Int64
+	active     atomic.Int32
 	nudge      chan struct{} // NoCommitWait: a waiting commit goes at once
 	noWait     atomic.Int32  // NoCommitWait calls not yet restored
 	stopped    chan struct{}
@@ -63,8 +67,8 @@ func Open(path string, opts Options) (db *DB, err error) {
 	}
 	// An id or key is a bbolt key, an event one record: a limit past what
 	// bbolt or the codec can store would fail whole group commits later.
-	if opts.MaxIDBytes > bolt.MaxKeySize {
-		return nil, errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over bbolt's key limit %d", opts.MaxIDBytes, bolt.MaxKeySize)
+	if opts.MaxIDBytes > MaxIDBytesLimit {
+		return nil, errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over the limit %d (bbolt's key limit less a 6-byte prefix)", opts.MaxIDBytes, MaxIDBytesLimit)
 	}
 	if opts.Format < 0 || opts.Format > FormatVersion {
 		return nil, errors.Wrapf(ErrBadOptions, "Format %d: this strata makes formats 1 to %d", opts.Format, FormatVersion)
@@ -181,8 +185,13 @@ func (db *DB) init(fresh bool) error {
 			if err := m.Put(keyFormat, v); err != nil {
 				return err
 			}
-			if format == 1 {
+			switch format {
+			case 1:
 				_, err = tx.CreateBucket(bucketSessions)
+			case 3:
+				if _, err = tx.CreateBucket(bucketEvents3); err == nil {
+					err = m.Put(keyNextSess3, make([]byte, 4))
+				}
 			}
 			return err
 		})
@@ -211,6 +220,9 @@ func (db *DB) init(fresh bool) error {
 		}
 		if rec.Format == 1 && tx.Bucket(bucketSessions) == nil {
 			return errors.Wrapf(ErrNotStrata, "%s: a format 1 file without its sessions bucket", db.path)
+		}
+		if rec.Format == 3 && tx.Bucket(bucketEvents3) == nil {
+			return errors.Wrapf(ErrNotStrata, "%s: a format 3 file without its events bucket", db.path)
 		}
 		db.format = rec.Format
 		return nil

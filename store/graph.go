@@ -69,6 +69,35 @@ type pagePolicy struct {
 	// branch element whose key range holds none of them leads only to
 	// values: below it, leaves need not be read whole (format 2's events).
 	buckets [][]byte
+	// lo, hi, when set, bound the keys to walk to lo <= key < hi (format
+	// 3's events bucket, for one session): of a branch page, only the
+	// elements whose key range meets them — and the leftmost path of the
+	// first element past them, where a cursor's Next at the session's last
+	// key goes. A seek or a Next within the session's keys reads no other
+	// page.
+	lo, hi []byte
+	// leftmost: of a branch page, only the first element.
+	leftmost bool
+}
+
+// eventPages is the policy for the pages of format 3's events bucket that
+// hold session num's keys: values only, between <num> and <num+1>.
+func eventPages(num [4]byte) *pagePolicy {
+	lo := num[:]
+	var hi []byte
+	if n := binary.BigEndian.Uint32(lo); n != ^uint32(0) {
+		hi = binary.BigEndian.AppendUint32(nil, n+1)
+	}
+	return &pagePolicy{values: true, lo: lo, hi: hi}
+}
+
+// leftmostPages walks the leftmost path of a bucket of values.
+var leftmostPages = &pagePolicy{values: true, leftmost: true}
+
+// meets reports whether the keys lo <= key < hi (nil: unbounded) of a
+// branch element meet policy's bounds.
+func (policy *pagePolicy) meets(lo, hi []byte) bool {
+	return (hi == nil || bytes.Compare(hi, policy.lo) > 0) && (lo == nil || policy.hi == nil || bytes.Compare(lo, policy.hi) < 0)
 }
 
 var (
@@ -80,6 +109,7 @@ var (
 	sessionPages = map[int]*pagePolicy{
 		1: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(1))},
 		2: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(2))},
+		3: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(3))},
 	}
 	// topPages is the root bucket: meta, and the pages listing the sessions
 	// without the sessions themselves — in format 2 the root's own, in
@@ -210,6 +240,33 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 				return errors.Newf("branch keys %d and %d out of order", i-1, i)
 			}
 			next := policy
+			switch {
+			case policy.leftmost && i > 0:
+				return nil
+			case policy.lo != nil:
+				var lo, hi []byte
+				if i > 0 {
+					lo = branchKey(p, i)
+				}
+				if i+1 < count {
+					hi = branchKey(p, i+1)
+				}
+				if lo == nil && i > 0 || hi == nil && i+1 < count {
+					return errors.Newf("branch element %d or %d past the page", i, i+1)
+				}
+				if !policy.meets(lo, hi) {
+					if lo == nil || bytes.Compare(lo, policy.lo) < 0 {
+						continue // before the keys: no read goes there
+					}
+					// The first element past the keys: a Next from the
+					// last key descends its leftmost path; nothing goes
+					// further.
+					if err := w.page(binary.LittleEndian.Uint64(e[8:]), depth+1, leftmostPages); err != nil {
+						return err
+					}
+					return nil
+				}
+			}
 			if policy.buckets != nil {
 				var lo, hi []byte
 				if i > 0 {
@@ -295,12 +352,14 @@ func checkTop(tx *bolt.Tx) error {
 // within 8 MiB.
 const releaseAfterPages = 128
 
-// sessionBucket returns session id's bucket inside tx, or nil, once its page
-// graph has been checked by this handle.
-func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
+// session returns session id's records inside tx — a sess whose bucket is
+// nil when the session does not exist — once its page graph has been
+// checked by this handle. In format 3 that includes the pages of the events
+// bucket that hold the session's keys (eventPages).
+func (db *DB) session(tx *bolt.Tx, id string) (*sess, error) {
 	b := lookupSession(tx, db.format, id)
 	if b == nil || db.graph.checked(id) {
-		return b, nil
+		return newSess(tx, db.format, id, b)
 	}
 	root := uint64(b.Root())
 	if root == 0 {
@@ -310,6 +369,21 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 	w := newPageWalk(tx)
 	w.release = func() { releaseRange(w.data) }
 	err := guard(func() error { return w.page(root, 1, sessionPages[db.format]) })
+	var s *sess
+	if err == nil {
+		// Read through bbolt only now that the session's pages are sound.
+		if s, err = newSess(tx, db.format, id, b); err != nil {
+			return nil, err
+		}
+		if s.e != nil && s.e.Root() != 0 {
+			// A walk of its own: the events bucket's upper pages are
+			// reached by every session's walk.
+			ew := newPageWalk(tx)
+			ew.release = w.release
+			err = guard(func() error { return ew.page(uint64(s.e.Root()), 1, eventPages(s.num)) })
+			w.visited += ew.visited
+		}
+	}
 	if db.graph.touched.Add(int64(w.visited)) > releaseAfterPages {
 		// Many small sessions, each checked below the walk's own threshold:
 		// their pages too leave the resident set.
@@ -320,5 +394,5 @@ func (db *DB) sessionBucket(tx *bolt.Tx, id string) (*bolt.Bucket, error) {
 		return nil, corrupt(id, "", nil, errors.Wrap(err, "damaged page graph"))
 	}
 	db.graph.mark(id)
-	return b, nil
+	return s, nil
 }

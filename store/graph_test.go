@@ -72,17 +72,17 @@ func rootOf(t *testing.T, dbPath string, path ...string) uint64 {
 // each read returns ErrCorrupt and none hangs. Session "t" of the same file
 // stays readable.
 //
-// One case is let through the first read's check, by design: in format 2
-// the pointer that leads to the root's leaf (the ancestor) sits where only
-// events are: the check reads no leaf whole there, so it sees a leaf and
+// One case is let through the first read's check, by design: in formats 2
+// and 3 the pointer that leads to the root's leaf (the ancestor) sits where
+// only events are: the check reads no leaf whole there, so it sees a leaf and
 // not the buckets listed in it. No read can loop on it — a leaf holds no
 // page ids a cursor follows, and nothing opens a bucket from an event's
 // place — and the reads that meet it (the events) return ErrCorrupt; the
 // others return what is true. Verify, which reads every leaf, reports it.
 func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 	// The ancestor: format 1's session bucket above the l0 bucket, format
-	// 2's root page listing the sessions.
-	ancestor := map[int][]string{1: {"sessions", "s"}, 2: nil}
+	// 2's and 3's root page listing the sessions.
+	ancestor := map[int][]string{1: {"sessions", "s"}, 2: nil, 3: nil}
 	for _, tc := range []struct {
 		name   string
 		child  func(format int, path string, root uint64) uint64
@@ -92,7 +92,7 @@ func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 		{"ancestor", func(format int, path string, _ uint64) uint64 { return rootOf(t, path, ancestor[format]...) }, "reached twice"},
 		{"past the end", func(int, string, uint64) uint64 { return 1 << 40 }, "outside"},
 	} {
-		for _, format := range []int{1, 2} {
+		for _, format := range []int{1, 2, 3} {
 			t.Run(fmt.Sprintf("%s/format %d", tc.name, format), func(t *testing.T) {
 				path, f, root, page := l0BranchPage(t, format)
 				binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], tc.child(format, path, root))
@@ -125,7 +125,7 @@ func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 							return err
 						}
 					}
-					leafAmongEvents := tc.name == "ancestor" && format == 2
+					leafAmongEvents := tc.name == "ancestor" && format >= 2
 					for name, read := range reads {
 						err := within(t, name, read)
 						switch {
@@ -163,7 +163,7 @@ func TestGraph_SessionCycleIsAnErrorForEveryRead(t *testing.T) {
 // sessions bucket at itself: Open (which lists sessions and reads the
 // format) returns ErrCorrupt instead of recursing forever.
 func TestGraph_OpenRefusesADamagedSessionList(t *testing.T) {
-	for _, format := range []int{1, 2} {
+	for _, format := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "strata.db")
 			db, err := Open(path, Options{Create: true, NoSync: true, Format: format})

@@ -18,7 +18,7 @@ func sessionKey(id string) []byte {
 
 // lookupSession returns session id's bucket in a database of format f, or
 // nil, without checking its page graph: only for a transaction that checks
-// the whole file (Verify), or through DB.sessionBucket.
+// the whole file (Verify), or through DB.session.
 func lookupSession(tx *bolt.Tx, f int, id string) *bolt.Bucket {
 	if f == 1 {
 		s := tx.Bucket(bucketSessions)
@@ -30,8 +30,28 @@ func lookupSession(tx *bolt.Tx, f int, id string) *bolt.Bucket {
 	return tx.Bucket(sessionKey(id))
 }
 
-// makeSessionBucket creates session id's bucket and the buckets inside it.
-func makeSessionBucket(tx *bolt.Tx, f int, id string) (*bolt.Bucket, error) {
+// newSess returns session id's records in tx, given its bucket b (nil: a
+// session not yet made). In format 3 it reads the session's number and
+// finds the events bucket.
+func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
+	s := &sess{id: id, b: b, f: f}
+	if f < 3 || b == nil {
+		return s, nil
+	}
+	num := b.Get(keyNum3)
+	if len(num) != 4 {
+		return nil, corrupt(id, "session", keyNum3, errors.Newf("session number of %d bytes", len(num)))
+	}
+	if s.e = tx.Bucket(bucketEvents3); s.e == nil {
+		return nil, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
+	}
+	s.num = [4]byte(num)
+	return s, nil
+}
+
+// makeSessionBucket creates session id's bucket and the buckets inside it;
+// in format 3 it gives the session the next number.
+func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 	var b *bolt.Bucket
 	var err error
 	if f == 1 {
@@ -47,7 +67,24 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*bolt.Bucket, error) {
 			return nil, err
 		}
 	}
-	return b, nil
+	if f >= 3 {
+		m := tx.Bucket(bucketMeta)
+		next := m.Get(keyNextSess3)
+		if len(next) != 4 {
+			return nil, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
+		}
+		n := binary.BigEndian.Uint32(next)
+		if n == ^uint32(0) {
+			return nil, errors.Newf("store: creating session %q: every session number is taken", id)
+		}
+		if err := m.Put(keyNextSess3, binary.BigEndian.AppendUint32(nil, n+1)); err != nil {
+			return nil, err
+		}
+		if err := b.Put(keyNum3, binary.BigEndian.AppendUint32(nil, n)); err != nil {
+			return nil, err
+		}
+	}
+	return newSess(tx, f, id, b)
 }
 
 // forEachSession calls fn with each session's id, in byte order, and its
@@ -82,41 +119,116 @@ func sessionsBucket(tx *bolt.Tx, f int) *bolt.Bucket {
 
 // l0 returns the bucket holding the session's events.
 func (s *sess) l0() (*bolt.Bucket, error) {
-	if s.f == 1 {
+	switch s.f {
+	case 1:
 		return s.sub(bucketL0)
+	case 2:
+		return s.b, nil
 	}
-	return s.b, nil
+	return s.e, nil
+}
+
+// hot returns the bucket holding the session's state: its own, or in
+// format 3 the events bucket.
+func (s *sess) hot() *bolt.Bucket {
+	if s.f >= 3 {
+		return s.e
+	}
+	return s.b
 }
 
 // eventKey returns the key of event seq in the bucket l0 returns.
 func (s *sess) eventKey(seq uint64) []byte {
-	if s.f == 1 {
+	switch s.f {
+	case 1:
 		return u64(seq)
+	case 2:
+		return binary.BigEndian.AppendUint64([]byte{eventPrefix}, seq)
 	}
-	k := make([]byte, 9)
-	k[0] = eventPrefix
-	binary.BigEndian.PutUint64(k[1:], seq)
+	k := make([]byte, 13)
+	copy(k, s.num[:])
+	k[4] = eventPrefix
+	binary.BigEndian.PutUint64(k[5:], seq)
 	return k
 }
 
 // eventSeq returns the seq of an event key of the bucket l0 returns. ok is
-// false for a key past the events (format 2: the state); err is for a key
-// that is neither.
+// false for a key past the events (format 2: the state; format 3: the
+// state, or another session's key); err is for a key that is neither.
 func (s *sess) eventSeq(k []byte) (seq uint64, ok bool, err error) {
-	if s.f != 1 {
+	switch s.f {
+	case 1:
+	case 2:
 		if len(k) == 0 || k[0] != eventPrefix {
 			return 0, false, nil
 		}
 		k = k[1:]
+	default:
+		if len(k) < 5 || [4]byte(k) != s.num || k[4] != eventPrefix {
+			return 0, false, nil
+		}
+		k = k[5:]
 	}
 	seq, err = parseU64(k)
 	return seq, err == nil, err
 }
 
-// stateKey returns the key of the session's state in its bucket.
+// stateKey returns the key of the session's state in the bucket hot
+// returns.
 func (s *sess) stateKey() []byte {
-	if s.f == 1 {
+	switch s.f {
+	case 1:
 		return keyState
+	case 2:
+		return stateKey2
 	}
-	return stateKey2
+	return append(s.num[:], stateSuffix3)
+}
+
+// table is a bucket, or the keys under a prefix of one: format 3 keeps a
+// session's ledger in the events bucket, under <n> 0xFF and a byte for the
+// class (ledgerClass3). Keys passed and returned are without the prefix.
+type table struct {
+	b      *bolt.Bucket
+	prefix []byte
+}
+
+func (t table) key(k []byte) []byte {
+	if t.prefix == nil {
+		return k
+	}
+	return append(append(make([]byte, 0, len(t.prefix)+len(k)), t.prefix...), k...)
+}
+
+// Get returns the value at k, or nil.
+func (t table) Get(k []byte) []byte { return t.b.Get(t.key(k)) }
+
+// Put stores v at k.
+func (t table) Put(k, v []byte) error { return t.b.Put(t.key(k), v) }
+
+// Delete removes k.
+func (t table) Delete(k []byte) error { return t.b.Delete(t.key(k)) }
+
+// ForEach calls fn with every key (without the prefix) and value, in order.
+func (t table) ForEach(fn func(k, v []byte) error) error {
+	if t.prefix == nil {
+		return t.b.ForEach(fn)
+	}
+	c := t.b.Cursor()
+	for k, v := c.Seek(t.prefix); k != nil && bytes.HasPrefix(k, t.prefix); k, v = c.Next() {
+		if err := fn(k[len(t.prefix):], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tbl returns the records of bucket name: the bucket itself (sub), or in
+// format 3 for a ledger bucket its keys in the events bucket.
+func (s *sess) tbl(name []byte) (table, error) {
+	if c := ledgerClass3(name); s.f >= 3 && c != 0 {
+		return table{b: s.e, prefix: append(s.num[:], stateSuffix3, c)}, nil
+	}
+	b, err := s.sub(name)
+	return table{b: b}, err
 }

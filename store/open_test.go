@@ -225,8 +225,8 @@ func TestOpen_BadOptions(t *testing.T) {
 		t.Errorf("a refused Open created the file")
 	}
 	// Limits the store cannot honour: an id is a bbolt key (at most
-	// bolt.MaxKeySize bytes).
-	if _, err := store.Open(path, store.Options{Create: true, MaxIDBytes: bolt.MaxKeySize + 1}); !errors.Is(err, store.ErrBadOptions) {
+	// bolt.MaxKeySize bytes, less the prefix of format 3's open calls).
+	if _, err := store.Open(path, store.Options{Create: true, MaxIDBytes: store.MaxIDBytesLimit + 1}); !errors.Is(err, store.ErrBadOptions) {
 		t.Errorf("MaxIDBytes over bbolt's key size = %v, want ErrBadOptions", err)
 	}
 	if _, err := store.Open(path, store.Options{Create: true, MaxEventBytes: 1 << 30}); !errors.Is(err, store.ErrBadOptions) {
@@ -238,8 +238,8 @@ func TestOpen_BadOptions(t *testing.T) {
 }
 
 func TestOpen_MaxIDBytesAtBboltLimit(t *testing.T) {
-	db := dbtest.Open(t, store.Options{MaxIDBytes: bolt.MaxKeySize, NoSync: true})
-	id := strings.Repeat("k", bolt.MaxKeySize)
+	db := dbtest.Open(t, store.Options{MaxIDBytes: store.MaxIDBytesLimit, NoSync: true})
+	id := strings.Repeat("k", store.MaxIDBytesLimit)
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindToolCall, ID: id}, tier.Event{Kind: tier.KindArtifact, Key: id})
 	if l := state(t, db, "s").Ledger; len(l.Open) != 1 || len(l.Artifacts) != 1 {
 		t.Errorf("ledger %d open %d artifacts", len(l.Open), len(l.Artifacts))

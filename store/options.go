@@ -1,6 +1,8 @@
 package store
 
 import (
+	bolt "go.etcd.io/bbolt"
+
 	"os"
 	"time"
 
@@ -31,7 +33,7 @@ type Options struct {
 
 	// MaxEventBytes and MaxIDBytes bound an event; zero means
 	// tier.DefaultMaxEventBytes and tier.DefaultMaxIDBytes. An id or key is
-	// a bbolt key, so MaxIDBytes can be at most bbolt's MaxKeySize (32 KiB),
+	// part of a bbolt key, so MaxIDBytes can be at most MaxIDBytesLimit,
 	// and MaxEventBytes at most MaxEventBytesLimit: Open refuses larger
 	// values with ErrBadOptions.
 	MaxEventBytes int
@@ -53,6 +55,15 @@ type Options struct {
 	// Zero means DefaultCommitWait; a negative value turns it off.
 	CommitWait time.Duration
 
+	// GroupWait is how long a group commit waits for the next append when
+	// it holds fewer than were active at the last commit: appenders that
+	// commit, come back and append again then share one commit rather
+	// than split into a commit of the first one back and one of the rest.
+	// Each arrival restarts the wait; the wait is never longer than a
+	// quarter of the last commit's duration, and a single appender never
+	// waits. Zero means DefaultGroupWait; a negative value turns it off.
+	GroupWait time.Duration
+
 	// Clock gives the time recorded on events without one; nil means
 	// time.Now.
 	Clock func() time.Time
@@ -66,6 +77,10 @@ type Options struct {
 	// file keeps its own format, which Open reads from it.
 	Format int
 }
+
+// MaxIDBytesLimit is the largest Options.MaxIDBytes: bbolt's key limit
+// (32 KiB) less the 6 bytes that format 3 puts before an open call's id.
+const MaxIDBytesLimit = bolt.MaxKeySize - 6
 
 // MaxEventBytesLimit is the largest Options.MaxEventBytes: an event must fit
 // in one stored record (at most 64 MiB) with room to spare.
@@ -82,12 +97,18 @@ var DefaultOptions = Options{
 	MaxIDBytes:    tier.DefaultMaxIDBytes,
 	MaxBatch:      256,
 	CommitWait:    DefaultCommitWait,
+	GroupWait:     DefaultGroupWait,
 	Mode:          0o600,
 }
 
 // DefaultCommitWait is Options.CommitWait's default: the time an appending
 // goroutine takes to come back with its next append, several times over.
 const DefaultCommitWait = time.Millisecond
+
+// DefaultGroupWait is Options.GroupWait's default: several times the gap
+// between two appenders coming back from one group commit, and a small
+// part of an fsync'd commit.
+const DefaultGroupWait = 200 * time.Microsecond
 
 func (o Options) withDefaults() Options {
 	if o.LockTimeout <= 0 {
@@ -104,6 +125,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CommitWait == 0 {
 		o.CommitWait = DefaultCommitWait
+	}
+	if o.GroupWait == 0 {
+		o.GroupWait = DefaultGroupWait
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

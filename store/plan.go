@@ -457,7 +457,7 @@ func (ss *sess) hashSpan(st *stateRec, from, to uint64) ([]byte, error) {
 
 // openAt returns what was open at seq x, given the events x+1..head.
 func (ss *sess) openAt(x uint64, after []tier.Event) ([]tier.Open, error) {
-	b, err := ss.sub(bucketOpen)
+	b, err := ss.tbl(bucketOpen)
 	if err != nil {
 		return nil, err
 	}

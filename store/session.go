@@ -15,26 +15,28 @@ type sess struct {
 	id string
 	b  *bolt.Bucket
 	f  int // the database's format (schema.go)
+	// Format 3: the events bucket, and the session's number there.
+	e   *bolt.Bucket
+	num [4]byte
 }
 
 func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
-	b, err := db.sessionBucket(tx, id)
+	s, err := db.session(tx, id)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil {
+	if s.b == nil {
 		return nil, errors.Wrapf(ErrSessionNotFound, "%q", id)
 	}
-	return &sess{id: id, b: b, f: db.format}, nil
+	return s, nil
 }
 
 // createSess makes a session's buckets and its checkpoint at seq 0.
 func createSess(tx *bolt.Tx, f int, id string) (*sess, error) {
-	b, err := makeSessionBucket(tx, f, id)
+	s, err := makeSessionBucket(tx, f, id)
 	if err != nil {
 		return nil, err
 	}
-	s := &sess{id: id, b: b, f: f}
 	st := stateRec{V: recordVersion}
 	if _, err := s.putCheckpoint(&st, 0, nil, "session start"); err != nil {
 		return nil, err
@@ -52,7 +54,7 @@ func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
 
 func (s *sess) state() (stateRec, error) {
 	var st stateRec
-	v := s.b.Get(s.stateKey())
+	v := s.hot().Get(s.stateKey())
 	if err := decodeState(v, &st); err != nil {
 		return st, corrupt(s.id, "state", nil, err)
 	}
@@ -65,13 +67,13 @@ func (s *sess) putState(st *stateRec) error {
 	if err != nil {
 		return err
 	}
-	return s.b.Put(s.stateKey(), v)
+	return s.hot().Put(s.stateKey(), v)
 }
 
 // get decodes the record at key of bucket name into v; found is false when
 // the key is absent.
 func (s *sess) get(name []byte, t recType, key []byte, v any) (found bool, err error) {
-	b, err := s.sub(name)
+	b, err := s.tbl(name)
 	if err != nil {
 		return false, err
 	}
@@ -86,12 +88,12 @@ func (s *sess) get(name []byte, t recType, key []byte, v any) (found bool, err e
 }
 
 func (s *sess) put(name []byte, t recType, key []byte, v any, appendOnly bool) error {
-	b, err := s.sub(name)
+	b, err := s.tbl(name)
 	if err != nil {
 		return err
 	}
-	if appendOnly {
-		b.FillPercent = 1.0
+	if appendOnly && b.prefix == nil {
+		b.b.FillPercent = 1.0
 	}
 	raw, err := encode(t, v)
 	if err != nil {

@@ -223,7 +223,7 @@ func (ss *sess) ledger() (*tier.Ledger, error) {
 	l := tier.NewLedger()
 	for _, c := range []tier.Class{tier.ClassOpen, tier.ClassDisposition, tier.ClassConstraint, tier.ClassArtifact} {
 		name, _ := ledgerBucket(c)
-		b, err := ss.sub(name)
+		b, err := ss.tbl(name)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -104,17 +105,28 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		if db.format != 1 {
 			c := tx.Cursor()
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) {
+				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) && (db.format < 3 || !bytes.Equal(k, bucketEvents3)) {
 					rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("a bucket %q that is neither meta nor a session", clipKey(k))})
 				}
 			}
 		}
 		rep.Sessions = len(ids)
+		sessions := make([]*sess, len(ids))
+		for i, id := range ids {
+			ss, err := newSess(tx, db.format, id, lookupSession(tx, db.format, id))
+			if err != nil {
+				rep.Problems = append(rep.Problems, Problem{Session: id, What: err.Error()})
+				continue
+			}
+			sessions[i] = ss
+		}
+		if db.format >= 3 {
+			rep.Problems = append(rep.Problems, checkEventsBucket(tx, sessions)...)
+		}
 		var total, done uint64
 		if opts.Events != nil {
-			for _, id := range ids {
-				ss := &sess{id: id, b: lookupSession(tx, db.format, id), f: db.format}
-				if ss.b == nil {
+			for _, ss := range sessions {
+				if ss == nil || ss.b == nil {
 					continue
 				}
 				if st, err := ss.state(); err == nil {
@@ -122,8 +134,11 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 				}
 			}
 		}
-		for i, id := range ids {
-			v := &verifier{rep: &rep, ss: &sess{id: id, b: lookupSession(tx, db.format, id), f: db.format}, path: db.path}
+		for i := range ids {
+			if sessions[i] == nil {
+				continue
+			}
+			v := &verifier{rep: &rep, ss: sessions[i], path: db.path}
 			if opts.Events != nil {
 				base := done
 				v.progress = func(n uint64) { opts.Events(base+n, total) }
@@ -145,6 +160,61 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		rep.Problems = append(rep.Problems, Problem{What: err.Error()})
 	}
 	return rep, nil
+}
+
+// checkEventsBucket checks format 3's events bucket as a whole: every key
+// belongs to a session (by its number, which no two sessions share) and is
+// an event's, a state's or an open call's; no key holds a bucket; a seek
+// finds every key. What each session's keys hold is checked with the
+// session.
+func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
+	var out []Problem
+	fail := func(format string, args ...any) {
+		switch {
+		case len(out) < maxProblems:
+			out = append(out, Problem{What: fmt.Sprintf(format, args...)})
+		case len(out) == maxProblems:
+			out = append(out, Problem{What: "events bucket: more problems not shown"})
+		}
+	}
+	owner := map[[4]byte]string{}
+	for _, ss := range sessions {
+		if ss == nil {
+			continue
+		}
+		if other, ok := owner[ss.num]; ok {
+			fail("sessions %q and %q have the same number %d", other, ss.id, binary.BigEndian.Uint32(ss.num[:]))
+		}
+		owner[ss.num] = ss.id
+	}
+	e := tx.Bucket(bucketEvents3)
+	if e == nil {
+		fail("the events bucket %q is missing", bucketEvents3)
+		return out
+	}
+	if k := unseekable(e); k != nil {
+		fail("events bucket: key %x is not found by a seek (a damaged branch page)", clipKey(k))
+	}
+	c := e.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) < 5 {
+			fail("events bucket: key %x is no session's", clipKey(k))
+			continue
+		}
+		if _, ok := owner[[4]byte(k)]; !ok {
+			fail("events bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
+			continue
+		}
+		switch {
+		case v == nil:
+			fail("events bucket: key %x holds a bucket", clipKey(k))
+		case k[4] == eventPrefix && len(k) == 13:
+		case k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == ledgerClass3(bucketOpen)):
+		default:
+			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))
+		}
+	}
+	return out
 }
 
 type verifier struct {
@@ -226,11 +296,20 @@ func (v *verifier) checkSessionKeys() {
 			v.fail("session bucket: unexpected key %x", clipKey(k))
 		}
 	}
+	if v.ss.f >= 3 {
+		names[string(keyNum3)] = true // a value: checked by newSess
+		check = func(k, val []byte) {
+			if (val == nil) != bytes.Equal(k, keyNum3) && names[string(k)] {
+				return
+			}
+			v.fail("session bucket: unexpected key %x", clipKey(k))
+		}
+	}
 	c := v.ss.b.Cursor()
-	for k, val := c.First(); k != nil && (v.ss.f == 1 || k[0] < eventPrefix); k, val = c.Next() {
+	for k, val := c.First(); k != nil && (v.ss.f != 2 || k[0] < eventPrefix); k, val = c.Next() {
 		check(k, val)
 	}
-	if v.ss.f != 1 {
+	if v.ss.f == 2 {
 		for k, val := c.Seek(stateKey2); k != nil; k, val = c.Next() {
 			check(k, val)
 		}

@@ -20,7 +20,7 @@ import (
 // wrong leaf: iteration (and so a replay) still sees every event, a read by
 // seq does not. Verify must say so.
 func TestVerify_FindsUnseekableKeys(t *testing.T) {
-	for _, format := range []int{1, 2} {
+	for _, format := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
 			path, f, root, page := l0BranchPage(t, format)
 			key := func(i int) []byte {
@@ -31,11 +31,14 @@ func TestVerify_FindsUnseekableKeys(t *testing.T) {
 			// Two branch keys that are event keys: format 2's first leaf
 			// starts with the bucket names.
 			i, seqAt := 0, 0
-			if format == 2 {
+			switch format {
+			case 2:
 				for key(i)[0] != eventPrefix {
 					i++
 				}
 				seqAt = 1
+			case 3: // <n> 0xFE <seq>, session s's first
+				seqAt = 5
 			}
 			first, second := binary.BigEndian.Uint64(key(i)[seqAt:]), binary.BigEndian.Uint64(key(i + 1)[seqAt:])
 			if second-first < 3 {
@@ -65,7 +68,7 @@ func TestVerify_FindsUnseekableKeys(t *testing.T) {
 // every cursor that descends there would loop forever. Verify must report
 // the damaged page graph and return.
 func TestVerify_PageCycleIsAProblemNotAHang(t *testing.T) {
-	for _, format := range []int{1, 2} {
+	for _, format := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
 			path, f, root, page := l0BranchPage(t, format)
 			binary.LittleEndian.PutUint64(page[boltPageHeader+boltElement+8:], root) // element 1's child: the page itself
@@ -145,10 +148,13 @@ func l0BranchPage(t *testing.T, format int) (path string, f *os.File, root uint6
 		t.Fatal(err)
 	}
 	if err := bdb.View(func(tx *bolt.Tx) error {
-		if format == 1 {
+		switch format {
+		case 1:
 			root = uint64(tx.Bucket(bucketSessions).Bucket([]byte("s")).Bucket(bucketL0).Root())
-		} else {
+		case 2:
 			root = uint64(tx.Bucket(sessionKey("s")).Root())
+		default: // every session's events, s's first
+			root = uint64(tx.Bucket(bucketEvents3).Root())
 		}
 		return nil
 	}); err != nil {
@@ -178,7 +184,7 @@ func l0BranchPage(t *testing.T, format int) (path string, f *os.File, root uint6
 // goroutine of its own and take the process down. Verify's walk must
 // refuse the page first, and the first read's check too.
 func TestVerify_BranchKeyPastThePage(t *testing.T) {
-	for _, format := range []int{1, 2} {
+	for _, format := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
 			path, f, root, page := l0BranchPage(t, format)
 			binary.LittleEndian.PutUint32(page[boltPageHeader+boltElement:], 1<<31) // element 1's key position

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/strata-go/strata/tier"
+)
+
+// gatherFixture opens a database whose last group commit released active
+// appenders and took an hour, so that a gather waits GroupWait (not a
+// quarter of a fast commit), and counts the transactions that commit and
+// the gathers that wait.
+func gatherFixture(t *testing.T, wait time.Duration, active int32) (db *DB, commits, waits chan struct{}) {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "strata.db"), Options{Create: true, NoSync: true, GroupWait: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	commits, waits = make(chan struct{}, 16), make(chan struct{}, 16)
+	t.Cleanup(SetTestHook(func(step string) error {
+		switch step {
+		case "commit":
+			commits <- struct{}{}
+		case "gather":
+			waits <- struct{}{}
+		}
+		return nil
+	}))
+	db.lastCommit.Store(int64(time.Hour))
+	db.active.Store(active)
+	return db, commits, waits
+}
+
+func appendAsync(db *DB, session string) chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Append(session, tier.Event{Kind: tier.KindUser, Text: "hi"})
+		done <- err
+	}()
+	return done
+}
+
+// TestGather_OneCommitCarriesTheAppendersComingBack: three appenders were
+// active at the last commit; the first one back waits in the committer's
+// transaction for the other two, and one commit carries all three.
+func TestGather_OneCommitCarriesTheAppendersComingBack(t *testing.T) {
+	db, commits, waits := gatherFixture(t, time.Minute, 3)
+	first := appendAsync(db, "a")
+	<-waits // the committer holds a's append and waits for company
+	second := appendAsync(db, "b")
+	<-waits // b's is in; one more was active
+	third := appendAsync(db, "c")
+	for i, done := range []chan error{first, second, third} {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("append %d never returned", i)
+		}
+	}
+	if n := len(commits); n != 1 {
+		t.Errorf("%d transactions, want 1", n)
+	}
+	if n := len(waits); n != 0 {
+		t.Errorf("%d more waits after the third append came", n)
+	}
+	if got := db.active.Load(); got != 3 {
+		t.Errorf("active = %d after a commit of three appends, want 3", got)
+	}
+}
+
+// TestGather_AWaitEndsWhenNobodyComes: the wait is bounded by GroupWait —
+// an appender that does not come back delays the commit by it, no more.
+func TestGather_AWaitEndsWhenNobodyComes(t *testing.T) {
+	db, commits, waits := gatherFixture(t, 20*time.Millisecond, 2)
+	start := time.Now()
+	if err := <-appendAsync(db, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || len(commits) != 1 {
+		t.Errorf("%d waits, %d transactions; want one of each", len(waits), len(commits))
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("committed after %v, before GroupWait", d)
+	}
+	if got := db.active.Load(); got != 1 {
+		t.Errorf("active = %d after a commit of one append, want 1", got)
+	}
+}
+
+// TestGather_NoWait: a single appender (one was active) and GroupWait < 0
+// never wait.
+func TestGather_NoWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wait   time.Duration
+		active int32
+	}{
+		{"single appender", time.Minute, 1},
+		{"off", -1, 64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, commits, waits := gatherFixture(t, tc.wait, tc.active)
+			for i := 0; i < 3; i++ {
+				select {
+				case err := <-appendAsync(db, "a"):
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("an append waited for company")
+				}
+			}
+			if len(waits) != 0 || len(commits) != 3 {
+				t.Errorf("%d waits, %d transactions; want none and 3", len(waits), len(commits))
+			}
+		})
+	}
+}

@@ -23,31 +23,36 @@ func seqKey(seq uint64) []byte {
 }
 
 // record returns the bucket and the key in the file of the record at key
-// of session's bucket sub, in a file of the current format (3): the events
-// ("l0"), the state ("" and "state") and the open calls ("open") are in the
-// events bucket "e" under the session's number; the rest in the session's
-// bucket "s/"+session.
+// of session's bucket sub. In format 2 the events ("l0": key 0xFE seq), the
+// state ("" and "state": key 0xFF) and the open calls (bucket "\xffopen")
+// are in the session's bucket "s/"+session; in format 3 they are in the
+// events bucket "e" under the session's number (key 0x00 of its bucket).
+// The rest is in the session's bucket either way.
 func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (*bolt.Bucket, []byte) {
 	t.Helper()
 	b := tx.Bucket([]byte("s/" + session))
 	if b == nil {
 		t.Fatalf("session %q not found in the file", session)
 	}
-	num := b.Get([]byte{0})
-	e := tx.Bucket([]byte("e"))
-	if len(num) != 4 || e == nil {
-		t.Fatalf("session %q: number %x, events bucket %v", session, num, e != nil)
+	hot, prefix := b, []byte(nil) // format 2
+	if num := b.Get([]byte{0}); num != nil {
+		if hot = tx.Bucket([]byte("e")); len(num) != 4 || hot == nil {
+			t.Fatalf("session %q: number %x, events bucket %v", session, num, hot != nil)
+		}
+		prefix = bytes.Clone(num)
 	}
 	fileKey := func(suffix ...byte) []byte {
-		return append(append(bytes.Clone(num), suffix...), key...)
+		return append(append(bytes.Clone(prefix), suffix...), key...)
 	}
 	switch {
 	case sub == "l0":
-		return e, fileKey(0xFE)
+		return hot, fileKey(0xFE)
 	case sub == "" && string(key) == "state":
-		return e, append(bytes.Clone(num), 0xFF)
+		return hot, append(bytes.Clone(prefix), 0xFF)
+	case sub == "open" && prefix != nil:
+		return hot, fileKey(0xFF, 'o')
 	case sub == "open":
-		return e, fileKey(0xFF, 'o')
+		sub = "\xffopen"
 	case sub == "":
 		return b, key
 	}

@@ -174,7 +174,7 @@ func (db *DB) init(fresh bool) error {
 			if err != nil {
 				return err
 			}
-			format := FormatVersion
+			format := DefaultFormat
 			if db.opts.Format != 0 {
 				format = db.opts.Format
 			}

@@ -71,7 +71,7 @@ func verifyPath(t *testing.T, path string) []store.Problem {
 // "e" under the session's number (a resolved call gone), and sessions'
 // buckets that hold only their number and the other ledger buckets.
 func TestFormat3_Layout(t *testing.T) {
-	db := dbtest.Open(t, store.Options{})
+	db := dbtest.Open(t, store.Options{Format: 3})
 	mustAppend(t, db, "a", prefix...) // call-1 and handle-1 left open
 	mustAppend(t, db, "b",
 		tier.Event{Kind: tier.KindUser, Text: "b"},
@@ -193,7 +193,7 @@ func TestFormat3_VerifyFindsStrayKeys(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "strata.db")
-			db, err := store.Open(path, store.Options{Create: true, NoSync: true})
+			db, err := store.Open(path, store.Options{Format: 3, Create: true, NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +315,7 @@ func TestFormat3_OlderFormatsStillWork(t *testing.T) {
 // largest, and it reads back whole. (Open's refusal of a larger MaxIDBytes
 // is TestOpen_BadOptions'.)
 func TestFormat3_MaxIDAtLimit(t *testing.T) {
-	db := dbtest.Open(t, store.Options{MaxIDBytes: store.MaxIDBytesLimit, NoSync: true})
+	db := dbtest.Open(t, store.Options{Format: 3, MaxIDBytes: store.MaxIDBytesLimit, NoSync: true})
 	id := strings.Repeat("k", store.MaxIDBytesLimit)
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindToolCall, ID: id, Name: "bash"})
 	if o, ok := state(t, db, "s").Ledger.Open[id]; !ok || o.ID != id || o.Seq != 1 {

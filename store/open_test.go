@@ -206,7 +206,7 @@ func TestOpen_FormatTooNew(t *testing.T) {
 	defer db2.Close()
 	if err := db2.View(func(s *store.Snapshot) error {
 		v, err := s.FormatVersion()
-		if err == nil && v != store.FormatVersion {
+		if err == nil && v != store.DefaultFormat {
 			t.Errorf("FormatVersion = %d", v)
 		}
 		return err

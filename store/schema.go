@@ -6,10 +6,18 @@ import (
 	"slices"
 )
 
-// FormatVersion is the on-disk format this strata writes. It reads every
-// format from 1 to FormatVersion; a database with a higher version is
-// refused at Open with ErrFormatTooNew.
+// FormatVersion is the newest on-disk format this strata knows. It reads
+// and writes every format from 1 to FormatVersion; a database with a
+// higher version is refused at Open with ErrFormatTooNew.
 const FormatVersion = 3
+
+// DefaultFormat is the format Open creates when Options.Format is zero.
+// Format 3 is opt-in: it is faster for many sessions appending at once,
+// but where sessions append in turn, each session's newest leaf also holds
+// the oldest events of the next session, and the splits that follow leave
+// pages part-filled — 1.45 bytes per msgpack byte against format 2's 1.26
+// (16 sessions round-robin, 100k events).
+const DefaultFormat = 2
 
 // Bucket layout (one bbolt file), format 3:
 //

@@ -59,7 +59,7 @@ func TestDump_JSON(t *testing.T) {
 	db := replayed(t, []string{"--every", "0", "--every-events", "5", "--fold", "2", "--summarizer", "lossy", "--drop", "open"}, incident(t))
 	out := mustCLI(t, "dump", "--json", "--raw", db)
 	d := decodeDump(t, out)
-	if *d.FormatVersion != store.FormatVersion || len(d.Sessions) != 1 {
+	if *d.FormatVersion != store.DefaultFormat || len(d.Sessions) != 1 {
 		t.Fatalf("format_version %d, %d sessions", *d.FormatVersion, len(d.Sessions))
 	}
 	s := d.Sessions[0]

@@ -29,6 +29,7 @@ type Peer interface {
 // Peer names, as the table prints them.
 const (
 	PeerStrata       = "strata"
+	PeerStrata3      = "strata format 3" // store.Options.Format 3: a shared bucket for every session's newest records
 	PeerBolt         = "bbolt"
 	PeerBoltBatch    = "bbolt Batch"
 	PeerSQLiteFull   = "SQLite WAL FULL"
@@ -50,6 +51,12 @@ func openPeer(name, dir string, noSync bool) (Peer, error) {
 	switch name {
 	case PeerStrata:
 		return OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync})
+	case PeerStrata3:
+		p, err := OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync, Format: 3})
+		if p != nil {
+			p.name = PeerStrata3
+		}
+		return p, err
 	case PeerBolt, PeerBoltBatch:
 		return openBolt(filepath.Join(dir, "bolt.db"), name == PeerBoltBatch, noSync)
 	case PeerSQLiteFull, PeerSQLiteNormal:
@@ -59,7 +66,10 @@ func openPeer(name, dir string, noSync bool) (Peer, error) {
 }
 
 // StrataPeer is strata's store.DB as a Peer.
-type StrataPeer struct{ DB *store.DB }
+type StrataPeer struct {
+	DB   *store.DB
+	name string // PeerStrata when empty
+}
 
 // OpenStrata creates a strata database at path with opts (Create is set).
 func OpenStrata(path string, opts store.Options) (*StrataPeer, error) {
@@ -72,7 +82,12 @@ func OpenStrata(path string, opts store.Options) (*StrataPeer, error) {
 }
 
 // Name implements Peer.
-func (p *StrataPeer) Name() string { return PeerStrata }
+func (p *StrataPeer) Name() string {
+	if p.name != "" {
+		return p.name
+	}
+	return PeerStrata
+}
 
 // Append implements Peer: one store.DB.Append call.
 func (p *StrataPeer) Append(session string, events ...tier.Event) error {

@@ -173,7 +173,7 @@ func appendConcurrent(dir string) {
 		sessions[i] = bench.Synth(fmt.Sprintf("agent-%02d", i), per, uint64(100+i))
 	}
 	n := bench.Count(sessions)
-	peers := []string{bench.PeerStrata, bench.PeerBolt, bench.PeerBoltBatch, bench.PeerSQLiteFull, bench.PeerSQLiteNormal}
+	peers := []string{bench.PeerStrata, bench.PeerStrata3, bench.PeerBolt, bench.PeerBoltBatch, bench.PeerSQLiteFull, bench.PeerSQLiteNormal}
 	r := medianRate(dir, peers, *flagRounds, n, func(p bench.Peer) (time.Duration, error) { return bench.AppendConcurrent(p, sessions) })
 	fmt.Printf("## 2. Durable append from 64 concurrent sessions, one event per call (%d events, median of %d rounds)\n\n", n, *flagRounds)
 	fmt.Println("| peer | events/s | strata ÷ peer |")
@@ -182,7 +182,9 @@ func appendConcurrent(dir string) {
 		fmt.Printf("| %s | %.0f | %.2f |\n", name, r[name], r[bench.PeerStrata]/r[name])
 	}
 	ratio := r[bench.PeerStrata] / r[bench.PeerSQLiteFull]
-	fmt.Printf("\nTarget strata ÷ SQLite WAL FULL ≥ 5: %.1f, %s.\n\n", ratio, verdict(ratio >= 5))
+	ratio3 := r[bench.PeerStrata3] / r[bench.PeerSQLiteFull]
+	fmt.Printf("\nTarget strata ÷ SQLite WAL FULL ≥ 5: %.1f with the default format (2), %s; %.1f with format 3 (opt-in), %s.\n\n",
+		ratio, verdict(ratio >= 5), ratio3, verdict(ratio3 >= 5))
 }
 
 func replay(dir string) {
@@ -319,8 +321,8 @@ func size(dir string) {
 	}
 	fmt.Printf("## 5. Size on disk per raw event\n\n")
 	fmt.Printf("Synthetic events appended one per call, round-robin over 16 sessions (NoSync: the layout is the same as with fsync). \"msgpack\" is the event's msgpack as every peer stores it; \"used\" is bbolt's high-water mark, \"file\" the file's size (bbolt grows it ahead of the data: to the next power of two below 16 MiB, then 16 MiB ahead).\n\n")
-	fmt.Println("| events | msgpack B/event | strata used B/event | ÷ msgpack | strata file B/event | bare bbolt used B/event | SQLite B/event |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| events | msgpack B/event | strata used B/event | ÷ msgpack | strata file B/event | format 3 used B/event (÷ msgpack) | bare bbolt used B/event | SQLite B/event |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var worst float64
 	var usedAt, msgAt []float64 // per point: bytes used, msgpack bytes
 	for _, n := range points {
@@ -337,6 +339,14 @@ func size(dir string) {
 		_, used, err := bench.BoltPages(sp)
 		check(err)
 		fsize, _ := bench.DiskUsage(sp)
+		sp3 := filepath.Join(dir, fmt.Sprintf("strata3-%d.db", n))
+		p3, err := bench.OpenStrata(sp3, store.Options{NoSync: true, Format: 3})
+		check(err)
+		roundRobin(p3, sessions)
+		check(p3.Close())
+		_, used3, err := bench.BoltPages(sp3)
+		check(err)
+		os.Remove(sp3)
 		bd := filepath.Join(dir, fmt.Sprintf("bolt-%d", n))
 		check(os.MkdirAll(bd, 0o755))
 		bp, err := bench.OpenPeerNoSync(bench.PeerBolt, bd)
@@ -355,8 +365,8 @@ func size(dir string) {
 		ratio := float64(used) / float64(n) / mp
 		worst = max(worst, ratio)
 		usedAt, msgAt = append(usedAt, float64(used)), append(msgAt, mp*float64(n))
-		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f |\n", n, mp, float64(used)/float64(n), ratio,
-			float64(fsize)/float64(n), float64(bused)/float64(n), float64(qsize)/float64(n))
+		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.0f | %.0f (%.2f) | %.0f | %.0f |\n", n, mp, float64(used)/float64(n), ratio,
+			float64(fsize)/float64(n), float64(used3)/float64(n), float64(used3)/float64(n)/mp, float64(bused)/float64(n), float64(qsize)/float64(n))
 		os.Remove(sp)
 		os.RemoveAll(bd)
 		os.RemoveAll(qd)

@@ -244,15 +244,9 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 			case policy.leftmost && i > 0:
 				return nil
 			case policy.lo != nil:
-				var lo, hi []byte
-				if i > 0 {
-					lo = branchKey(p, i)
-				}
-				if i+1 < count {
-					hi = branchKey(p, i+1)
-				}
-				if lo == nil && i > 0 || hi == nil && i+1 < count {
-					return errors.Newf("branch element %d or %d past the page", i, i+1)
+				lo, hi, err := elementRange(p, i, count)
+				if err != nil {
+					return err
 				}
 				if !policy.meets(lo, hi) {
 					if lo == nil || bytes.Compare(lo, policy.lo) < 0 {
@@ -268,15 +262,9 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 				}
 			}
 			if policy.buckets != nil {
-				var lo, hi []byte
-				if i > 0 {
-					lo = branchKey(p, i)
-				}
-				if i+1 < count {
-					hi = branchKey(p, i+1)
-				}
-				if lo == nil && i > 0 || hi == nil && i+1 < count {
-					return errors.Newf("branch element %d or %d past the page", i, i+1)
+				lo, hi, err := elementRange(p, i, count)
+				if err != nil {
+					return err
 				}
 				if !policy.routes(lo, hi) {
 					next = valuePages
@@ -320,6 +308,22 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 		}
 	}
 	return nil
+}
+
+// elementRange returns the keys lo <= key < hi that reach the child of
+// branch element i of page p (count elements): nil lo for the first
+// element, which takes every smaller key too, nil hi for the last.
+func elementRange(p []byte, i, count int) (lo, hi []byte, err error) {
+	if i > 0 {
+		lo = branchKey(p, i)
+	}
+	if i+1 < count {
+		hi = branchKey(p, i+1)
+	}
+	if lo == nil && i > 0 || hi == nil && i+1 < count {
+		return nil, nil, errors.Newf("branch element %d or %d past the page", i, i+1)
+	}
+	return lo, hi, nil
 }
 
 // branchKey returns the key of branch element i of page p, or nil if it is

@@ -539,11 +539,3 @@ func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	}
 	return b.Put([]byte(r.Name), raw)
 }
-
-type DebugBatch struct {
-	N     int
-	Start time.Time
-	D     time.Duration
-}
-
-var DebugBatches []DebugBatch

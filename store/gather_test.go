@@ -13,6 +13,11 @@ import (
 // quarter of a fast commit), and counts the transactions that commit and
 // the gathers that wait.
 func gatherFixture(t *testing.T, wait time.Duration, active int32) (db *DB, commits, waits chan struct{}) {
+	return gatherFixtureAfter(t, wait, active, time.Hour)
+}
+
+// gatherFixtureAfter is gatherFixture with a last commit that took last.
+func gatherFixtureAfter(t *testing.T, wait time.Duration, active int32, last time.Duration) (db *DB, commits, waits chan struct{}) {
 	t.Helper()
 	db, err := Open(filepath.Join(t.TempDir(), "strata.db"), Options{Create: true, NoSync: true, GroupWait: wait})
 	if err != nil {
@@ -29,7 +34,7 @@ func gatherFixture(t *testing.T, wait time.Duration, active int32) (db *DB, comm
 		}
 		return nil
 	}))
-	db.lastCommit.Store(int64(time.Hour))
+	db.lastCommit.Store(int64(last))
 	db.active.Store(active)
 	return db, commits, waits
 }
@@ -90,6 +95,42 @@ func TestGather_AWaitEndsWhenNobodyComes(t *testing.T) {
 	}
 	if got := db.active.Load(); got != 1 {
 		t.Errorf("active = %d after a commit of one append, want 1", got)
+	}
+}
+
+// TestGather_AWaitIsAQuarterOfTheLastCommitAtMost: after a commit of
+// 40 ms, a GroupWait of a minute waits 10 ms.
+func TestGather_AWaitIsAQuarterOfTheLastCommitAtMost(t *testing.T) {
+	db, commits, waits := gatherFixtureAfter(t, time.Minute, 2, 40*time.Millisecond)
+	select {
+	case err := <-appendAsync(db, "a"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait was not cut to a quarter of the last commit")
+	}
+	if len(waits) != 1 || len(commits) != 1 {
+		t.Errorf("%d waits, %d transactions; want one of each", len(waits), len(commits))
+	}
+}
+
+// TestGather_NoCommitWaitTurnsItOff: while DB.NoCommitWait holds, a commit
+// does not wait for the appenders of the last one either.
+func TestGather_NoCommitWaitTurnsItOff(t *testing.T) {
+	db, commits, waits := gatherFixture(t, time.Minute, 64)
+	restore := db.NoCommitWait()
+	defer restore()
+	select {
+	case err := <-appendAsync(db, "a"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the append waited for company under NoCommitWait")
+	}
+	if len(waits) != 0 || len(commits) != 1 {
+		t.Errorf("%d waits, %d transactions; want none and 1", len(waits), len(commits))
 	}
 }
 

@@ -186,8 +186,8 @@ func (s *sess) stateKey() []byte {
 }
 
 // table is a bucket, or the keys under a prefix of one: format 3 keeps a
-// session's ledger in the events bucket, under <n> 0xFF and a byte for the
-// class (ledgerClass3). Keys passed and returned are without the prefix.
+// session's open calls in the events bucket, under <n> 0xFF 'o'. Keys
+// passed and returned are without the prefix.
 type table struct {
 	b      *bolt.Bucket
 	prefix []byte
@@ -224,10 +224,10 @@ func (t table) ForEach(fn func(k, v []byte) error) error {
 }
 
 // tbl returns the records of bucket name: the bucket itself (sub), or in
-// format 3 for a ledger bucket its keys in the events bucket.
+// format 3 for the open calls their keys in the events bucket.
 func (s *sess) tbl(name []byte) (table, error) {
-	if c := ledgerClass3(name); s.f >= 3 && c != 0 {
-		return table{b: s.e, prefix: append(s.num[:], stateSuffix3, c)}, nil
+	if s.f >= 3 && string(name) == string(bucketOpen) {
+		return table{b: s.e, prefix: append(s.num[:], stateSuffix3, openSuffix3)}, nil
 	}
 	b, err := s.sub(name)
 	return table{b: b}, err

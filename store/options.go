@@ -1,10 +1,10 @@
 package store
 
 import (
-	bolt "go.etcd.io/bbolt"
-
 	"os"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/tier"
 )

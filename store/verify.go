@@ -209,7 +209,7 @@ func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
 		case v == nil:
 			fail("events bucket: key %x holds a bucket", clipKey(k))
 		case k[4] == eventPrefix && len(k) == 13:
-		case k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == ledgerClass3(bucketOpen)):
+		case k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == openSuffix3):
 		default:
 			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))
 		}
@@ -287,21 +287,17 @@ func (v *verifier) checkSessionKeys() {
 	for _, n := range subBuckets(v.ss.f) {
 		names[string(n)] = true
 	}
-	state := v.ss.stateKey()
+	// The one value the bucket holds: the state, or in format 3 the
+	// session's number (checked by newSess; the state is in "e").
+	value := v.ss.stateKey()
+	if v.ss.f >= 3 {
+		value = keyNum3
+	}
 	check := func(k, val []byte) {
 		switch {
 		case val == nil && names[string(k)]:
-		case val != nil && bytes.Equal(k, state):
+		case val != nil && bytes.Equal(k, value):
 		default:
-			v.fail("session bucket: unexpected key %x", clipKey(k))
-		}
-	}
-	if v.ss.f >= 3 {
-		names[string(keyNum3)] = true // a value: checked by newSess
-		check = func(k, val []byte) {
-			if (val == nil) != bytes.Equal(k, keyNum3) && names[string(k)] {
-				return
-			}
 			v.fail("session bucket: unexpected key %x", clipKey(k))
 		}
 	}

@@ -267,7 +267,11 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 		// For gather: how long a commit takes, and how many appenders
 		// are active — this batch's and those queued behind it.
 		db.lastCommit.Store(int64(time.Since(start)))
-		db.active.Store(int32(appendsIn(batch)) + db.queued.Load() - int32(len(batch)))
+		pending := db.queued.Load()
+		if wait != nil {
+			pending -= int32(len(batch)) // the committer's batch is counted in queued
+		}
+		db.active.Store(int32(appendsIn(batch)) + pending)
 	}()
 	err := db.update(func(tx *bolt.Tx) error {
 		for i := 0; ; i++ {
@@ -370,6 +374,12 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 			return nil, err
 		}
 		if _, err := s.l0(); err != nil {
+			return nil, err
+		}
+	} else if s.f >= 3 {
+		// A new session: what making it will reach must be sound, or
+		// this append fails alone (write would fail the whole batch).
+		if _, err := nextSessionNumber(tx, session); err != nil {
 			return nil, err
 		}
 	}

@@ -336,3 +336,42 @@ func TestFormat3_MaxIDAtLimit(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFormat3_StaleNextNumber: meta's next session number pointing at a
+// session's own number is reported by Verify, and an append that would
+// make a session fails with ErrCorrupt instead of writing over that
+// session's records — the others go on.
+func TestFormat3_StaleNextNumber(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db, err := store.Open(path, store.Options{Format: 3, Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "a", prefix...)
+	mustAppend(t, db, "b", prefix...)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editBolt(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("next"), key3(0)) })
+	found := false
+	for _, p := range verifyPath(t, path) {
+		found = found || strings.Contains(p.What, `the next session number 0 is not above session "a"'s 0`)
+	}
+	if !found {
+		t.Errorf("Verify did not report the stale number: %v", verifyPath(t, path))
+	}
+	db, err = store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Append("c", tier.Event{Kind: tier.KindUser, Text: "new"}); !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("Append to a new session = %v, want ErrCorrupt naming the number in use", err)
+	}
+	if _, err := db.Append("b", tier.Event{Kind: tier.KindUser, Text: "more"}); err != nil {
+		t.Errorf("Append to b: %v", err)
+	}
+	if info, err := db.Info("a"); err != nil || info.Head != uint64(len(prefix)) {
+		t.Errorf("session a: %+v, %v; want head %d", info, err, len(prefix))
+	}
+}

@@ -76,12 +76,16 @@ type pagePolicy struct {
 	// key goes. A seek or a Next within the session's keys reads no other
 	// page.
 	lo, hi []byte
-	// leftmost: of a branch page, only the first element.
-	leftmost bool
+	// leftmost: of a branch page, only the first element; rightmost: only
+	// the last.
+	leftmost, rightmost bool
 }
 
 // eventPages is the policy for the pages of format 3's events bucket that
-// hold session num's keys: values only, between <num> and <num+1>.
+// hold session num's keys: values only, between <num> and <num+1>. It also
+// walks the rightmost path of the element before them: the leaf there is
+// the one bbolt merges a leaf of the session's into when a deletion (an
+// open call resolved) leaves it under half full.
 func eventPages(num [4]byte) *pagePolicy {
 	lo := num[:]
 	var hi []byte
@@ -91,8 +95,12 @@ func eventPages(num [4]byte) *pagePolicy {
 	return &pagePolicy{values: true, lo: lo, hi: hi}
 }
 
-// leftmostPages walks the leftmost path of a bucket of values.
-var leftmostPages = &pagePolicy{values: true, leftmost: true}
+// leftmostPages and rightmostPages walk the leftmost and the rightmost path
+// of a bucket of values.
+var (
+	leftmostPages  = &pagePolicy{values: true, leftmost: true}
+	rightmostPages = &pagePolicy{values: true, rightmost: true}
+)
 
 // meets reports whether the keys lo <= key < hi (nil: unbounded) of a
 // branch element meet policy's bounds.
@@ -226,6 +234,7 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 	case boltPageHeader+count*boltElement > len(p):
 		return errors.Newf("%d elements do not fit", count)
 	}
+	met := false // policy.lo: an element met the keys
 	for i := 0; i < count; i++ {
 		off := boltPageHeader + i*boltElement
 		e := p[off : off+boltElement]
@@ -243,6 +252,8 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 			switch {
 			case policy.leftmost && i > 0:
 				return nil
+			case policy.rightmost && i+1 < count:
+				continue
 			case policy.lo != nil:
 				lo, hi, err := elementRange(p, i, count)
 				if err != nil {
@@ -260,6 +271,14 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 					}
 					return nil
 				}
+				if !met && i > 0 {
+					// The element before the keys: its rightmost leaf is
+					// the session's first leaf's left sibling.
+					if err := w.page(binary.LittleEndian.Uint64(p[off-boltElement+8:]), depth+1, rightmostPages); err != nil {
+						return err
+					}
+				}
+				met = true
 			}
 			if policy.buckets != nil {
 				lo, hi, err := elementRange(p, i, count)
@@ -356,6 +375,20 @@ func checkTop(tx *bolt.Tx) error {
 // within 8 MiB.
 const releaseAfterPages = 128
 
+// walkEvents walks the pages of format 3's events bucket e that a read or
+// a write of session number num can reach (eventPages), under guard, in a
+// walk of its own: the bucket's upper pages are reached by every session's
+// walk. It returns how many pages it reached.
+func walkEvents(tx *bolt.Tx, e *bolt.Bucket, num [4]byte) (int, error) {
+	if e.Root() == 0 {
+		return 0, nil // inline: inside the root's leaf, checked at Open
+	}
+	w := newPageWalk(tx)
+	w.release = func() { releaseRange(w.data) }
+	err := guard(func() error { return w.page(uint64(e.Root()), 1, eventPages(num)) })
+	return w.visited, err
+}
+
 // session returns session id's records inside tx — a sess whose bucket is
 // nil when the session does not exist — once its page graph has been
 // checked by this handle. In format 3 that includes the pages of the events
@@ -379,13 +412,10 @@ func (db *DB) session(tx *bolt.Tx, id string) (*sess, error) {
 		if s, err = newSess(tx, db.format, id, b); err != nil {
 			return nil, err
 		}
-		if s.e != nil && s.e.Root() != 0 {
-			// A walk of its own: the events bucket's upper pages are
-			// reached by every session's walk.
-			ew := newPageWalk(tx)
-			ew.release = w.release
-			err = guard(func() error { return ew.page(uint64(s.e.Root()), 1, eventPages(s.num)) })
-			w.visited += ew.visited
+		if s.e != nil {
+			var n int
+			n, err = walkEvents(tx, s.e, s.num)
+			w.visited += n
 		}
 	}
 	if db.graph.touched.Add(int64(w.visited)) > releaseAfterPages {

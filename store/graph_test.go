@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -210,5 +211,72 @@ func TestGraph_OpenRefusesADamagedSessionList(t *testing.T) {
 				t.Fatalf("Open = %v, want ErrCorrupt naming the page reached twice", err)
 			}
 		})
+	}
+}
+
+// e3Damaged is l0BranchPage's format-3 file (session s of 3,000 events,
+// then t of 5) with element i of the events bucket's root branch page —
+// counted from the end when negative — pointing back at that page.
+func e3Damaged(t *testing.T, pick func(page []byte, count int) int) string {
+	t.Helper()
+	path, f, root, page := l0BranchPage(t, 3)
+	count := int(binary.LittleEndian.Uint16(page[10:]))
+	i := pick(page, count)
+	binary.LittleEndian.PutUint64(page[boltPageHeader+i*boltElement+8:], root)
+	rewritePage(t, f, root, page)
+	return path
+}
+
+// TestGraph_Format3NewSessionOnADamagedPath: a new session's keys go to
+// the end of format 3's events bucket, where no read of the handle has
+// been; a cycle there fails the append that would make the session with
+// ErrCorrupt — before the check, bbolt's descent overflowed the stack and
+// took the process down — and makes nothing.
+func TestGraph_Format3NewSessionOnADamagedPath(t *testing.T) {
+	path := e3Damaged(t, func(_ []byte, count int) int { return count - 1 })
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = within(t, "Append to a new session", func() error {
+		_, err := db.Append("new", tier.Event{Kind: tier.KindUser, Text: "hi"})
+		return err
+	})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
+		t.Errorf("Append to a new session = %v, want ErrCorrupt naming the cycle", err)
+	}
+	if _, err := db.Info("new"); !errors.Is(err, ErrSessionNotFound) {
+		t.Errorf("Info(new) = %v: the failed append made the session", err)
+	}
+}
+
+// TestGraph_Format3WalksTheLeftSibling: the walk of a session in format 3
+// also reaches the rightmost path of the element before its keys — the
+// leaf bbolt merges the session's first leaf into when resolving an open
+// call leaves it under half full — so a cycle there is the session's
+// ErrCorrupt, not a descent no check has seen.
+func TestGraph_Format3WalksTheLeftSibling(t *testing.T) {
+	lo := binary.BigEndian.AppendUint32(nil, 1) // session t's keys start here
+	path := e3Damaged(t, func(page []byte, count int) int {
+		// Element i can hold t's keys when the next one's key is above
+		// lo: the first such is m-1, and the one before it m-2.
+		m := 1
+		for m < count && bytes.Compare(branchKey(page, m), lo) <= 0 {
+			m++
+		}
+		if m < 2 {
+			t.Fatal("session t's keys start in the first element")
+		}
+		return m - 2
+	})
+	db, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = within(t, "Info", func() error { _, err := db.Info("t"); return err })
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
+		t.Errorf("Info(t) = %v, want ErrCorrupt naming the cycle", err)
 	}
 }

@@ -68,23 +68,47 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 		}
 	}
 	if f >= 3 {
-		m := tx.Bucket(bucketMeta)
-		next := m.Get(keyNextSess3)
-		if len(next) != 4 {
-			return nil, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
-		}
-		n := binary.BigEndian.Uint32(next)
-		if n == ^uint32(0) {
-			return nil, errors.Newf("store: creating session %q: every session number is taken", id)
-		}
-		if err := m.Put(keyNextSess3, binary.BigEndian.AppendUint32(nil, n+1)); err != nil {
+		num, err := nextSessionNumber(tx, id)
+		if err != nil {
 			return nil, err
 		}
-		if err := b.Put(keyNum3, binary.BigEndian.AppendUint32(nil, n)); err != nil {
+		n := binary.BigEndian.Uint32(num[:])
+		if err := tx.Bucket(bucketMeta).Put(keyNextSess3, binary.BigEndian.AppendUint32(nil, n+1)); err != nil {
+			return nil, err
+		}
+		if err := b.Put(keyNum3, num[:]); err != nil {
 			return nil, err
 		}
 	}
 	return newSess(tx, f, id, b)
+}
+
+// nextSessionNumber returns the number format 3 gives the next session,
+// id, once it has checked what its first write will reach: meta's record
+// of the number, the pages of the events bucket where the session's keys
+// go (which no read of this handle may have reached), and that no session
+// has the number yet. prepareAppend calls it before an append makes a
+// session, so that a damaged file fails that append alone.
+func nextSessionNumber(tx *bolt.Tx, id string) (num [4]byte, err error) {
+	next := tx.Bucket(bucketMeta).Get(keyNextSess3)
+	if len(next) != 4 {
+		return num, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
+	}
+	if binary.BigEndian.Uint32(next) == ^uint32(0) {
+		return num, errors.Newf("store: creating session %q: every session number is taken", id)
+	}
+	num = [4]byte(next)
+	e := tx.Bucket(bucketEvents3)
+	if e == nil {
+		return num, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
+	}
+	if _, err := walkEvents(tx, e, num); err != nil {
+		return num, corrupt(id, string(bucketEvents3), nil, errors.Wrap(err, "damaged page graph"))
+	}
+	if k, _ := e.Cursor().Seek(num[:]); bytes.HasPrefix(k, num[:]) {
+		return num, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("the next session number %d is in use", binary.BigEndian.Uint32(num[:])))
+	}
+	return num, nil
 }
 
 // forEachSession calls fn with each session's id, in byte order, and its

@@ -163,7 +163,8 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 }
 
 // checkEventsBucket checks format 3's events bucket as a whole: every key
-// belongs to a session (by its number, which no two sessions share) and is
+// belongs to a session (by its number, which no two sessions share, and
+// which is below the number meta gives the next session) and is
 // an event's, a state's or an open call's; no key holds a bucket; a seek
 // finds every key. What each session's keys hold is checked with the
 // session.
@@ -177,6 +178,10 @@ func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
 			out = append(out, Problem{What: "events bucket: more problems not shown"})
 		}
 	}
+	next := tx.Bucket(bucketMeta).Get(keyNextSess3)
+	if len(next) != 4 {
+		fail("meta: the next session number has %d bytes, not 4", len(next))
+	}
 	owner := map[[4]byte]string{}
 	for _, ss := range sessions {
 		if ss == nil {
@@ -186,6 +191,10 @@ func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
 			fail("sessions %q and %q have the same number %d", other, ss.id, binary.BigEndian.Uint32(ss.num[:]))
 		}
 		owner[ss.num] = ss.id
+		if len(next) == 4 && bytes.Compare(ss.num[:], next) >= 0 {
+			// The next session made would take this one's keys.
+			fail("meta: the next session number %d is not above session %q's %d", binary.BigEndian.Uint32(next), ss.id, binary.BigEndian.Uint32(ss.num[:]))
+		}
 	}
 	e := tx.Bucket(bucketEvents3)
 	if e == nil {

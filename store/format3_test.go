@@ -98,13 +98,13 @@ func TestFormat3_Layout(t *testing.T) {
 			}
 		}
 		// The events bucket holds exactly each session's events 1..head,
-		// its state and its open calls, in that order.
+		// its state, its id and its open calls, in that order.
 		var want []string
 		for n := uint32(0); n < 2; n++ {
 			for seq := uint64(1); seq <= heads[n]; seq++ {
 				want = append(want, string(key3(n, []byte{0xFE}, seqKey(seq))))
 			}
-			want = append(want, string(key3(n, []byte{0xFF})))
+			want = append(want, string(key3(n, []byte{0xFF})), string(key3(n, []byte{0xFF, 0})))
 			for _, id := range open[n] {
 				want = append(want, string(key3(n, []byte{0xFF, 'o'}, []byte(id))))
 			}
@@ -115,6 +115,9 @@ func TestFormat3_Layout(t *testing.T) {
 		}
 		if st := e.Get(key3(0, []byte{0xFF})); len(st) == 0 {
 			t.Errorf("session a's state is empty")
+		}
+		if id := e.Get(key3(1, []byte{0xFF, 0})); string(id) != "b" {
+			t.Errorf("session 1's id is %q, want b", id)
 		}
 		// A session's bucket: its number and the ledger buckets but open.
 		want = []string{"\x00", "art", "audit", "ckpts", "ckvalid", "constr", "disp", "markers", "nodes", "roots"}
@@ -187,6 +190,9 @@ func TestFormat3_VerifyFindsStrayKeys(t *testing.T) {
 			return err
 		}, "holds a bucket", ""},
 		{"two sessions with one number", setNum("b", key3(0)), `sessions "a" and "b" have the same number 0`, ""},
+		{"a number naming another session", func(tx *bolt.Tx) error {
+			return tx.Bucket([]byte("e")).Put(key3(0, []byte{0xFF, 0}), []byte("b"))
+		}, `names session "b", the number is "a"'s`, ""},
 		{"a state left in the session's bucket", func(tx *bolt.Tx) error {
 			return tx.Bucket([]byte("s/b")).Put([]byte{0xFF}, []byte("x"))
 		}, "session bucket: unexpected key ff", "b"},

@@ -79,6 +79,9 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 		if err := b.Put(keyNum3, num[:]); err != nil {
 			return nil, err
 		}
+		if err := tx.Bucket(bucketEvents3).Put(append(num[:], stateSuffix3, idSuffix3), []byte(id)); err != nil {
+			return nil, err
+		}
 	}
 	return newSess(tx, f, id, b)
 }

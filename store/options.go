@@ -75,7 +75,7 @@ type Options struct {
 	// DefaultFormat (2). 3 keeps every session's newest records in one
 	// shared bucket: group commits of many sessions write about 30% fewer
 	// pages and run about 20% faster, and sessions that append in turn
-	// take about 15% more space (schema.go). 1 makes the oldest layout, for
+	// take about 10% more space (schema.go). 1 makes the oldest layout, for
 	// a file that an older strata must read (as pebble's
 	// FormatMajorVersion does). An existing file keeps its own format,
 	// which Open reads from it.

@@ -13,10 +13,11 @@ const FormatVersion = 3
 
 // DefaultFormat is the format Open creates when Options.Format is zero.
 // Format 3 is opt-in: it is faster for many sessions appending at once,
-// but where sessions append in turn, each session's newest leaf also holds
-// the oldest events of the next session, and the splits that follow leave
-// pages part-filled — 1.45 bytes per msgpack byte against format 2's 1.26
-// (16 sessions round-robin, 100k events).
+// but where sessions append in turn, leaf boundaries do not fall on
+// session boundaries: a leaf holding one session's newest events also
+// holds some of its neighbour's, and the splits there leave part-filled
+// pages — 1.39 bytes per msgpack byte against format 2's 1.26 (16 sessions
+// round-robin, 100k events).
 const DefaultFormat = 2
 
 // Bucket layout (one bbolt file), format 3:
@@ -27,6 +28,7 @@ const DefaultFormat = 2
 //	                              the session's number:
 //	  <n> 0xFE <seq>            → eventRec (n and seq big-endian)
 //	  <n> 0xFF                  → stateRec: head, turn, frame, counters
+//	  <n> 0xFF 0x00             → the session's id
 //	  <n> 0xFF 'o' <id>         → the calls and resources open at head
 //	s/<id>/                     → a session's bucket, holding:
 //	  0x00                      → its number n (4 bytes)
@@ -38,12 +40,19 @@ const DefaultFormat = 2
 // leaf holding them and the branch pages above it, and a group commit of
 // many sessions shares those branch pages, where in format 2 every session
 // paid a branch page of its own (2.08 pages per event in commits of 64
-// sessions, 1.44 here: bbolt's TxStats). Only the open calls of the
+// sessions, 1.46–1.53 here: bbolt's TxStats). Only the open calls of the
 // ledger are there — the calls and results that change them are events an
 // append writes anyway; the dispositions, constraints and artifacts there
 // too made the newest leaf split more often, 6% more pages. The session's
 // bucket is written only when its summaries or the rest of its ledger
 // change.
+//
+// The session's id after its state is there for bbolt's splits as much as
+// for Verify: a leaf that overflows keeps at least two keys for the new
+// page and, when no key breaks its fill first, also moves the one before
+// them — with only the state after the newest event, every split moved the
+// event before the newest one too, and leaves were 78% full; with two
+// fixed keys after it, 88% (format 2 has the state and the open bucket).
 //
 // Format 2:
 //
@@ -87,6 +96,7 @@ var (
 	keyNum3       = []byte{0x00}   // format 3: in a session's bucket, its number
 	stateSuffix3  = byte(0xFF)     // format 3: <n> 0xFF is the state
 	openSuffix3   = byte('o')      // format 3: <n> 0xFF 'o' <id> is an open call
+	idSuffix3     = byte(0x00)     // format 3: <n> 0xFF 0x00 is the session's id
 
 	bucketSessions = []byte("sessions") // format 1
 	bucketL0       = []byte("l0")       // format 1

@@ -218,6 +218,10 @@ func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
 		case v == nil:
 			fail("events bucket: key %x holds a bucket", clipKey(k))
 		case k[4] == eventPrefix && len(k) == 13:
+		case k[4] == stateSuffix3 && len(k) == 6 && k[5] == idSuffix3:
+			if id := owner[[4]byte(k)]; string(v) != id {
+				fail("events bucket: key %x names session %q, the number is %q's", clipKey(k), clipKey(v), id)
+			}
 		case k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == openSuffix3):
 		default:
 			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))

@@ -28,6 +28,19 @@ import (
 
 var crashCycles = flag.Int("strata.crash-cycles", 40, "kill-and-reopen cycles of TestCrash_KillLoop (10 with -short)")
 
+// testFormat is the format TestCrash_KillLoop and TestDamage_Files create
+// their databases in; zero runs them on the default format and on the
+// newest.
+var testFormat = flag.Int("strata.format", 0, "the format TestCrash_KillLoop and TestDamage_Files create (0: the default and the newest, each)")
+
+// testFormats lists the formats of -strata.format.
+func testFormats() []int {
+	if *testFormat != 0 {
+		return []int{*testFormat}
+	}
+	return []int{store.DefaultFormat, store.FormatVersion}
+}
+
 // Environment of the crash child: the database, and the seed of its
 // events.
 const (
@@ -127,7 +140,16 @@ func TestCrash_Child(t *testing.T) {
 		fmt.Printf("error: %v\n", err)
 		os.Exit(2)
 	}
-	db, err := store.Open(path, store.Options{Create: true, LockTimeout: 10 * time.Second})
+	db, err := store.Open(path, store.Options{Create: true, LockTimeout: 10 * time.Second, Format: *testFormat})
+	if err != nil {
+		fail(err)
+	}
+	err = db.View(func(s *store.Snapshot) error {
+		if f, err := s.FormatVersion(); err != nil || f != *testFormat {
+			return fmt.Errorf("format %d, %v: want %d", f, err, *testFormat)
+		}
+		return nil
+	})
 	if err != nil {
 		fail(err)
 	}
@@ -209,9 +231,9 @@ type crashAck struct {
 // runCrashChild starts the child on path, kills it with SIGKILL after a
 // random delay once it has opened the database, and returns the appends
 // it acknowledged.
-func runCrashChild(t *testing.T, path string, seed int64, rng *rand.Rand) (acks []crashAck, killedAfter time.Duration) {
+func runCrashChild(t *testing.T, path string, format int, seed int64, rng *rand.Rand) (acks []crashAck, killedAfter time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_Child$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_Child$", "-test.count=1", fmt.Sprintf("-strata.format=%d", format))
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashSeedEnv+"="+strconv.FormatInt(seed, 10))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -281,6 +303,12 @@ wait:
 // reopen. -strata.crash-cycles=1000 runs the long version.
 func TestCrash_KillLoop(t *testing.T) {
 	t.Parallel()
+	for _, format := range testFormats() {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { crashLoop(t, format) })
+	}
+}
+
+func crashLoop(t *testing.T, format int) {
 	cycles := *crashCycles
 	if testing.Short() {
 		cycles = min(cycles, 10)
@@ -301,7 +329,7 @@ func TestCrash_KillLoop(t *testing.T) {
 			acked = map[string]map[uint64]crashAck{}
 		}
 		t0 := time.Now()
-		acks, after := runCrashChild(t, path, seed+int64(c), rng)
+		acks, after := runCrashChild(t, path, format, seed+int64(c), rng)
 		childTime += time.Since(t0)
 		t0 = time.Now()
 		for _, a := range acks {

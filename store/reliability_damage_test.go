@@ -138,10 +138,10 @@ type damageCase struct {
 
 // damageSource builds the pristine database: three sessions, compacted
 // by extractive and lossy summarizers, with folds (and digests in beta).
-func damageSource(t *testing.T) (path string, full []byte) {
+func damageSource(t *testing.T, format int) (path string, full []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "pristine.db")
-	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +270,12 @@ func damageCasesFor(t *testing.T, full []byte, rng *rand.Rand, random int) []dam
 // number of random data-page damages.
 func TestDamage_Files(t *testing.T) {
 	t.Parallel()
+	for _, format := range testFormats() {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { damageFiles(t, format) })
+	}
+}
+
+func damageFiles(t *testing.T, format int) {
 	random := *damageCases
 	if testing.Short() {
 		random = min(random, 10)
@@ -280,7 +286,7 @@ func TestDamage_Files(t *testing.T) {
 	}
 	t.Logf("seed %d (-strata.damage-seed to repeat)", seed)
 	rng := rand.New(rand.NewSource(seed))
-	origPath, full := damageSource(t)
+	origPath, full := damageSource(t, format)
 	cases := damageCasesFor(t, full, rng, random)
 	dir := t.TempDir()
 

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -214,6 +215,15 @@ func damageCasesFor(t *testing.T, full []byte, rng *rand.Rand, random int) []dam
 	both[20] ^= 1
 	both[page+20] ^= 1
 	add("both meta pages damaged", "meta", both)
+	// The freelist page's overflow count: tx.Check counts up to it, and
+	// 0xFFFFFFFF never ends (a hang found by a random run on format 3).
+	m := 0
+	if binary.LittleEndian.Uint64(full[page+64:]) > binary.LittleEndian.Uint64(full[64:]) {
+		m = 1
+	}
+	over := bytes.Clone(full)
+	binary.LittleEndian.PutUint32(over[int(binary.LittleEndian.Uint64(full[m*page+48:]))*page+12:], 0xFFFFFFFF)
+	add("freelist page overflow", "data", over)
 	for i := 0; i < random; i++ {
 		off := 2*page + rng.Intn(len(full)-2*page)
 		switch i % 3 {

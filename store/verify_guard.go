@@ -129,6 +129,11 @@ func (db *DB) preCheck(tx *bolt.Tx) (problems []Problem, safe, graph bool) {
 		} else if id, flags := binary.LittleEndian.Uint64(hdr[0:]), binary.LittleEndian.Uint16(hdr[8:]); id != use.freelist || flags != boltFreelistFlag {
 			problems = append(problems, Problem{What: fmt.Sprintf("bbolt: freelist page %d names page %d with flags %#x", use.freelist, id, flags)})
 			safe = false
+		} else if over := uint64(binary.LittleEndian.Uint32(hdr[12:])); use.freelist+over >= use.pgid {
+			// tx.Check counts its pages up to the overflow, in a uint32:
+			// 0xFFFFFFFF never ends.
+			problems = append(problems, Problem{What: fmt.Sprintf("bbolt: freelist page %d overflows %d pages past the high water mark %d", use.freelist, over, use.pgid)})
+			safe = false
 		}
 	}
 	// The page graph first: a cycle or a shared page would make every

@@ -114,7 +114,8 @@ func (db *DB) submit(req *writeReq) {
 func (db *DB) committer() {
 	defer close(db.stopped)
 	batch := make([]*writeReq, 0, db.opts.MaxBatch)
-	var wait *time.Timer
+	wait := time.NewTimer(time.Hour) // CommitWait's and gather's waits
+	wait.Stop()
 	for req := range db.writes {
 		batch = db.fill(append(batch[:0], req))
 		db.commitMu.Lock()
@@ -124,11 +125,7 @@ func (db *DB) committer() {
 			// committed (mayLinger), and nothing else: the appending
 			// goroutine is about to come back.
 			_ = hook("linger") // a step tests wait on; it cannot fail
-			if wait == nil {
-				wait = time.NewTimer(db.opts.CommitWait)
-			} else {
-				wait.Reset(db.opts.CommitWait)
-			}
+			wait.Reset(db.opts.CommitWait)
 			select {
 			case r, ok := <-db.writes:
 				if ok {
@@ -139,10 +136,6 @@ func (db *DB) committer() {
 			case <-wait.C:
 				db.lingerPays.Store(false)
 			}
-			wait.Stop()
-		}
-		if wait == nil {
-			wait = time.NewTimer(time.Hour)
 			wait.Stop()
 		}
 		batch = db.commitBatch(batch, wait)

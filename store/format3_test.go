@@ -201,16 +201,7 @@ func TestFormat3_VerifyFindsStrayKeys(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "strata.db")
-			db, err := store.Open(path, store.Options{Format: 3, Create: true, NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustAppend(t, db, "a", prefix...)
-			mustAppend(t, db, "b", prefix...)
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			path := twoSessions3(t)
 			if ps := verifyPath(t, path); len(ps) != 0 {
 				t.Fatalf("before the damage: %v", ps)
 			}
@@ -225,7 +216,7 @@ func TestFormat3_VerifyFindsStrayKeys(t *testing.T) {
 			if tc.session == "" || tc.session == "b" {
 				return // nothing a read of a session looks at
 			}
-			db, err = store.Open(path, store.Options{NoSync: true})
+			db, err := store.Open(path, store.Options{NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,11 +334,10 @@ func TestFormat3_MaxIDAtLimit(t *testing.T) {
 	})
 }
 
-// TestFormat3_StaleNextNumber: meta's next session number pointing at a
-// session's own number is reported by Verify, and an append that would
-// make a session fails with ErrCorrupt instead of writing over that
-// session's records — the others go on.
-func TestFormat3_StaleNextNumber(t *testing.T) {
+// twoSessions3 makes a format-3 file of sessions "a" and "b", the prefix
+// events each, closed.
+func twoSessions3(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "strata.db")
 	db, err := store.Open(path, store.Options{Format: 3, Create: true, NoSync: true})
 	if err != nil {
@@ -358,6 +348,15 @@ func TestFormat3_StaleNextNumber(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// TestFormat3_StaleNextNumber: meta's next session number pointing at a
+// session's own number is reported by Verify, and an append that would
+// make a session fails with ErrCorrupt instead of writing over that
+// session's records — the others go on.
+func TestFormat3_StaleNextNumber(t *testing.T) {
+	path := twoSessions3(t)
 	editBolt(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("next"), key3(0)) })
 	found := false
 	for _, p := range verifyPath(t, path) {
@@ -366,7 +365,7 @@ func TestFormat3_StaleNextNumber(t *testing.T) {
 	if !found {
 		t.Errorf("Verify did not report the stale number: %v", verifyPath(t, path))
 	}
-	db, err = store.Open(path, store.Options{NoSync: true})
+	db, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

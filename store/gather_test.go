@@ -48,6 +48,20 @@ func appendAsync(db *DB, session string) chan error {
 	return done
 }
 
+// appendWithin appends to session "a" and fails with why if that takes
+// ten seconds: far less than a wait of GroupWait's minute.
+func appendWithin(t *testing.T, db *DB, why string) {
+	t.Helper()
+	select {
+	case err := <-appendAsync(db, "a"):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
+}
+
 // TestGather_OneCommitCarriesTheAppendersComingBack: three appenders were
 // active at the last commit; the first one back waits in the committer's
 // transaction for the other two, and one commit carries all three.
@@ -102,14 +116,7 @@ func TestGather_AWaitEndsWhenNobodyComes(t *testing.T) {
 // 40 ms, a GroupWait of a minute waits 10 ms.
 func TestGather_AWaitIsAQuarterOfTheLastCommitAtMost(t *testing.T) {
 	db, commits, waits := gatherFixtureAfter(t, time.Minute, 2, 40*time.Millisecond)
-	select {
-	case err := <-appendAsync(db, "a"):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the wait was not cut to a quarter of the last commit")
-	}
+	appendWithin(t, db, "the wait was not cut to a quarter of the last commit")
 	if len(waits) != 1 || len(commits) != 1 {
 		t.Errorf("%d waits, %d transactions; want one of each", len(waits), len(commits))
 	}
@@ -121,14 +128,7 @@ func TestGather_NoCommitWaitTurnsItOff(t *testing.T) {
 	db, commits, waits := gatherFixture(t, time.Minute, 64)
 	restore := db.NoCommitWait()
 	defer restore()
-	select {
-	case err := <-appendAsync(db, "a"):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the append waited for company under NoCommitWait")
-	}
+	appendWithin(t, db, "the append waited for company under NoCommitWait")
 	if len(waits) != 0 || len(commits) != 1 {
 		t.Errorf("%d waits, %d transactions; want none and 1", len(waits), len(commits))
 	}
@@ -148,14 +148,7 @@ func TestGather_NoWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db, commits, waits := gatherFixture(t, tc.wait, tc.active)
 			for i := 0; i < 3; i++ {
-				select {
-				case err := <-appendAsync(db, "a"):
-					if err != nil {
-						t.Fatal(err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("an append waited for company")
-				}
+				appendWithin(t, db, "an append waited for company")
 			}
 			if len(waits) != 0 || len(commits) != 3 {
 				t.Errorf("%d waits, %d transactions; want none and 3", len(waits), len(commits))

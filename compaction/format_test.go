@@ -24,7 +24,7 @@ func TestFormats_SameBehaviour(t *testing.T) {
 		// One clock for both: events without a time get the store's, and
 		// the span hashes cover the stored bytes.
 		clock := func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
-		db := dbtest.Open(t, store.Options{NoSync: true, Format: format, Clock: clock})
+		db := dbtest.Open(t, store.Options{NoSync: true, Format: format, Clock: clock, JournalEvents: 3})
 		opts := compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryTurns: 1, Fold: 2}}
 		agentLoop(t, db, newCompactor(t, db, opts), session, events[:half])
 		lossy := compaction.Options{Summarizer: mustLossy(t, compaction.DropNegatives), Policy: compaction.Policy{EveryTurns: 1}}
@@ -35,7 +35,7 @@ func TestFormats_SameBehaviour(t *testing.T) {
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		db, err := store.Open(path, store.Options{NoSync: true, Format: 3 - format, Clock: clock})
+		db, err := store.Open(path, store.Options{NoSync: true, Format: format%store.FormatVersion + 1, Clock: clock, JournalEvents: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

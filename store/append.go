@@ -303,7 +303,7 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 		}
 		for _, req := range batch {
 			if req.err == nil && (req.commit == nil || req.commit.err == nil) {
-				return nil
+				return db.foldJournal(tx)
 			}
 		}
 		// Every write was refused before it wrote: roll back rather than
@@ -372,8 +372,12 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 	} else if s.f >= 3 {
 		// A new session: what making it will reach must be sound, or
 		// this append fails alone (write would fail the whole batch).
-		if _, err := nextSessionNumber(tx, session); err != nil {
+		_, atEnd, err := nextSessionNumber(tx, session, !db.graph.tailWalked())
+		if err != nil {
 			return nil, err
+		}
+		if atEnd {
+			db.graph.markTail()
 		}
 	}
 
@@ -441,6 +445,12 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		}
 		vals[i] = v
 	}
+	if db.format >= 4 && (s.b == nil && smallAppend(vals) || s.b != nil && s.journals(vals)) {
+		// Only an append to the journal depends on it.
+		if err := journalSound(tx); err != nil {
+			return nil, err
+		}
+	}
 	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, head: head, turn: turn}, nil
 }
 
@@ -457,14 +467,20 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 			return AppendResult{}, err
 		}
 	}
-	l0, err := s.l0()
-	if err != nil {
-		return AppendResult{}, err
-	}
-	l0.FillPercent = 1.0 // appends: keys only ever grow
-	for i := range events {
-		if err := l0.Put(s.eventKey(events[i].Seq), p.vals[i]); err != nil {
+	if s.j != nil && s.journals(p.vals) {
+		if err := s.putJournal(st.Head+1, p.vals); err != nil {
 			return AppendResult{}, err
+		}
+	} else {
+		l0, err := s.l0()
+		if err != nil {
+			return AppendResult{}, err
+		}
+		l0.FillPercent = 1.0 // appends: keys only ever grow
+		for i := range events {
+			if err := l0.Put(s.eventKey(events[i].Seq), p.vals[i]); err != nil {
+				return AppendResult{}, err
+			}
 		}
 	}
 	for _, r := range p.touched {

@@ -22,67 +22,108 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-// record returns the bucket and the key in the file of the record at key
-// of session's bucket sub. In format 2 the events ("l0": key 0xFE seq), the
-// state ("" and "state": key 0xFF) and the open calls (bucket "\xffopen")
-// are in the session's bucket "s/"+session; in format 3 they are in the
-// events bucket "e" under the session's number (key 0x00 of its bucket).
-// The rest is in the session's bucket either way.
-func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (*bolt.Bucket, []byte) {
+// record returns the path of the bucket (from the root) and the key in the
+// file of the record at key of session's bucket sub, and how many bytes of
+// the value come before the record. In format 2 the events ("l0": key 0xFE
+// seq), the state ("" and "state": key 0xFF) and the open calls (bucket
+// "\xffopen") are in the session's bucket "s/"+session; in format 3 they
+// are in the events bucket "e" under the session's number (key 0x00 of its
+// bucket); in format 4 the state and open calls are in the hot bucket "h"
+// under the number, and an event is in "e" once folded, or in the journal
+// "j" (behind its session number and seq) before. The rest is in the
+// session's bucket either way.
+func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (path []string, fileKey []byte, off int) {
 	t.Helper()
-	b := tx.Bucket([]byte("s/" + session))
+	sb := "s/" + session
+	b := tx.Bucket([]byte(sb))
 	if b == nil {
 		t.Fatalf("session %q not found in the file", session)
 	}
-	hot, prefix := b, []byte(nil) // format 2
+	hot, prefix := []string{sb}, []byte(nil) // format 2
 	if num := b.Get([]byte{0}); num != nil {
-		if hot = tx.Bucket([]byte("e")); len(num) != 4 || hot == nil {
-			t.Fatalf("session %q: number %x, events bucket %v", session, num, hot != nil)
+		if len(num) != 4 || tx.Bucket([]byte("e")) == nil {
+			t.Fatalf("session %q: number %x, events bucket %v", session, num, tx.Bucket([]byte("e")) != nil)
 		}
-		prefix = bytes.Clone(num)
+		hot, prefix = []string{"e"}, bytes.Clone(num)
 	}
-	fileKey := func(suffix ...byte) []byte {
+	under := func(suffix ...byte) []byte {
 		return append(append(bytes.Clone(prefix), suffix...), key...)
+	}
+	if tx.Bucket([]byte("h")) != nil && prefix != nil { // format 4
+		switch {
+		case sub == "l0":
+			if k := under(0xFE); tx.Bucket([]byte("e")).Get(k) != nil {
+				return hot, k, 0
+			}
+			c := tx.Bucket([]byte("j")).Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(v) >= 12 && bytes.Equal(v[:4], prefix) && bytes.Equal(v[4:12], key) {
+					return []string{"j"}, bytes.Clone(k), 12
+				}
+			}
+			return hot, under(0xFE), 0 // absent: a Put adds it to e
+		case sub == "" && string(key) == "state":
+			return []string{"h"}, append(bytes.Clone(prefix), 0x00), 0
+		case sub == "open":
+			return []string{"h"}, under('o'), 0
+		}
 	}
 	switch {
 	case sub == "l0":
-		return hot, fileKey(0xFE)
+		return hot, under(0xFE), 0
 	case sub == "" && string(key) == "state":
-		return hot, append(bytes.Clone(prefix), 0xFF)
+		return hot, append(bytes.Clone(prefix), 0xFF), 0
 	case sub == "open" && prefix != nil:
-		return hot, fileKey(0xFF, 'o')
+		return hot, under(0xFF, 'o'), 0
 	case sub == "open":
 		sub = "\xffopen"
 	case sub == "":
-		return b, key
+		return []string{sb}, key, 0
 	}
-	if b = b.Bucket([]byte(sub)); b == nil {
+	if b.Bucket([]byte(sub)) == nil {
 		t.Fatalf("session %q has no bucket %q", session, sub)
 	}
-	return b, key
+	return []string{sb, sub}, key, 0
+}
+
+// bucketAt returns the bucket at path from tx's root.
+func bucketAt(tx *bolt.Tx, path []string) *bolt.Bucket {
+	b := tx.Bucket([]byte(path[0]))
+	for _, name := range path[1:] {
+		b = b.Bucket([]byte(name))
+	}
+	return b
 }
 
 // damage replaces the value at key of the session's bucket sub (or the
 // session's own bucket if sub is "") with change(value) — nil deletes it —
-// through bbolt directly, and returns a func that restores the original.
+// through bbolt directly, and returns a func that restores the original
+// where it was.
 func damage(t *testing.T, path, session, sub string, key []byte, change func([]byte) []byte) (restore func()) {
 	t.Helper()
-	var orig []byte
+	var orig, fileKey []byte
+	var where []string
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		b, key := record(t, tx, session, sub, key)
-		orig = bytes.Clone(b.Get(key))
-		if v := change(bytes.Clone(orig)); v != nil {
-			return b.Put(key, v)
+		var off int
+		where, fileKey, off = record(t, tx, session, sub, key)
+		b := bucketAt(tx, where)
+		orig = bytes.Clone(b.Get(fileKey))
+		var rec []byte
+		if orig != nil {
+			rec = orig[off:]
 		}
-		return b.Delete(key)
+		if v := change(bytes.Clone(rec)); v != nil {
+			return b.Put(fileKey, append(bytes.Clone(orig[:min(off, len(orig))]), v...))
+		}
+		return b.Delete(fileKey)
 	})
 	return func() {
 		editBolt(t, path, func(tx *bolt.Tx) error {
-			b, key := record(t, tx, session, sub, key)
+			b := bucketAt(tx, where)
 			if orig == nil {
-				return b.Delete(key)
+				return b.Delete(fileKey)
 			}
-			return b.Put(key, orig)
+			return b.Put(fileKey, orig)
 		})
 	}
 }
@@ -91,8 +132,10 @@ func damage(t *testing.T, path, session, sub string, key []byte, change func([]b
 func valueOf(t *testing.T, path, session, sub string, key []byte) (v []byte) {
 	t.Helper()
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		b, key := record(t, tx, session, sub, key)
-		v = bytes.Clone(b.Get(key))
+		where, key, off := record(t, tx, session, sub, key)
+		if v = bytes.Clone(bucketAt(tx, where).Get(key)); v != nil {
+			v = v[off:]
+		}
 		return nil
 	})
 	return v

@@ -40,7 +40,28 @@ import (
 type graphChecks struct {
 	mu      sync.Mutex
 	done    map[string]bool
-	touched atomic.Int64 // pages the checks read since the last releaseMapped
+	nums    map[[4]byte]bool // format 4: the session numbers whose pages of "e" were walked
+	tail    atomic.Bool      // formats 3 and 4: the pages of "e" where new sessions go were walked
+	touched atomic.Int64     // pages the checks read since the last releaseMapped
+}
+
+func (g *graphChecks) tailWalked() bool { return g.tail.Load() }
+
+func (g *graphChecks) markTail() { g.tail.Store(true) }
+
+func (g *graphChecks) checkedNum(num [4]byte) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nums[num]
+}
+
+func (g *graphChecks) markNum(num [4]byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.nums == nil {
+		g.nums = map[[4]byte]bool{}
+	}
+	g.nums[num] = true
 }
 
 func (g *graphChecks) checked(id string) bool {
@@ -81,11 +102,11 @@ type pagePolicy struct {
 	leftmost, rightmost bool
 }
 
-// eventPages is the policy for the pages of format 3's events bucket that
-// hold session num's keys: values only, between <num> and <num+1>. It also
-// walks the rightmost path of the element before them: the leaf there is
-// the one bbolt merges a leaf of the session's into when a deletion (an
-// open call resolved) leaves it under half full.
+// eventPages is the policy for the pages of the events bucket (formats 3
+// and 4) that hold session num's keys: values only, between <num> and
+// <num+1>. It also walks the rightmost path of the element before them: the
+// leaf there is the one bbolt merges a leaf of the session's into when a
+// deletion (format 3: an open call resolved) leaves it under half full.
 func eventPages(num [4]byte) *pagePolicy {
 	lo := num[:]
 	var hi []byte
@@ -118,13 +139,15 @@ var (
 		1: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(1))},
 		2: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(2))},
 		3: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(3))},
+		4: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(4))},
 	}
 	// topPages is the root bucket: meta, and the pages listing the sessions
 	// without the sessions themselves — in format 2 the root's own, in
 	// format 1 the sessions bucket's.
 	topPages = &pagePolicy{child: func(k []byte) *pagePolicy {
 		switch string(k) {
-		case string(bucketMeta):
+		case string(bucketMeta), string(bucketHot4), string(bucketJournal4):
+			// Format 4's hot bucket and journal: every session reads them.
 			return valuePages
 		case string(bucketSessions):
 			return &pagePolicy{child: func([]byte) *pagePolicy { return nil }}
@@ -375,7 +398,7 @@ func checkTop(tx *bolt.Tx) error {
 // within 8 MiB.
 const releaseAfterPages = 128
 
-// walkEvents walks the pages of format 3's events bucket e that a read or
+// walkEvents walks the pages of the events bucket e (formats 3 and 4) that a read or
 // a write of session number num can reach (eventPages), under guard, in a
 // walk of its own: the bucket's upper pages are reached by every session's
 // walk. It returns how many pages it reached.
@@ -391,7 +414,7 @@ func walkEvents(tx *bolt.Tx, e *bolt.Bucket, num [4]byte) (int, error) {
 
 // session returns session id's records inside tx — a sess whose bucket is
 // nil when the session does not exist — once its page graph has been
-// checked by this handle. In format 3 that includes the pages of the events
+// checked by this handle. In formats 3 and 4 that includes the pages of the events
 // bucket that hold the session's keys (eventPages).
 func (db *DB) session(tx *bolt.Tx, id string) (*sess, error) {
 	b := lookupSession(tx, db.format, id)
@@ -416,6 +439,9 @@ func (db *DB) session(tx *bolt.Tx, id string) (*sess, error) {
 			var n int
 			n, err = walkEvents(tx, s.e, s.num)
 			w.visited += n
+			if err == nil {
+				db.graph.markNum(s.num)
+			}
 		}
 	}
 	if db.graph.touched.Add(int64(w.visited)) > releaseAfterPages {

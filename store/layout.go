@@ -31,7 +31,7 @@ func lookupSession(tx *bolt.Tx, f int, id string) *bolt.Bucket {
 }
 
 // newSess returns session id's records in tx, given its bucket b (nil: a
-// session not yet made). In format 3 it reads the session's number and
+// session not yet made). In formats 3 and 4 it reads the session's number and
 // finds the events bucket.
 func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
 	s := &sess{id: id, b: b, f: f}
@@ -46,11 +46,19 @@ func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
 		return nil, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
 	}
 	s.num = [4]byte(num)
+	if f >= 4 {
+		if s.h = tx.Bucket(bucketHot4); s.h == nil {
+			return nil, corrupt(id, string(bucketHot4), nil, errors.New("bucket missing"))
+		}
+		if s.j = tx.Bucket(bucketJournal4); s.j == nil {
+			return nil, corrupt(id, string(bucketJournal4), nil, errors.New("bucket missing"))
+		}
+	}
 	return s, nil
 }
 
 // makeSessionBucket creates session id's bucket and the buckets inside it;
-// in format 3 it gives the session the next number.
+// in formats 3 and 4 it gives the session the next number.
 func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 	var b *bolt.Bucket
 	var err error
@@ -68,7 +76,8 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 		}
 	}
 	if f >= 3 {
-		num, err := nextSessionNumber(tx, id)
+		// prepareAppend checked what this reaches, in this transaction.
+		num, _, err := nextSessionNumber(tx, id, false)
 		if err != nil {
 			return nil, err
 		}
@@ -86,32 +95,40 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 	return newSess(tx, f, id, b)
 }
 
-// nextSessionNumber returns the number format 3 gives the next session,
+// nextSessionNumber returns the number formats 3 and 4 give the next session,
 // id, once it has checked what its first write will reach: meta's record
 // of the number, the pages of the events bucket where the session's keys
 // go (which no read of this handle may have reached), and that no session
 // has the number yet. prepareAppend calls it before an append makes a
-// session, so that a damaged file fails that append alone.
-func nextSessionNumber(tx *bolt.Tx, id string) (num [4]byte, err error) {
+// session, so that a damaged file fails that append alone. atEnd reports
+// that no key of the events bucket sorts after the number's: the pages
+// walked are the bucket's rightmost path, where every later number's keys
+// go too (meta's record of the number changes only with this handle's own
+// writes), on those pages or on pages this handle writes. walk is false
+// when a walk found that: those pages are checked already.
+func nextSessionNumber(tx *bolt.Tx, id string, walk bool) (num [4]byte, atEnd bool, err error) {
 	next := tx.Bucket(bucketMeta).Get(keyNextSess3)
 	if len(next) != 4 {
-		return num, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
+		return num, false, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
 	}
 	if binary.BigEndian.Uint32(next) == ^uint32(0) {
-		return num, errors.Newf("store: creating session %q: every session number is taken", id)
+		return num, false, errors.Newf("store: creating session %q: every session number is taken", id)
 	}
 	num = [4]byte(next)
 	e := tx.Bucket(bucketEvents3)
 	if e == nil {
-		return num, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
+		return num, false, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
 	}
-	if _, err := walkEvents(tx, e, num); err != nil {
-		return num, corrupt(id, string(bucketEvents3), nil, errors.Wrap(err, "damaged page graph"))
+	if walk {
+		if _, err := walkEvents(tx, e, num); err != nil {
+			return num, false, corrupt(id, string(bucketEvents3), nil, errors.Wrap(err, "damaged page graph"))
+		}
 	}
-	if k, _ := e.Cursor().Seek(num[:]); bytes.HasPrefix(k, num[:]) {
-		return num, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("the next session number %d is in use", binary.BigEndian.Uint32(num[:])))
+	k, _ := e.Cursor().Seek(num[:])
+	if bytes.HasPrefix(k, num[:]) {
+		return num, false, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("the next session number %d is in use", binary.BigEndian.Uint32(num[:])))
 	}
-	return num, nil
+	return num, k == nil, nil
 }
 
 // forEachSession calls fn with each session's id, in byte order, and its
@@ -155,13 +172,16 @@ func (s *sess) l0() (*bolt.Bucket, error) {
 	return s.e, nil
 }
 
-// hot returns the bucket holding the session's state: its own, or in
-// format 3 the events bucket.
+// hot returns the bucket holding the session's state: its own, in format 3
+// the events bucket, in format 4 the hot bucket.
 func (s *sess) hot() *bolt.Bucket {
-	if s.f >= 3 {
+	switch s.f {
+	case 1, 2:
+		return s.b
+	case 3:
 		return s.e
 	}
-	return s.b
+	return s.h
 }
 
 // eventKey returns the key of event seq in the bucket l0 returns.
@@ -209,8 +229,15 @@ func (s *sess) stateKey() []byte {
 	case 2:
 		return stateKey2
 	}
-	return append(s.num[:], stateSuffix3)
+	if s.f == 3 {
+		return append(s.num[:], stateSuffix3)
+	}
+	return append(s.num[:], stateSuffix4)
 }
+
+// journalKey returns the key, in the hot bucket of format 4, of the
+// journal key of the session's first event in the journal.
+func (s *sess) journalKey() []byte { return append(s.num[:], journalSuffix4) }
 
 // table is a bucket, or the keys under a prefix of one: format 3 keeps a
 // session's open calls in the events bucket, under <n> 0xFF 'o'. Keys
@@ -250,11 +277,15 @@ func (t table) ForEach(fn func(k, v []byte) error) error {
 	return nil
 }
 
-// tbl returns the records of bucket name: the bucket itself (sub), or in
-// format 3 for the open calls their keys in the events bucket.
+// tbl returns the records of bucket name: the bucket itself (sub), or for
+// the open calls their keys in the events bucket (format 3) or in the hot
+// bucket (format 4).
 func (s *sess) tbl(name []byte) (table, error) {
 	if s.f >= 3 && string(name) == string(bucketOpen) {
-		return table{b: s.e, prefix: append(s.num[:], stateSuffix3, openSuffix3)}, nil
+		if s.f == 3 {
+			return table{b: s.e, prefix: append(s.num[:], stateSuffix3, openSuffix3)}, nil
+		}
+		return table{b: s.h, prefix: append(s.num[:], openSuffix3)}, nil
 	}
 	b, err := s.sub(name)
 	return table{b: b}, err

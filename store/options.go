@@ -72,18 +72,30 @@ type Options struct {
 	Mode os.FileMode
 
 	// Format is the format version a created file gets: zero means
-	// DefaultFormat (2). 3 keeps every session's newest records in one
-	// shared bucket: group commits of many sessions write about 30% fewer
-	// pages and run about 20% faster, and sessions that append in turn
-	// take about 10% more space (schema.go). 1 makes the oldest layout, for
-	// a file that an older strata must read (as pebble's
-	// FormatMajorVersion does). An existing file keeps its own format,
-	// which Open reads from it.
+	// DefaultFormat (4: a journal shared by every session, schema.go). 1,
+	// 2 and 3 make the older layouts, for a file that an older strata must
+	// read (as pebble's FormatMajorVersion does): 2 was the default before
+	// format 4, with a bucket per session; 3 kept every session's newest
+	// records in one bucket. An existing file keeps its own format, which
+	// Open reads from it.
 	Format int
+
+	// JournalEvents is, in format 4, how many events the journal holds
+	// before a commit folds them into their sessions' keys (schema.go).
+	// Reads of a session's newest events pass the journal's entries, so a
+	// larger journal makes them slower; each fold writes every session's
+	// newest leaf, so a smaller one folds more often. Zero means
+	// DefaultJournalEvents.
+	JournalEvents int
 }
 
+// DefaultJournalEvents is Options.JournalEvents's default: a fold for every
+// few commits of 64 sessions, and a journal of a few dozen pages.
+const DefaultJournalEvents = 512
+
 // MaxIDBytesLimit is the largest Options.MaxIDBytes: bbolt's key limit
-// (32 KiB) less the 6 bytes that format 3 puts before an open call's id.
+// (32 KiB) less the 6 bytes that format 3 puts before an open call's id
+// (format 4 puts 5).
 const MaxIDBytesLimit = bolt.MaxKeySize - 6
 
 // MaxEventBytesLimit is the largest Options.MaxEventBytes: an event must fit
@@ -102,6 +114,7 @@ var DefaultOptions = Options{
 	MaxBatch:      256,
 	CommitWait:    DefaultCommitWait,
 	GroupWait:     DefaultGroupWait,
+	JournalEvents: DefaultJournalEvents,
 	Mode:          0o600,
 }
 
@@ -132,6 +145,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GroupWait == 0 {
 		o.GroupWait = DefaultGroupWait
+	}
+	if o.JournalEvents <= 0 {
+		o.JournalEvents = DefaultJournalEvents
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

@@ -431,23 +431,18 @@ func (ss *sess) hashSpan(st *stateRec, from, to uint64) ([]byte, error) {
 	if from < 1 || to < from || to > st.Head {
 		return nil, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
 	}
-	b, err := ss.l0()
-	if err != nil {
-		return nil, err
-	}
 	h := sha256.New()
-	c := b.Cursor()
 	want := from
-	for k, v := c.Seek(ss.eventKey(from)); k != nil && want <= to; k, v = c.Next() {
-		seq, ok, err := ss.eventSeq(k)
-		if err != nil {
-			return nil, corrupt(ss.id, "l0", k, err)
-		}
-		if !ok || seq != want {
-			break
+	err := ss.rawEvents(from, func(seq uint64, v []byte) (bool, error) {
+		if seq != want {
+			return false, nil
 		}
 		h.Write(v)
 		want++
+		return want <= to, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if want <= to {
 		return nil, corrupt(ss.id, "l0", u64(want), errors.New("event missing"))

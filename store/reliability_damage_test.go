@@ -142,7 +142,7 @@ type damageCase struct {
 func damageSource(t *testing.T, format int) (path string, full []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "pristine.db")
-	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: format})
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: format, JournalEvents: testJournalEvents})
 	if err != nil {
 		t.Fatal(err)
 	}

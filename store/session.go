@@ -1,6 +1,9 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
+
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 
@@ -18,6 +21,8 @@ type sess struct {
 	// Format 3: the events bucket, and the session's number there.
 	e   *bolt.Bucket
 	num [4]byte
+	// Format 4: the hot bucket and the journal.
+	h, j *bolt.Bucket
 }
 
 func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
@@ -108,6 +113,17 @@ func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
 		return tier.Event{}, nil, err
 	}
 	raw := b.Get(s.eventKey(seq))
+	if raw == nil && s.j != nil {
+		err := s.journal(seq, func(at uint64, v []byte) (bool, error) {
+			if at == seq {
+				raw = v
+			}
+			return false, nil
+		})
+		if err != nil {
+			return tier.Event{}, nil, err
+		}
+	}
 	if raw == nil {
 		return tier.Event{}, nil, corrupt(s.id, "l0", u64(seq), errors.New("event missing"))
 	}
@@ -134,34 +150,92 @@ func decodeEvent(session string, seq uint64, raw []byte) (tier.Event, error) {
 // events calls fn for each event with from ≤ seq ≤ to, in order, with its
 // stored bytes (valid only during the call).
 func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) error {
+	want := from
+	err := s.rawEvents(from, func(seq uint64, v []byte) (bool, error) {
+		if seq > to {
+			return false, nil
+		}
+		if seq != want {
+			return false, corrupt(s.id, "l0", u64(want), errors.Newf("event missing (next stored is %d)", seq))
+		}
+		e, err := decodeEvent(s.id, seq, v)
+		if err != nil {
+			return false, err
+		}
+		if err := fn(e, v); err != nil {
+			return false, err
+		}
+		want++
+		return want <= to, nil
+	})
+	if err != nil {
+		return err
+	}
+	if want <= to {
+		return corrupt(s.id, "l0", u64(want), errors.New("event missing"))
+	}
+	return nil
+}
+
+// rawEvents calls fn with the seq and the stored bytes (valid only during
+// the call) of the session's events from seq from on, in the order they
+// are stored — in l0, then in format 4 in the journal — until fn returns
+// false. A key it cannot read is an error; a gap is for fn to find.
+func (s *sess) rawEvents(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
 	b, err := s.l0()
 	if err != nil {
 		return err
 	}
 	c := b.Cursor()
-	want := from
 	for k, v := c.Seek(s.eventKey(from)); k != nil; k, v = c.Next() {
 		seq, ok, err := s.eventSeq(k)
 		if err != nil {
 			return corrupt(s.id, "l0", k, err)
 		}
-		if !ok || seq > to {
+		if !ok {
 			break
 		}
-		if seq != want {
-			return corrupt(s.id, "l0", u64(want), errors.Newf("event missing (next stored is %d)", seq))
-		}
-		e, err := decodeEvent(s.id, seq, v)
-		if err != nil {
+		if more, err := fn(seq, v); err != nil || !more {
 			return err
 		}
-		if err := fn(e, v); err != nil {
-			return err
-		}
-		want++
 	}
-	if want <= to {
-		return corrupt(s.id, "l0", u64(want), errors.New("event missing"))
+	if s.j == nil {
+		return nil
+	}
+	return s.journal(from, fn)
+}
+
+// journal calls fn with the seq and stored bytes of the session's events
+// in format 4's journal from seq from on, in order, until fn returns false.
+// It reads the journal from the session's first entry there, passing the
+// other sessions' entries.
+func (s *sess) journal(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
+	first := s.h.Get(s.journalKey())
+	if first == nil {
+		return nil
+	}
+	if len(first) != 8 {
+		return corrupt(s.id, string(bucketHot4), s.journalKey(), errors.Newf("journal key of %d bytes", len(first)))
+	}
+	c := s.j.Cursor()
+	k, v := c.Seek(first)
+	if !bytes.Equal(k, first) {
+		return corrupt(s.id, string(bucketJournal4), first, errors.New("the session's first journal entry is missing"))
+	}
+	for ; k != nil; k, v = c.Next() {
+		if len(v) < journalHeader {
+			return corrupt(s.id, string(bucketJournal4), k, errors.Newf("entry of %d bytes", len(v)))
+		}
+		if [4]byte(v) != s.num {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(v[4:])
+		if seq < from {
+			continue
+		}
+		if more, err := fn(seq, v[journalHeader:]); err != nil || !more {
+			return err
+		}
 	}
 	return nil
 }

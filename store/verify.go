@@ -105,7 +105,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		if db.format != 1 {
 			c := tx.Cursor()
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) && (db.format < 3 || !bytes.Equal(k, bucketEvents3)) {
+				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) && !formatBucket(db.format, k) {
 					rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("a bucket %q that is neither meta nor a session", clipKey(k))})
 				}
 			}
@@ -121,7 +121,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 			sessions[i] = ss
 		}
 		if db.format >= 3 {
-			rep.Problems = append(rep.Problems, checkEventsBucket(tx, sessions)...)
+			rep.Problems = append(rep.Problems, checkEventsBucket(tx, db.format, sessions)...)
 		}
 		var total, done uint64
 		if opts.Events != nil {
@@ -168,7 +168,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 // an event's, a state's or an open call's; no key holds a bucket; a seek
 // finds every key. What each session's keys hold is checked with the
 // session.
-func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
+func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 	var out []Problem
 	fail := func(format string, args ...any) {
 		switch {
@@ -222,12 +222,108 @@ func checkEventsBucket(tx *bolt.Tx, sessions []*sess) []Problem {
 			if id := owner[[4]byte(k)]; string(v) != id {
 				fail("events bucket: key %x names session %q, the number is %q's", clipKey(k), clipKey(v), id)
 			}
-		case k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == openSuffix3):
-		default:
+		case format == 3 && k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == openSuffix3):
+		case format == 3:
 			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))
+		default:
+			fail("events bucket: key %x is neither an event's nor a session's id", clipKey(k))
 		}
 	}
+	if format >= 4 {
+		checkJournal(tx, owner, fail)
+	}
 	return out
+}
+
+// formatBucket reports whether the root's key k is a bucket of format f's
+// own, beside meta and the sessions.
+func formatBucket(f int, k []byte) bool {
+	switch string(k) {
+	case string(bucketEvents3):
+		return f >= 3
+	case string(bucketHot4), string(bucketJournal4):
+		return f >= 4
+	}
+	return false
+}
+
+// checkJournal checks format 4's hot bucket and journal as a whole: every
+// key belongs to a session and is of a kind the format puts there, no key
+// holds a bucket, a seek finds every key, every journal key is one the
+// journal's sequence has given, and each session's record of its first
+// journal entry is that entry's key. The events themselves are checked
+// with their session.
+func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...any)) {
+	h, j := tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
+	if h == nil || j == nil {
+		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
+		return
+	}
+	for _, b := range []*bolt.Bucket{h, j} {
+		if k := unseekable(b); k != nil {
+			fail("%s: key %x is not found by a seek (a damaged branch page)", map[bool]string{true: "hot bucket", false: "journal"}[b == h], clipKey(k))
+		}
+	}
+	firsts := map[[4]byte][]byte{} // h's record of each session's first journal key
+	c := h.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case len(k) < 5:
+			fail("hot bucket: key %x is no session's", clipKey(k))
+			continue
+		case owner[[4]byte(k)] == "":
+			fail("hot bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
+			continue
+		case v == nil:
+			fail("hot bucket: key %x holds a bucket", clipKey(k))
+		case k[4] == stateSuffix4 && len(k) == 5:
+		case k[4] == journalSuffix4 && len(k) == 5:
+			if len(v) != 8 {
+				fail("hot bucket: key %x holds a journal key of %d bytes", clipKey(k), len(v))
+			}
+			firsts[[4]byte(k)] = v
+		case k[4] == openSuffix3 && len(k) > 5:
+		default:
+			fail("hot bucket: key %x is neither a state, a journal key nor an open call", clipKey(k))
+		}
+	}
+	seen := map[[4]byte]bool{}
+	c = j.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case v == nil:
+			fail("journal: key %x holds a bucket", clipKey(k))
+			continue
+		case len(k) != 8:
+			fail("journal: key %x is not 8 bytes", clipKey(k))
+			continue
+		}
+		if g := binary.BigEndian.Uint64(k); g == 0 || g > j.Sequence() {
+			// The next append would write over it.
+			fail("journal: key %d is past the journal's sequence %d", g, j.Sequence())
+		}
+		if len(v) < journalHeader {
+			fail("journal: entry %d holds %d bytes", binary.BigEndian.Uint64(k), len(v))
+			continue
+		}
+		num := [4]byte(v)
+		if owner[num] == "" {
+			fail("journal: entry %d of session number %d, which no session has", binary.BigEndian.Uint64(k), binary.BigEndian.Uint32(v))
+			continue
+		}
+		if seen[num] {
+			continue
+		}
+		seen[num] = true
+		if first := firsts[num]; !bytes.Equal(first, k) {
+			fail("hot bucket: session %q's first journal entry is %d, its record says %x", owner[num], binary.BigEndian.Uint64(k), first)
+		}
+	}
+	for num, first := range firsts {
+		if !seen[num] {
+			fail("hot bucket: session %q records journal entry %x, and has none", owner[num], first)
+		}
+	}
 }
 
 type verifier struct {
@@ -388,29 +484,17 @@ func (v *verifier) loadNodes() error {
 // raw span.
 func (v *verifier) checkRawAndLedger() {
 	l := tier.NewLedger()
-	b, err := v.ss.l0()
-	if err != nil {
-		v.fail("%v", err)
-		return
-	}
 	ri := 0 // next root to check
 	var rb *tier.RequiredBuilder
 	want := uint64(1)
 	turn := uint64(0)
-	c := b.Cursor()
-	for k, raw := c.Seek(v.ss.eventKey(0)); k != nil; k, raw = c.Next() {
-		seq, ok, err := v.ss.eventSeq(k)
-		if !ok && err == nil {
-			break // format 2: past the events
-		}
-		if err != nil || seq != want {
-			v.fail("l0: key %x where seq %d was expected", k, want)
-			return
+	err := v.ss.rawEvents(0, func(seq uint64, raw []byte) (bool, error) {
+		if seq != want {
+			return false, corrupt(v.ss.id, "l0", u64(seq), errors.Newf("stored where seq %d was expected", want))
 		}
 		e, err := decodeEvent(v.ss.id, seq, raw)
 		if err != nil {
-			v.fail("%v", err)
-			return
+			return false, err
 		}
 		if e.Turn < turn {
 			v.fail("l0: seq %d turn %d after turn %d", seq, e.Turn, turn)
@@ -421,8 +505,7 @@ func (v *verifier) checkRawAndLedger() {
 			rb = tier.NewRequiredBuilder(l.OpenList())
 		}
 		if err := l.Apply(&e); err != nil {
-			v.fail("l0: seq %d does not replay: %v", seq, err)
-			return
+			return false, errors.Newf("l0: seq %d does not replay: %v", seq, err)
 		}
 		if e.Opener != stored {
 			v.fail("l0: seq %d records opener %d, the replay says %d", seq, stored, e.Opener)
@@ -446,6 +529,11 @@ func (v *verifier) checkRawAndLedger() {
 				v.progress(v.checked)
 			}
 		}
+		return true, nil
+	})
+	if err != nil {
+		v.fail("%v", err)
+		return
 	}
 	if want-1 != v.st.Head {
 		v.fail("state: head %d, l0 ends at %d", v.st.Head, want-1)

@@ -42,7 +42,7 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkAppendConcurrent is scenario 2: 64 sessions appending at once,
 // one event per call. ns/op is per event, all sessions together.
 func BenchmarkAppendConcurrent(b *testing.B) {
-	for _, name := range append(appendPeers, PeerBoltBatch) {
+	for _, name := range append(appendPeers, PeerStrata2, PeerBoltBatch) {
 		b.Run(name, func(b *testing.B) {
 			p, err := OpenPeer(name, b.TempDir())
 			if err != nil {
@@ -218,7 +218,7 @@ func TestSmoke(t *testing.T) {
 	dir := t.TempDir()
 	s := Synth("smoke", 60, 3)
 	sessions := []Session{Synth("a", 30, 4), Synth("b", 30, 5)}
-	for _, name := range []string{PeerStrata, PeerBolt, PeerBoltBatch, PeerSQLiteFull, PeerSQLiteNormal} {
+	for _, name := range []string{PeerStrata, PeerStrata2, PeerStrata3, PeerBolt, PeerBoltBatch, PeerSQLiteFull, PeerSQLiteNormal} {
 		d := filepath.Join(dir, name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -243,7 +243,7 @@ func TestSmoke(t *testing.T) {
 	// The peers store what strata stores: strata's l0 payloads (the
 	// envelope's last bytes) equal the bench encoder's msgpack, Opener
 	// aside (strata sets it; the peers do not track calls).
-	sp := filepath.Join(dir, PeerStrata, "strata.db")
+	sp := filepath.Join(dir, PeerStrata2, "strata.db") // format 2: one bucket to read
 	en := NewEncoder()
 	db, err := bolt.Open(sp, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {

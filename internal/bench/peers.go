@@ -29,6 +29,7 @@ type Peer interface {
 // Peer names, as the table prints them.
 const (
 	PeerStrata       = "strata"
+	PeerStrata2      = "strata format 2" // store.Options.Format 2: a bucket per session, the default before format 4
 	PeerStrata3      = "strata format 3" // store.Options.Format 3: a shared bucket for every session's newest records
 	PeerBolt         = "bbolt"
 	PeerBoltBatch    = "bbolt Batch"
@@ -51,10 +52,11 @@ func openPeer(name, dir string, noSync bool) (Peer, error) {
 	switch name {
 	case PeerStrata:
 		return OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync})
-	case PeerStrata3:
-		p, err := OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync, Format: 3})
+	case PeerStrata2, PeerStrata3:
+		f := map[string]int{PeerStrata2: 2, PeerStrata3: 3}[name]
+		p, err := OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync, Format: f})
 		if p != nil {
-			p.name = PeerStrata3
+			p.name = name
 		}
 		return p, err
 	case PeerBolt, PeerBoltBatch:

@@ -70,7 +70,13 @@ var ReplayPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFo
 // background (compaction.Background) while the next session is appended. It returns the
 // time taken and the number of compactions committed.
 func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
-	p, err := OpenStrata(path, store.Options{})
+	return ReplayStrataWith(path, sessions, store.Options{})
+}
+
+// ReplayStrataWith is ReplayStrata with opts (Options.Format: another
+// format).
+func ReplayStrataWith(path string, sessions []Session, opts store.Options) (time.Duration, int, error) {
+	p, err := OpenStrata(path, opts)
 	if err != nil {
 		return 0, 0, err
 	}

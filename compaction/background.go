@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/internal/errmark"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -89,7 +90,7 @@ func (b *Background) Append(session string, events ...tier.Event) (store.AppendR
 	}
 	b.mu.Unlock()
 	if err != nil {
-		return store.AppendResult{}, errors.Mark(err, ErrStopped)
+		return store.AppendResult{}, errmark.Mark(err, ErrStopped)
 	}
 	res, err := b.c.db.Append(session, events...)
 	b.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/dump"
+	"github.com/strata-go/strata/internal/errmark"
 	"github.com/strata-go/strata/store"
 )
 
@@ -303,7 +304,7 @@ func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 	if q.Has("session") {
 		opts.Session = q.Get("session")
 		if err := store.CheckSession(opts.Session); err != nil {
-			return errors.Mark(errors.Wrap(err, "session"), ErrBadRequest)
+			return errmark.Mark(errors.Wrap(err, "session"), ErrBadRequest)
 		}
 	}
 	render, contentType := dump.JSON, typeJSON
@@ -353,7 +354,7 @@ func serveResume(r *response, s *store.Snapshot, q url.Values) error {
 		return &ParamError{Param: "session", Value: session, Why: "required"}
 	}
 	if err := store.CheckSession(session); err != nil {
-		return errors.Mark(errors.Wrap(err, "session"), ErrBadRequest)
+		return errmark.Mark(errors.Wrap(err, "session"), ErrBadRequest)
 	}
 	markerID := store.Latest
 	if v := q.Get("marker"); v != "" && v != "latest" {

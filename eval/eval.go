@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/errmark"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -177,7 +178,7 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 	}
 	sum, err := compaction.NewProbabilistic(opts.DropRate, opts.Rates, opts.Seed)
 	if err != nil {
-		return nil, errors.Mark(err, ErrBadOptions)
+		return nil, errmark.Mark(err, ErrBadOptions)
 	}
 	parallel := opts.Parallel
 	if parallel <= 0 {

@@ -349,6 +349,7 @@ type preparedAppend struct {
 	touched    []tier.Ref
 	events     []tier.Event
 	vals       [][]byte // the events' envelopes
+	journal    bool     // format 4: they go to the journal
 	head, turn uint64
 }
 
@@ -445,13 +446,22 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		}
 		vals[i] = v
 	}
-	if db.format >= 4 && (s.b == nil && smallAppend(vals) || s.b != nil && s.journals(vals)) {
-		// Only an append to the journal depends on it.
-		if err := journalSound(tx); err != nil {
-			return nil, err
+	var journal bool
+	if db.format >= 4 {
+		journal = smallAppend(vals)
+		if s.b != nil {
+			if journal, err = s.journals(vals); err != nil {
+				return nil, err
+			}
+		}
+		if journal {
+			// Only an append to the journal depends on it.
+			if err := journalSound(tx); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, head: head, turn: turn}, nil
+	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, journal: journal, head: head, turn: turn}, nil
 }
 
 // write stores a prepared append: its events, the ledger entries they
@@ -467,7 +477,7 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 			return AppendResult{}, err
 		}
 	}
-	if s.j != nil && s.journals(p.vals) {
+	if p.journal {
 		if err := s.putJournal(st.Head+1, p.vals); err != nil {
 			return AppendResult{}, err
 		}

@@ -16,6 +16,8 @@ import (
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/strata-go/strata/internal/errmark"
 )
 
 // DB is a strata database: one bbolt file holding every session's raw log,
@@ -303,7 +305,7 @@ func (db *DB) update(fn func(*bolt.Tx) error) error {
 	})
 	if err != nil && committing && syncFailed(err) {
 		db.poisoned.CompareAndSwap(nil, &err)
-		return errors.Mark(errors.Wrap(err, "store: commit failed at the disk"), ErrPoisoned)
+		return errmark.Mark(errors.Wrap(err, "store: commit failed at the disk"), ErrPoisoned)
 	}
 	return err
 }

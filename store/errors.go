@@ -92,5 +92,9 @@ func (e *CorruptError) Error() string {
 // both.
 func (e *CorruptError) Unwrap() error { return errors.Mark(e.Err, ErrCorrupt) }
 
+// Is reports whether target is ErrCorrupt: the standard library's
+// errors.Is does not see cockroachdb/errors' marks.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
 // Format implements fmt.Formatter through errors.FormatError.
 func (e *CorruptError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/internal/errmark"
 )
 
 // bbolt trusts its page graph: a cursor descends from a bucket's root page
@@ -100,6 +102,10 @@ type pagePolicy struct {
 	// leftmost: of a branch page, only the first element; rightmost: only
 	// the last.
 	leftmost, rightmost bool
+	// inlineOnly: a bucket walked only when it is inline, inside its
+	// parent's leaf (the events bucket at Open: its pages are walked per
+	// session).
+	inlineOnly bool
 }
 
 // eventPages is the policy for the pages of the events bucket (formats 3
@@ -149,11 +155,15 @@ var (
 		case string(bucketMeta), string(bucketHot4), string(bucketJournal4):
 			// Format 4's hot bucket and journal: every session reads them.
 			return valuePages
+		case string(bucketEvents3):
+			return inlineValuePages
 		case string(bucketSessions):
 			return &pagePolicy{child: func([]byte) *pagePolicy { return nil }}
 		}
 		return nil
 	}}
+	// inlineValuePages is a bucket of values walked only when inline.
+	inlineValuePages = &pagePolicy{values: true, inlineOnly: true}
 	// allPages reads every page, every leaf whole: Verify's walk.
 	allPages = &pagePolicy{}
 )
@@ -335,6 +345,9 @@ func (w *pageWalk) elements(p []byte, depth int, policy *pagePolicy) error {
 			continue
 		}
 		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			if next.inlineOnly {
+				continue
+			}
 			if err := w.page(root, depth+1, next); err != nil {
 				return err
 			}
@@ -387,7 +400,7 @@ func branchKey(p []byte, i int) []byte {
 func checkTop(tx *bolt.Tx) error {
 	err := guard(func() error { return newPageWalk(tx).walkRoot(tx, topPages) })
 	if err != nil {
-		return errors.Mark(errors.Wrap(err, "damaged page graph"), ErrCorrupt)
+		return errmark.Mark(errors.Wrap(err, "damaged page graph"), ErrCorrupt)
 	}
 	return nil
 }
@@ -404,7 +417,7 @@ const releaseAfterPages = 128
 // walk. It returns how many pages it reached.
 func walkEvents(tx *bolt.Tx, e *bolt.Bucket, num [4]byte) (int, error) {
 	if e.Root() == 0 {
-		return 0, nil // inline: inside the root's leaf, checked at Open
+		return 0, nil // inline: inside the root's leaf, checked at Open (topPages)
 	}
 	w := newPageWalk(tx)
 	w.release = func() { releaseRange(w.data) }

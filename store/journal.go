@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/cockroachdb/errors"
@@ -25,8 +26,9 @@ const (
 // journals reports whether an append of events (their stored bytes vals)
 // to s goes to the journal: when s already has events there, which must
 // stay after its events in e, or when the append is small.
-func (s *sess) journals(vals [][]byte) bool {
-	return s.h.Get(s.journalKey()) != nil || smallAppend(vals)
+func (s *sess) journals(vals [][]byte) (bool, error) {
+	first, err := s.journalFirst()
+	return first != nil || smallAppend(vals), err
 }
 
 // smallAppend reports whether an append of events whose stored bytes are
@@ -42,35 +44,73 @@ func smallAppend(vals [][]byte) bool {
 	return n < directBytes
 }
 
-// journalSound checks that the journal's next key is past its last one:
-// a damaged sequence would make an append write over another's entry.
+// hotValue returns the value at key of the hot bucket h, nil when there is
+// none, and an error when the key holds a bucket (damage: Get would say
+// nothing is there, and a Put or Delete would fail half-way through a
+// commit).
+func hotValue(h *bolt.Bucket, key []byte) ([]byte, error) {
+	k, v := h.Cursor().Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil, nil
+	}
+	if v == nil {
+		return nil, corrupt("", string(bucketHot4), key, errors.New("a bucket where a value belongs"))
+	}
+	return v, nil
+}
+
+// journalFirst returns the journal key of the session's first event in the
+// journal, or nil when it has none there.
+func (s *sess) journalFirst() ([]byte, error) {
+	first, err := hotValue(s.h, s.journalKey())
+	if err != nil {
+		return nil, corrupt(s.id, string(bucketHot4), s.journalKey(), errors.Unwrap(err))
+	}
+	if first != nil && len(first) != 8 {
+		return nil, corrupt(s.id, string(bucketHot4), s.journalKey(), errors.Newf("journal key of %d bytes", len(first)))
+	}
+	return first, nil
+}
+
+// journalSound checks that the journal's keys are its own: 8 bytes. Its
+// last key is where the next append goes after (putJournal).
 func journalSound(tx *bolt.Tx) error {
 	j := tx.Bucket(bucketJournal4)
 	if j == nil {
 		return corrupt("", string(bucketJournal4), nil, errors.New("bucket missing"))
 	}
-	if k, _ := j.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) > j.Sequence()) {
-		return corrupt("", string(bucketJournal4), k, errors.Newf("last key past the journal's sequence %d", j.Sequence()))
+	if k, _ := j.Cursor().Last(); k != nil && len(k) != 8 {
+		return corrupt("", string(bucketJournal4), k, errors.Newf("last key of %d bytes", len(k)))
 	}
 	return nil
 }
 
 // putJournal appends events (seqs first.., stored bytes vals) to the
-// journal, recording in h where the session's first one is.
+// journal, recording in h where the session's first one is. A sequence
+// below the journal's last key (damage) is raised to it first: the next
+// key is past every entry, and no entry is written over.
 func (s *sess) putJournal(first uint64, vals [][]byte) error {
 	s.j.FillPercent = 1.0 // keys only ever grow
-	hasFirst := s.h.Get(s.journalKey()) != nil
+	if k, _ := s.j.Cursor().Last(); len(k) == 8 && binary.BigEndian.Uint64(k) > s.j.Sequence() {
+		if err := s.j.SetSequence(binary.BigEndian.Uint64(k)); err != nil {
+			return err
+		}
+	}
+	start, err := s.journalFirst()
+	if err != nil {
+		return err
+	}
 	for i, v := range vals {
 		g, err := s.j.NextSequence()
 		if err != nil {
 			return err
 		}
 		k := binary.BigEndian.AppendUint64(nil, g)
-		if !hasFirst {
+		if start == nil {
 			if err := s.h.Put(s.journalKey(), k); err != nil {
 				return err
 			}
-			hasFirst = true
+			start = k
 		}
 		e := make([]byte, journalHeader+len(v))
 		copy(e, s.num[:])
@@ -85,37 +125,21 @@ func (s *sess) putJournal(first uint64, vals [][]byte) error {
 
 // foldJournal moves every event of format 4's journal to its session's
 // keys in the events bucket, and empties the journal, once it holds
-// Options.JournalEvents events. It writes nothing when the journal or the pages it
-// would write are damaged (a page graph this handle has not checked fails
-// its walk): the appends go on into the journal, and Verify reports the
-// damage.
+// Options.JournalEvents events. It first checks all it will write and
+// delete (canFold), and writes nothing when the journal or the records
+// around it are damaged: the appends go on into the journal, and Verify
+// reports the damage.
 func (db *DB) foldJournal(tx *bolt.Tx) error {
 	j, h, e := tx.Bucket(bucketJournal4), tx.Bucket(bucketHot4), tx.Bucket(bucketEvents3)
 	if j == nil || h == nil || e == nil || j.Sequence() < uint64(db.opts.JournalEvents) {
 		return nil
 	}
-	sessions := map[[4]byte]bool{}
-	c := j.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) != 8 || len(v) < journalHeader {
-			return nil
-		}
-		num := [4]byte(v)
-		if sessions[num] {
-			continue
-		}
-		sessions[num] = true
-		if !db.graph.checkedNum(num) {
-			if _, err := walkEvents(tx, e, num); err != nil {
-				return nil
-			}
-			db.graph.markNum(num)
-		}
-		if e.Get(append(num[:], stateSuffix3, idSuffix3)) == nil {
-			return nil // no session has the number
-		}
+	sessions := db.canFold(tx, j, h, e)
+	if sessions == nil {
+		return nil
 	}
 	e.FillPercent = 1.0
+	c := j.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		key := make([]byte, 13)
 		copy(key, v[:4])
@@ -125,7 +149,7 @@ func (db *DB) foldJournal(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	for num := range sessions {
+	for _, num := range sessions {
 		if err := h.Delete(append(num[:], journalSuffix4)); err != nil {
 			return err
 		}
@@ -135,4 +159,75 @@ func (db *DB) foldJournal(tx *bolt.Tx) error {
 	}
 	_, err := tx.CreateBucket(bucketJournal4)
 	return errors.Wrap(err, "store: folding the journal")
+}
+
+// canFold returns the sessions of the journal j when folding it can write
+// nothing wrong, or nil: every key is 8 bytes, every entry longer than
+// its header; each session's first entry is the one h records, and the
+// session's state is there; its entries carry the seqs after its last
+// event in e, one by one, up to its head — so no event in e is written
+// over, and none of another session's (a damaged header moves an entry
+// out of that run). The pages of e each session's events go to are
+// walked first, unless this handle has.
+func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
+	next := map[[4]byte]uint64{} // a session's next seq in the journal
+	var order [][4]byte
+	c := j.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 8 || len(v) < journalHeader {
+			return nil
+		}
+		num, seq := [4]byte(v), binary.BigEndian.Uint64(v[4:])
+		if want, ok := next[num]; ok {
+			if seq != want {
+				return nil
+			}
+			next[num] = seq + 1
+			continue
+		}
+		first, err := hotValue(h, append(num[:], journalSuffix4))
+		if err != nil || !bytes.Equal(first, k) {
+			return nil
+		}
+		if !db.graph.checkedNum(num) {
+			if _, err := walkEvents(tx, e, num); err != nil {
+				return nil
+			}
+			db.graph.markNum(num)
+		}
+		last, ok := lastEventSeq(e, num)
+		if !ok || seq != last+1 {
+			return nil
+		}
+		next[num] = seq + 1
+		order = append(order, num)
+	}
+	for _, num := range order {
+		v, err := hotValue(h, append(num[:], stateSuffix4))
+		var st stateRec
+		if err != nil || v == nil || decodeState(v, &st) != nil || st.Head != next[num]-1 {
+			return nil
+		}
+	}
+	return order
+}
+
+// lastEventSeq returns the seq of session num's last event in the events
+// bucket e (0: none); ok is false when the key before the session's id is
+// neither an event of the session nor another session's key.
+func lastEventSeq(e *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
+	c := e.Cursor()
+	var k, v []byte
+	if at, _ := c.Seek(append(num[:], stateSuffix3)); at == nil {
+		k, v = c.Last() // the session's keys are the bucket's last
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || !bytes.HasPrefix(k, num[:]) {
+		return 0, true
+	}
+	if len(k) != 13 || k[4] != eventPrefix || v == nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[5:]), true
 }

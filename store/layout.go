@@ -125,7 +125,14 @@ func nextSessionNumber(tx *bolt.Tx, id string, walk bool) (num [4]byte, atEnd bo
 		}
 	}
 	k, _ := e.Cursor().Seek(num[:])
-	if bytes.HasPrefix(k, num[:]) {
+	inUse := bytes.HasPrefix(k, num[:])
+	if h := tx.Bucket(bucketHot4); h != nil && !inUse {
+		// Format 4: the state and open calls are in the hot bucket
+		// (walked at Open).
+		hk, _ := h.Cursor().Seek(num[:])
+		inUse = bytes.HasPrefix(hk, num[:])
+	}
+	if inUse {
 		return num, false, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("the next session number %d is in use", binary.BigEndian.Uint32(num[:])))
 	}
 	return num, k == nil, nil

@@ -210,12 +210,9 @@ func (s *sess) rawEvents(from uint64, fn func(seq uint64, raw []byte) (more bool
 // It reads the journal from the session's first entry there, passing the
 // other sessions' entries.
 func (s *sess) journal(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
-	first := s.h.Get(s.journalKey())
-	if first == nil {
-		return nil
-	}
-	if len(first) != 8 {
-		return corrupt(s.id, string(bucketHot4), s.journalKey(), errors.Newf("journal key of %d bytes", len(first)))
+	first, err := s.journalFirst()
+	if first == nil || err != nil {
+		return err
 	}
 	c := s.j.Cursor()
 	k, v := c.Seek(first)

@@ -204,6 +204,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 	if k := unseekable(e); k != nil {
 		fail("events bucket: key %x is not found by a seek (a damaged branch page)", clipKey(k))
 	}
+	named := map[[4]byte]bool{} // the sessions whose id key is there
 	c := e.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) < 5 {
@@ -219,6 +220,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("events bucket: key %x holds a bucket", clipKey(k))
 		case k[4] == eventPrefix && len(k) == 13:
 		case k[4] == stateSuffix3 && len(k) == 6 && k[5] == idSuffix3:
+			named[[4]byte(k)] = true
 			if id := owner[[4]byte(k)]; string(v) != id {
 				fail("events bucket: key %x names session %q, the number is %q's", clipKey(k), clipKey(v), id)
 			}
@@ -227,6 +229,11 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))
 		default:
 			fail("events bucket: key %x is neither an event's nor a session's id", clipKey(k))
+		}
+	}
+	for _, ss := range sessions {
+		if ss != nil && !named[ss.num] {
+			fail("events bucket: session %q has no id key (%x)", ss.id, append(ss.num[:], stateSuffix3, idSuffix3))
 		}
 	}
 	if format >= 4 {

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // large reports whether the 1M-event cases are asked for.
@@ -170,6 +171,47 @@ func BenchmarkAppendLedger(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := db.Append("ledger", LedgerEvents(i)...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkResumeJournal is what format 4's journal costs a read: resume
+// of a session of 40 events (no summaries: the raw log from the
+// checkpoint at seq 0) while the journal holds 0 entries or 511 (one fewer
+// than a fold), 8 of them the session's and the rest of 63 other
+// sessions. The peer is the empty journal. NoSync.
+func BenchmarkResumeJournal(b *testing.B) {
+	for _, entries := range []int{0, 511} {
+		b.Run(fmt.Sprintf("journal=%d", entries), func(b *testing.B) {
+			db, err := store.Open(filepath.Join(b.TempDir(), "journal.db"), store.Options{Create: true, NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			s := Synth("target", 40, 1)
+			if _, err := db.Append(s.ID, s.Events...); err != nil { // straight to the events bucket
+				b.Fatal(err)
+			}
+			others := Synth("other", entries, 2)
+			for i := 0; i < entries; i++ {
+				id := fmt.Sprintf("other-%02d", i%64)
+				if i%64 == 0 {
+					id = "target"
+				}
+				e := others.Events[i]
+				// No ledger entries and no turn: any session takes it.
+				e.Kind, e.ID, e.Key, e.Turn, e.Failed = tier.KindAssistant, "", "", 0, false
+				if _, err := db.Append(id, e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := db.Resume("target", store.Latest); err != nil {
 					b.Fatal(err)
 				}
 			}

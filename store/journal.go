@@ -190,10 +190,17 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 			return nil
 		}
 		if !db.graph.checkedNum(num) {
-			if _, err := walkEvents(tx, e, num); err != nil {
+			n, err := walkEvents(tx, e, num)
+			if err != nil {
 				return nil
 			}
 			db.graph.markNum(num)
+			if db.graph.touched.Add(int64(n)) > releaseAfterPages {
+				// After a reopen, up to a journal's worth of sessions:
+				// their pages leave the resident set as db.session's do.
+				db.graph.touched.Store(0)
+				releaseMapped(db.path)
+			}
 		}
 		last, ok := lastEventSeq(e, num)
 		if !ok || seq != last+1 {

@@ -456,7 +456,7 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		}
 		if journal {
 			// Only an append to the journal depends on it.
-			if err := journalSound(tx); err != nil {
+			if err := journalSound(tx, len(vals)); err != nil {
 				return nil, err
 			}
 		}

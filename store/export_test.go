@@ -1,5 +1,7 @@
 package store
 
+import bolt "go.etcd.io/bbolt"
+
 // Hooks for the external tests (package store_test). They live in package
 // store_test because they open databases through internal/dbtest, which
 // imports store: an internal test importing it would be an import cycle.
@@ -12,3 +14,22 @@ func EncodeMetaFormat(format int) ([]byte, error) {
 
 // EnvelopeHeader is the size of a stored value's envelope header.
 const EnvelopeHeader = envelopeHeader
+
+// JournalState reports, through the open handle, format 4's journal
+// sequence, how many entries it holds and how many session pointers
+// (<n> 0x01) the hot bucket holds.
+func JournalState(db *DB) (seq uint64, entries, pointers int, err error) {
+	err = db.view(func(tx *bolt.Tx) error {
+		j, h := tx.Bucket(bucketJournal4), tx.Bucket(bucketHot4)
+		seq = j.Sequence()
+		entries = j.Stats().KeyN
+		c := h.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) == 5 && k[4] == journalSuffix4 {
+				pointers++
+			}
+		}
+		return nil
+	})
+	return
+}

@@ -3,9 +3,11 @@ package store_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	crdb "github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/store"
@@ -236,5 +238,145 @@ func TestFormat4_NextNumberLeftoverInHot(t *testing.T) {
 	// The other sessions go on.
 	if _, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "still here"}); err != nil {
 		t.Errorf("append to a: %v", err)
+	}
+}
+
+// TestFormat4_DeletedPointerHeals: a's journal pointer <0> 0x01 lost (one
+// key of h) makes a's newest events unreadable ("event missing"); its
+// entries are all in their run, so the next fold moves them to e and drops
+// the pointers: a reads whole again, and the journal goes on folding.
+func TestFormat4_DeletedPointerHeals(t *testing.T) {
+	path, m := fixture4(t)
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("h")).Delete(key3(0, []byte{1}))
+	})
+	db := open4(t, path, 4)
+	for range 30 {
+		m.gen(t, db, "b", 1)
+		m.gen(t, db, "c", 1)
+	}
+	var got []tier.Event
+	err := db.View(func(s *store.Snapshot) error {
+		return s.Events("a", 1, uint64(len(m["a"])), func(e tier.Event) error {
+			got = append(got, e)
+			return nil
+		})
+	})
+	mustClose(t, db)
+	if err != nil {
+		t.Errorf("a's events 1..10 after 60 appends to other sessions: %v", err)
+	} else if d := sameEvents(got, m["a"]); d != "" {
+		t.Errorf("a reads back wrong: %s", d)
+	}
+	if l := readLayout4(t, path); l.jseq > 8 {
+		t.Errorf("journal sequence %d with JournalEvents 4: nothing folds again", l.jseq)
+	}
+	if ps := verifyPath(t, path); len(ps) != 0 {
+		t.Errorf("Verify after the folds: %v", ps)
+	}
+}
+
+// readAll4 checks that every session of m reads back as m holds it.
+func readAll4(t *testing.T, db *store.DB, m model4) {
+	t.Helper()
+	for id := range m {
+		var got []tier.Event
+		err := db.View(func(s *store.Snapshot) error {
+			return s.Events(id, 1, uint64(len(m[id])), func(e tier.Event) error {
+				got = append(got, e)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Errorf("session %q: %v", id, err)
+		} else if d := sameEvents(got, m[id]); d != "" {
+			t.Errorf("session %q reads back wrong: %s", id, d)
+		}
+	}
+}
+
+// TestFormat4_SequenceAtTheTop: the journal's sequence damaged to the top
+// of uint64 (eight 0xFF bytes in j's bucket header) would make the next
+// key wrap round to 0, 1, 2 — over other sessions' entries, or before the
+// appending session's own first entry, where its reads never look. Verify
+// reports it; an append sets the sequence back to the last key first, so
+// every append goes on and every session reads back whole.
+// fixture4: a 9, 10 at keys 2, 4; b 1..3 at keys 1, 3, 5.
+func TestFormat4_SequenceAtTheTop(t *testing.T) {
+	for _, id := range []string{"c", "a"} { // c: no entries yet; a: entries before
+		t.Run(id, func(t *testing.T) {
+			path, m := fixture4(t)
+			editBolt(t, path, func(tx *bolt.Tx) error {
+				return tx.Bucket([]byte("j")).SetSequence(^uint64(0))
+			})
+			found := false
+			for _, p := range verifyPath(t, path) {
+				found = found || strings.Contains(p.What, "journal: sequence 18446744073709551615 is past any a journal reaches")
+			}
+			if !found {
+				t.Errorf("Verify does not report the sequence")
+			}
+			db := open4(t, path, 100)
+			m.gen(t, db, id, 3) // small: to the journal
+			readAll4(t, db, m)
+			mustClose(t, db)
+			if l := readLayout4(t, path); l.jseq != 8 {
+				t.Errorf("journal sequence %d after the append, want 8 (5 and 3 more)", l.jseq)
+			}
+		})
+	}
+}
+
+// TestFormat4_LastKeyAtTheTop: a journal key damaged to the top of uint64
+// (b's seq 3 moved from key 5): no key is left after it for an append, so
+// an append to the journal fails alone with ErrCorrupt, and nothing is
+// written over; the undamaged sessions read back whole.
+func TestFormat4_LastKeyAtTheTop(t *testing.T) {
+	path, m := fixture4(t)
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		j := tx.Bucket([]byte("j"))
+		v := append([]byte(nil), j.Get(seqKey(5))...)
+		if err := j.Delete(seqKey(5)); err != nil {
+			return err
+		}
+		return j.Put(seqKey(^uint64(0)), v)
+	})
+	db := open4(t, path, 100)
+	_, err := db.Append("c", gen4("c", 9), gen4("c", 10), gen4("c", 11))
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "last key past any a journal reaches") {
+		t.Errorf("append to c = %v, want ErrCorrupt naming the last key", err)
+	}
+	delete(m, "b") // its seq 3 is the damaged entry: read to 2 below
+	readAll4(t, db, m)
+	mustClose(t, db)
+	if l := readLayout4(t, path); len(l.journal) != 5 {
+		t.Errorf("%d journal entries after the refused append, want 5", len(l.journal))
+	}
+}
+
+// TestCorruptError_Is: errors.Is(err, ErrCorrupt) holds for a
+// *CorruptError with the standard library's errors as with
+// cockroachdb/errors, also wrapped; errors.As finds it.
+func TestCorruptError_Is(t *testing.T) {
+	path, _ := fixture4(t)
+	editBolt(t, path, func(tx *bolt.Tx) error { // a's pointer holds a bucket
+		h := tx.Bucket([]byte("h"))
+		if err := h.Delete(key3(0, []byte{1})); err != nil {
+			return err
+		}
+		_, err := h.CreateBucket(key3(0, []byte{1}))
+		return err
+	})
+	db := open4(t, path, 100)
+	defer db.Close()
+	_, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "x"})
+	for _, e := range []error{err, fmt.Errorf("outer: %w", err)} {
+		if !errors.Is(e, store.ErrCorrupt) || !crdb.Is(e, store.ErrCorrupt) {
+			t.Errorf("errors.Is(%v, ErrCorrupt): std %v, cockroachdb %v", e, errors.Is(e, store.ErrCorrupt), crdb.Is(e, store.ErrCorrupt))
+		}
+		var ce *store.CorruptError
+		if !errors.As(e, &ce) || ce.Session != "a" {
+			t.Errorf("errors.As(%v) = %v", e, ce)
+		}
 	}
 }

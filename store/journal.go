@@ -72,27 +72,49 @@ func (s *sess) journalFirst() ([]byte, error) {
 	return first, nil
 }
 
-// journalSound checks that the journal's keys are its own: 8 bytes. Its
-// last key is where the next append goes after (putJournal).
-func journalSound(tx *bolt.Tx) error {
+// maxJournalKey bounds the journal's keys and sequence: the journal starts
+// again at 1 at every fold, so no undamaged journal comes near it, and an
+// append past it could wrap the sequence round to keys in use.
+const maxJournalKey = 1 << 48
+
+// journalSound checks that an append of n events can go to the journal:
+// its keys are its own (8 bytes), and the keys the append takes, after the
+// last one (putJournal), stay below maxJournalKey.
+func journalSound(tx *bolt.Tx, n int) error {
 	j := tx.Bucket(bucketJournal4)
 	if j == nil {
 		return corrupt("", string(bucketJournal4), nil, errors.New("bucket missing"))
 	}
-	if k, _ := j.Cursor().Last(); k != nil && len(k) != 8 {
+	k, _ := j.Cursor().Last()
+	switch {
+	case k == nil:
+	case len(k) != 8:
 		return corrupt("", string(bucketJournal4), k, errors.Newf("last key of %d bytes", len(k)))
+	case binary.BigEndian.Uint64(k) > maxJournalKey-uint64(n):
+		return corrupt("", string(bucketJournal4), k, errors.New("last key past any a journal reaches"))
 	}
 	return nil
 }
 
+// lastJournalKey returns the journal's last key as a number (0: empty);
+// journalSound checked it.
+func lastJournalKey(j *bolt.Bucket) uint64 {
+	if k, _ := j.Cursor().Last(); len(k) == 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	return 0
+}
+
 // putJournal appends events (seqs first.., stored bytes vals) to the
 // journal, recording in h where the session's first one is. A sequence
-// below the journal's last key (damage) is raised to it first: the next
-// key is past every entry, and no entry is written over.
+// that is not the journal's last key or past it, or that is past
+// maxJournalKey (damage either way), is set to the last key first: the
+// next key is past every entry, no entry is written over, and the
+// sequence cannot wrap round.
 func (s *sess) putJournal(first uint64, vals [][]byte) error {
 	s.j.FillPercent = 1.0 // keys only ever grow
-	if k, _ := s.j.Cursor().Last(); len(k) == 8 && binary.BigEndian.Uint64(k) > s.j.Sequence() {
-		if err := s.j.SetSequence(binary.BigEndian.Uint64(k)); err != nil {
+	if last, seq := lastJournalKey(s.j), s.j.Sequence(); last > seq || seq > maxJournalKey {
+		if err := s.j.SetSequence(last); err != nil {
 			return err
 		}
 	}
@@ -163,12 +185,14 @@ func (db *DB) foldJournal(tx *bolt.Tx) error {
 
 // canFold returns the sessions of the journal j when folding it can write
 // nothing wrong, or nil: every key is 8 bytes, every entry longer than
-// its header; each session's first entry is the one h records, and the
-// session's state is there; its entries carry the seqs after its last
-// event in e, one by one, up to its head — so no event in e is written
-// over, and none of another session's (a damaged header moves an entry
-// out of that run). The pages of e each session's events go to are
-// walked first, unless this handle has.
+// its header; each session's state is in h, and its record of its first
+// entry, if any, is a value (the fold deletes it: a damaged record is
+// dropped with the rest, and the session's events become readable
+// again); its entries carry the seqs after its last event in e, one by
+// one, up to its head — so no event in e is written over, and none of
+// another session's (a damaged header moves an entry out of that run).
+// The pages of e each session's events go to are walked first, unless
+// this handle has.
 func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 	next := map[[4]byte]uint64{} // a session's next seq in the journal
 	var order [][4]byte
@@ -185,8 +209,9 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 			next[num] = seq + 1
 			continue
 		}
-		first, err := hotValue(h, append(num[:], journalSuffix4))
-		if err != nil || !bytes.Equal(first, k) {
+		// The pointer is for reads; the fold deletes it, and a Delete of
+		// a bucket would fail.
+		if _, err := hotValue(h, append(num[:], journalSuffix4)); err != nil {
 			return nil
 		}
 		if !db.graph.checkedNum(num) {

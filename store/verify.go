@@ -294,6 +294,9 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...an
 			fail("hot bucket: key %x is neither a state, a journal key nor an open call", clipKey(k))
 		}
 	}
+	if j.Sequence() > maxJournalKey {
+		fail("journal: sequence %d is past any a journal reaches", j.Sequence())
+	}
 	seen := map[[4]byte]bool{}
 	c = j.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -305,7 +308,7 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...an
 			fail("journal: key %x is not 8 bytes", clipKey(k))
 			continue
 		}
-		if g := binary.BigEndian.Uint64(k); g == 0 || g > j.Sequence() {
+		if g := binary.BigEndian.Uint64(k); g == 0 || g > j.Sequence() || g > maxJournalKey {
 			// The next append would write over it.
 			fail("journal: key %d is past the journal's sequence %d", g, j.Sequence())
 		}

@@ -5,7 +5,11 @@
 // errors.Is, which a user of strata's packages will reach for first.
 package errmark
 
-import "github.com/cockroachdb/errors"
+import (
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+)
 
 // Mark returns err marked with sentinel: errors.Is(result, sentinel)
 // holds with either errors package, and so does errors.Is(result, x) for
@@ -29,3 +33,10 @@ func (m *marked) Unwrap() error { return m.cause }
 
 // Is reports whether target is the sentinel, for the standard library.
 func (m *marked) Is(target error) bool { return target == m.sentinel }
+
+// Format prints the error as cockroachdb/errors does its own: %+v shows
+// the cause's details and stack.
+func (m *marked) Format(s fmt.State, verb rune) { errors.FormatError(m, s, verb) }
+
+// FormatError adds nothing of its own: the cause says it all.
+func (m *marked) FormatError(errors.Printer) error { return m.cause }

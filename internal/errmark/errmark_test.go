@@ -4,6 +4,7 @@ import (
 	stderrors "errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -37,5 +38,22 @@ func TestMark(t *testing.T) {
 	}
 	if errmark.Mark(nil, errSentinel) != nil {
 		t.Error("Mark(nil) is not nil")
+	}
+}
+
+// %+v prints what cockroachdb/errors prints for its own errors: the
+// cause's stack, also under another errors.Wrap.
+func TestMark_Formatting(t *testing.T) {
+	err := errmark.Mark(errors.Wrap(fs.ErrClosed, "commit"), errSentinel)
+	if got := fmt.Sprintf("%v", err); got != "commit: file already closed" {
+		t.Errorf("%%v = %q", got)
+	}
+	for _, e := range []error{err, errors.Wrap(err, "outer")} {
+		if got := fmt.Sprintf("%+v", e); !strings.Contains(got, "errmark_test.go") {
+			t.Errorf("%%+v has no stack frame of the wrapped error:\n%s", got)
+		}
+	}
+	if hs := errors.GetAllHints(errmark.Mark(errors.WithHint(errSentinel, "do this"), errSentinel)); len(hs) != 1 {
+		t.Errorf("hints %v", hs)
 	}
 }

@@ -75,7 +75,7 @@ type Options struct {
 	// DefaultFormat (4: a journal shared by every session, schema.go). 1,
 	// 2 and 3 make the older layouts, for a file that an older strata must
 	// read (as pebble's FormatMajorVersion does): 2 was the default before
-	// format 4, with a bucket per session — about 10% faster than format 4
+	// format 4, with a bucket per session — up to 10% faster than format 4
 	// at bulk loads of new sessions, 1.7 times slower at many sessions
 	// appending at once; 3 kept every session's newest records in one
 	// bucket. An existing file keeps its own format, which Open reads from

@@ -96,14 +96,7 @@ func TestFormat4_FoldChecksEntryHeaders(t *testing.T) {
 // journal, of new sessions — go on.
 func TestFormat4_DamagedPointerDoesNotStopAppends(t *testing.T) {
 	path, _ := fixture4(t)
-	editBolt(t, path, func(tx *bolt.Tx) error {
-		h := tx.Bucket([]byte("h"))
-		if err := h.Delete(key3(0, []byte{1})); err != nil { // a's pointer
-			return err
-		}
-		_, err := h.CreateBucket(key3(0, []byte{1}))
-		return err
-	})
+	editBolt(t, path, pointerAsBucket)
 	db := open4(t, path, 4)
 	defer db.Close()
 	failed := 0
@@ -192,14 +185,7 @@ func TestFormat4_SequenceBelowTheLastKey(t *testing.T) {
 // commit), and b's append in the same commit goes in.
 func TestFormat4_DamagedPointerFailsItsAppendAlone(t *testing.T) {
 	path, _ := fixture4(t)
-	editBolt(t, path, func(tx *bolt.Tx) error {
-		h := tx.Bucket([]byte("h"))
-		if err := h.Delete(key3(0, []byte{1})); err != nil {
-			return err
-		}
-		_, err := h.CreateBucket(key3(0, []byte{1}))
-		return err
-	})
+	editBolt(t, path, pointerAsBucket)
 	db := open4(t, path, 100)
 	defer db.Close()
 	now := int64(1)
@@ -359,14 +345,7 @@ func TestFormat4_LastKeyAtTheTop(t *testing.T) {
 // cockroachdb/errors, also wrapped; errors.As finds it.
 func TestCorruptError_Is(t *testing.T) {
 	path, _ := fixture4(t)
-	editBolt(t, path, func(tx *bolt.Tx) error { // a's pointer holds a bucket
-		h := tx.Bucket([]byte("h"))
-		if err := h.Delete(key3(0, []byte{1})); err != nil {
-			return err
-		}
-		_, err := h.CreateBucket(key3(0, []byte{1}))
-		return err
-	})
+	editBolt(t, path, pointerAsBucket)
 	db := open4(t, path, 100)
 	defer db.Close()
 	_, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "x"})
@@ -379,4 +358,16 @@ func TestCorruptError_Is(t *testing.T) {
 			t.Errorf("errors.As(%v) = %v", e, ce)
 		}
 	}
+}
+
+// pointerAsBucket damages fixture4's file: a's journal pointer <0> 0x01
+// holds a bucket (its leaf element's flags say so: one bit), which a Get
+// reads as absent and a Put or Delete refuses.
+func pointerAsBucket(tx *bolt.Tx) error {
+	h := tx.Bucket([]byte("h"))
+	if err := h.Delete(key3(0, []byte{1})); err != nil {
+		return err
+	}
+	_, err := h.CreateBucket(key3(0, []byte{1}))
+	return err
 }

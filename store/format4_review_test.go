@@ -262,25 +262,6 @@ func TestFormat4_DeletedPointerHeals(t *testing.T) {
 	}
 }
 
-// readAll4 checks that every session of m reads back as m holds it.
-func readAll4(t *testing.T, db *store.DB, m model4) {
-	t.Helper()
-	for id := range m {
-		var got []tier.Event
-		err := db.View(func(s *store.Snapshot) error {
-			return s.Events(id, 1, uint64(len(m[id])), func(e tier.Event) error {
-				got = append(got, e)
-				return nil
-			})
-		})
-		if err != nil {
-			t.Errorf("session %q: %v", id, err)
-		} else if d := sameEvents(got, m[id]); d != "" {
-			t.Errorf("session %q reads back wrong: %s", id, d)
-		}
-	}
-}
-
 // TestFormat4_SequenceAtTheTop: the journal's sequence damaged to the top
 // of uint64 (eight 0xFF bytes in j's bucket header) would make the next
 // key wrap round to 0, 1, 2 — over other sessions' entries, or before the
@@ -304,7 +285,7 @@ func TestFormat4_SequenceAtTheTop(t *testing.T) {
 			}
 			db := open4(t, path, 100)
 			m.gen(t, db, id, 3) // small: to the journal
-			readAll4(t, db, m)
+			checkReads4(t, db, m)
 			mustClose(t, db)
 			if l := readLayout4(t, path); l.jseq != 8 {
 				t.Errorf("journal sequence %d after the append, want 8 (5 and 3 more)", l.jseq)
@@ -333,7 +314,7 @@ func TestFormat4_LastKeyAtTheTop(t *testing.T) {
 		t.Errorf("append to c = %v, want ErrCorrupt naming the last key", err)
 	}
 	delete(m, "b") // its seq 3 is the damaged entry: read to 2 below
-	readAll4(t, db, m)
+	checkReads4(t, db, m)
 	mustClose(t, db)
 	if l := readLayout4(t, path); len(l.journal) != 5 {
 		t.Errorf("%d journal entries after the refused append, want 5", len(l.journal))

@@ -266,10 +266,11 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...an
 		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
 		return
 	}
-	for _, b := range []*bolt.Bucket{h, j} {
-		if k := unseekable(b); k != nil {
-			fail("%s: key %x is not found by a seek (a damaged branch page)", map[bool]string{true: "hot bucket", false: "journal"}[b == h], clipKey(k))
-		}
+	if k := unseekable(h); k != nil {
+		fail("hot bucket: key %x is not found by a seek (a damaged branch page)", clipKey(k))
+	}
+	if k := unseekable(j); k != nil {
+		fail("journal: key %x is not found by a seek (a damaged branch page)", clipKey(k))
 	}
 	firsts := map[[4]byte][]byte{} // h's record of each session's first journal key
 	c := h.Cursor()

@@ -100,6 +100,9 @@ func (db *DB) submit(req *writeReq) {
 		return
 	}
 	db.queued.Add(1)
+	if req.commit == nil {
+		db.queuedApp.Add(1)
+	}
 	_ = hook("queued") // a step tests wait on; it cannot fail
 	db.writes <- req
 	db.release()
@@ -140,6 +143,7 @@ func (db *DB) committer() {
 		}
 		batch = db.commitBatch(batch, wait)
 		db.queued.Add(-int32(len(batch)))
+		db.queuedApp.Add(-int32(appendsIn(batch)))
 		db.commitMu.Unlock()
 	}
 }
@@ -258,13 +262,18 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	start := time.Now()
 	defer func() {
 		// For gather: how long a commit takes, and how many appenders
-		// are active — this batch's and those queued behind it.
+		// are active — this batch's and those queued behind it. A
+		// compaction's commit queued meanwhile is not an appender: counted
+		// as one, it would keep the next commit of a pipeline (one
+		// appender, one compactor) waiting for an append that is not
+		// coming.
 		db.lastCommit.Store(int64(time.Since(start)))
-		pending := db.queued.Load()
+		n := int32(appendsIn(batch))
+		pending := db.queuedApp.Load()
 		if wait != nil {
-			pending -= int32(len(batch)) // the committer's batch is counted in queued
+			pending -= n // the committer's batch is counted in queuedApp
 		}
-		db.active.Store(int32(appendsIn(batch)) + pending)
+		db.active.Store(n + pending)
 	}()
 	err := db.update(func(tx *bolt.Tx) error {
 		for i := 0; ; i++ {

@@ -33,6 +33,7 @@ type DB struct {
 	commitMu  sync.Mutex     // held while writes commit (the committer, or submit itself)
 	appending atomic.Int32   // Append calls submitted and not yet committed
 	queued    atomic.Int32   // writes handed to the committer and not yet committed
+	queuedApp atomic.Int32   // of those, the appends (not compactions' commits)
 	// For Options.CommitWait: when an append last committed (Unix ns), and
 	// whether the last commit that waited for company got it.
 	lastAppend atomic.Int64

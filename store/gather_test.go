@@ -2,6 +2,7 @@ package store
 
 import (
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,5 +155,70 @@ func TestGather_NoWait(t *testing.T) {
 				t.Errorf("%d waits, %d transactions; want none and 3", len(waits), len(commits))
 			}
 		})
+	}
+}
+
+// TestGather_ACompactionsCommitIsNotAnAppender: a pipeline — one goroutine
+// appending, another committing compactions — has one appender. A
+// compaction's commit queued while an append commits must not count as a
+// second one: the next commit, carrying that commit and the next append,
+// would wait GroupWait for an append that is not coming (the bulk replay
+// of the real sessions ran 25% slower so).
+func TestGather_ACompactionsCommitIsNotAnAppender(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "strata.db"), Options{Create: true, NoSync: true, GroupWait: time.Minute, CommitWait: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Append("s",
+		tier.Event{Kind: tier.KindUser, Text: "go"},
+		tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
+		tier.Event{Kind: tier.KindUser, Text: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.PlanSpan("s", SpanPolicy{Events: 3}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := Summary{Narrative: "x rejected", Claims: p.Required.Claims(), Summarizer: "test"}
+
+	held, release, queued := make(chan struct{}), make(chan struct{}), make(chan struct{}, 4)
+	var first atomic.Bool
+	var waits atomic.Int32
+	t.Cleanup(SetTestHook(func(step string) error {
+		switch step {
+		case "commit":
+			if first.CompareAndSwap(false, true) {
+				close(held)
+				<-release
+			}
+		case "queued":
+			queued <- struct{}{}
+		case "gather":
+			waits.Add(1)
+		}
+		return nil
+	}))
+	appended := appendAsync(db, "a") // commits itself, and is held in its transaction
+	<-held
+	committed := make(chan error, 1)
+	go func() {
+		_, err := db.Commit(p, sum) // an append is in flight: it waits for the next one
+		committed <- err
+	}()
+	<-queued
+	close(release)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if got := db.active.Load(); got != 1 {
+		t.Errorf("active = %d after one append with a compaction's commit queued behind it, want 1", got)
+	}
+	appendWithin(t, db, "the commit carrying the compaction and the next append waited for another appender")
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if n := waits.Load(); n != 0 {
+		t.Errorf("%d gathers waited, want none", n)
 	}
 }

@@ -56,7 +56,8 @@ type Options struct {
 	CommitWait time.Duration
 
 	// GroupWait is how long a group commit waits for the next append when
-	// it holds fewer than were active at the last commit: appenders that
+	// it holds fewer appends than were active at the last commit (a
+	// compaction's commit is not an appender): appenders that
 	// commit, come back and append again then share one commit rather
 	// than split into a commit of the first one back and one of the rest.
 	// Each arrival restarts the wait; the wait is never longer than a

@@ -526,20 +526,60 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassDisposition:
 		var v tier.Disposition
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			l.Dispositions[r.Name] = v
+			if v.Reason, err = s.ledgerText(name, key, v.Reason, v.Seq, func(e *tier.Event) bool {
+				return e.Kind == v.State && e.Kind.IsDisposition() && e.By == v.By ||
+					v.State == tier.KindFailed && e.Kind == tier.KindToolResult && e.Failed && v.By == ""
+			}); err == nil {
+				l.Dispositions[r.Name] = v
+			}
 		}
 	case tier.ClassConstraint:
 		var v tier.Constraint
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			l.Constraints[r.Name] = v
+			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, func(e *tier.Event) bool {
+				return e.Kind == tier.KindConstraint
+			}); err == nil {
+				l.Constraints[r.Name] = v
+			}
 		}
 	case tier.ClassArtifact:
 		var v tier.Artifact
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			l.Artifacts[r.Name] = v
+			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, func(e *tier.Event) bool {
+				return e.Kind == tier.KindArtifact
+			}); err == nil {
+				l.Artifacts[r.Name] = v
+			}
 		}
 	}
 	return err
+}
+
+// ledgerText returns the text of the ledger entry at key of bucket name,
+// whose record holds stored and names the event at seq. Formats 1 to 4 keep
+// the text in the record. Format 5 keeps it only in that event — every
+// disposition, constraint and artifact is made by one event, and its text is
+// that event's, so the record is a few dozen bytes where a policy text of
+// kilobytes took two pages of its own (ledgerTextsInEvents) — and the event must
+// be one that makes this entry: its key, and a kind ok accepts.
+func (s *sess) ledgerText(name, key []byte, stored string, seq uint64, ok func(*tier.Event) bool) (string, error) {
+	if !ledgerTextsInEvents(s.f) {
+		return stored, nil
+	}
+	if stored != "" {
+		return "", corrupt(s.id, string(name), key, errors.New("the record holds a text: format 5 keeps it in the event"))
+	}
+	if seq == 0 {
+		return "", corrupt(s.id, string(name), key, errors.New("the record names no event"))
+	}
+	e, _, err := s.event(seq)
+	if err != nil {
+		return "", corrupt(s.id, string(name), key, errors.Wrapf(err, "the record names event %d", seq))
+	}
+	if e.Key != string(key) || !ok(&e) {
+		return "", corrupt(s.id, string(name), key, errors.Newf("the record names event %d, a %s of key %q", seq, e.Kind, e.Key))
+	}
+	return e.Text, nil
 }
 
 func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
@@ -554,14 +594,23 @@ func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassDisposition:
 		var x tier.Disposition
 		x, ok = l.Dispositions[r.Name]
+		if ledgerTextsInEvents(s.f) {
+			x.Reason = "" // the event's text (ledgerText)
+		}
 		v = &x
 	case tier.ClassConstraint:
 		var x tier.Constraint
 		x, ok = l.Constraints[r.Name]
+		if ledgerTextsInEvents(s.f) {
+			x.Text = ""
+		}
 		v = &x
 	case tier.ClassArtifact:
 		var x tier.Artifact
 		x, ok = l.Artifacts[r.Name]
+		if ledgerTextsInEvents(s.f) {
+			x.Text = ""
+		}
 		v = &x
 	}
 	b, err := s.tbl(name)

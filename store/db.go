@@ -191,11 +191,11 @@ func (db *DB) init(fresh bool) error {
 			switch format {
 			case 1:
 				_, err = tx.CreateBucket(bucketSessions)
-			case 3, 4:
+			case 3, 4, 5:
 				if _, err = tx.CreateBucket(bucketEvents3); err == nil {
 					err = m.Put(keyNextSess3, make([]byte, 4))
 				}
-				if err == nil && format == 4 {
+				if err == nil && format >= 4 {
 					if _, err = tx.CreateBucket(bucketHot4); err == nil {
 						_, err = tx.CreateBucket(bucketJournal4)
 					}
@@ -232,8 +232,8 @@ func (db *DB) init(fresh bool) error {
 		if rec.Format >= 3 && tx.Bucket(bucketEvents3) == nil {
 			return errors.Wrapf(ErrNotStrata, "%s: a format %d file without its events bucket", db.path, rec.Format)
 		}
-		if rec.Format == 4 && (tx.Bucket(bucketHot4) == nil || tx.Bucket(bucketJournal4) == nil) {
-			return errors.Wrapf(ErrNotStrata, "%s: a format 4 file without its hot bucket or journal", db.path)
+		if rec.Format >= 4 && (tx.Bucket(bucketHot4) == nil || tx.Bucket(bucketJournal4) == nil) {
+			return errors.Wrapf(ErrNotStrata, "%s: a format %d file without its hot bucket or journal", db.path, rec.Format)
 		}
 		db.format = rec.Format
 		return nil

@@ -1,6 +1,10 @@
 package store
 
-import bolt "go.etcd.io/bbolt"
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/tier"
+)
 
 // Hooks for the external tests (package store_test). They live in package
 // store_test because they open databases through internal/dbtest, which
@@ -32,4 +36,28 @@ func JournalState(db *DB) (seq uint64, entries, pointers int, err error) {
 		return nil
 	})
 	return
+}
+
+// EncodeLedgerRecord encodes v — a *tier.Disposition, *tier.Constraint or
+// *tier.Artifact — as the ledger stores it.
+func EncodeLedgerRecord(v any) ([]byte, error) {
+	switch v.(type) {
+	case *tier.Disposition:
+		return encode(recDisp, v)
+	case *tier.Constraint:
+		return encode(recConstraint, v)
+	}
+	return encode(recArtifact, v)
+}
+
+// DecodeLedgerRecord decodes a stored ledger record into v, as
+// EncodeLedgerRecord.
+func DecodeLedgerRecord(raw []byte, v any) error {
+	switch v.(type) {
+	case *tier.Disposition:
+		return decode(recDisp, raw, v)
+	case *tier.Constraint:
+		return decode(recConstraint, raw, v)
+	}
+	return decode(recArtifact, raw, v)
 }

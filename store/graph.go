@@ -146,6 +146,7 @@ var (
 		2: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(2))},
 		3: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(3))},
 		4: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(4))},
+		5: {child: func([]byte) *pagePolicy { return valuePages }, buckets: sortedNames(subBuckets(5))},
 	}
 	// topPages is the root bucket: meta, and the pages listing the sessions
 	// without the sessions themselves — in format 2 the root's own, in

@@ -9,18 +9,32 @@ import (
 // FormatVersion is the newest on-disk format this strata knows. It reads
 // and writes every format from 1 to FormatVersion; a database with a
 // higher version is refused at Open with ErrFormatTooNew.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // DefaultFormat is the format Open creates when Options.Format is zero:
-// format 4, whose journal lets a group commit of many sessions write a
-// few pages where formats 2 and 3 write one or two per session, and whose
-// folds fill each session's leaves as one session appending alone does.
-// Format 3, which put every session's newest records in one bucket without
-// a journal, took 10% more space where sessions append in turn (a leaf
-// holding one session's newest events also held its neighbour's, and the
-// splits there left part-filled pages).
-const DefaultFormat = 4
+// format 5, which is format 4 with the texts of the ledger kept only in the
+// events that made them. Format 4's journal lets a group commit of many
+// sessions write a few pages where formats 2 and 3 write one or two per
+// session, and its folds fill each session's leaves as one session
+// appending alone does. Format 3, which put every session's newest records
+// in one bucket without a journal, took 10% more space where sessions
+// append in turn (a leaf holding one session's newest events also held its
+// neighbour's, and the splits there left part-filled pages).
+const DefaultFormat = 5
 
+// ledgerTextsInEvents reports whether format f keeps the text of a
+// disposition (its reason), a constraint or an artifact only in the event
+// that made it, the record naming that event by seq: format 5. Formats 1 to
+// 4 copy it into the record, and a text of kilobytes (the policy a tau-bench
+// session starts with, a failed tool's output) took two pages of the
+// session's ledger bucket beside the event's own, written again by every
+// commit that touched the bucket: 1.3 pages per commit in the bulk replay of
+// the real sessions, about a tenth of what the commit wrote.
+func ledgerTextsInEvents(f int) bool { return f >= 5 }
+
+// Format 5 is format 4 (below), with the ledger's records holding no text
+// (ledgerTextsInEvents).
+//
 // Bucket layout (one bbolt file), format 4:
 //
 //	meta/format, meta/next      → as in format 3

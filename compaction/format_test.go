@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -26,7 +27,11 @@ func TestFormats_SameBehaviour(t *testing.T) {
 		clock := func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 		db := dbtest.Open(t, store.Options{NoSync: true, Format: format, Clock: clock, JournalEvents: 3})
 		opts := compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryTurns: 1, Fold: 2}}
-		agentLoop(t, db, newCompactor(t, db, opts), session, events[:half])
+		// A run of events first (format 5 keeps them in the session's
+		// bucket while it is cold), then one at a time (the journal; format
+		// 5 moves the state to the hot bucket).
+		bulk(t, db, newCompactor(t, db, opts), session, events[:half/2])
+		agentLoop(t, db, newCompactor(t, db, opts), session, events[half/2:half])
 		lossy := compaction.Options{Summarizer: mustLossy(t, compaction.DropNegatives), Policy: compaction.Policy{EveryTurns: 1}}
 		agentLoop(t, db, newCompactor(t, db, lossy), session, events[half:half+5])
 		// Reopened, the file keeps its format (Options.Format is for
@@ -49,7 +54,11 @@ func TestFormats_SameBehaviour(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		agentLoop(t, db, newCompactor(t, db, opts), session, events[half+5:])
+		// Two runs: the first joins the journal, whose commit folds it;
+		// the second goes straight to the events bucket (formats 3 to 5).
+		bulk(t, db, newCompactor(t, db, opts), session, events[half+5:half+13])
+		bulk(t, db, newCompactor(t, db, opts), session, events[half+13:half+21])
+		agentLoop(t, db, newCompactor(t, db, opts), session, events[half+21:])
 		for id := uint64(1); ; id++ {
 			rc, err := db.Resume(session, id)
 			if err != nil {
@@ -90,6 +99,17 @@ func TestFormats_SameBehaviour(t *testing.T) {
 		if fmt.Sprint(n1) != fmt.Sprint(n2) {
 			t.Errorf("the nodes differ between formats 1 and %d:\n%v\n%v", f, n1, n2)
 		}
+	}
+}
+
+// bulk appends events to session in one call, and compacts.
+func bulk(t *testing.T, db *store.DB, c *compaction.Compactor, session string, events []tier.Event) {
+	t.Helper()
+	if _, err := db.Append(session, events...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(context.Background(), session); err != nil {
+		t.Fatal(err)
 	}
 }
 

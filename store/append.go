@@ -376,7 +376,7 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		if st, err = s.state(); err != nil {
 			return nil, err
 		}
-		if _, err := s.l0(); err != nil {
+		if _, err := s.direct(); err != nil {
 			return nil, err
 		}
 	} else if s.f >= 3 {
@@ -468,6 +468,12 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 			if err := journalSound(tx, len(vals)); err != nil {
 				return nil, err
 			}
+			if s.cold {
+				// What warm will write must be sound.
+				if err := s.canWarm(); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, journal: journal, head: head, turn: turn}, nil
@@ -487,17 +493,22 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 		}
 	}
 	if p.journal {
+		if s.cold {
+			if err := s.warm(); err != nil {
+				return AppendResult{}, err
+			}
+		}
 		if err := s.putJournal(st.Head+1, p.vals); err != nil {
 			return AppendResult{}, err
 		}
 	} else {
-		l0, err := s.l0()
+		d, err := s.direct()
 		if err != nil {
 			return AppendResult{}, err
 		}
-		l0.FillPercent = 1.0 // appends: keys only ever grow
+		d.b.FillPercent = 1.0 // appends: keys only ever grow
 		for i := range events {
-			if err := l0.Put(s.eventKey(events[i].Seq), p.vals[i]); err != nil {
+			if err := d.b.Put(s.eventKey(d.style, events[i].Seq), p.vals[i]); err != nil {
 				return AppendResult{}, err
 			}
 		}

@@ -30,8 +30,10 @@ func seqKey(seq uint64) []byte {
 // are in the events bucket "e" under the session's number (key 0x00 of its
 // bucket); in format 4 the state and open calls are in the hot bucket "h"
 // under the number, and an event is in "e" once folded, or in the journal
-// "j" (behind its session number and seq) before. The rest is in the
-// session's bucket either way.
+// "j" (behind its session number and seq) before; in format 5 a cold
+// session's are where format 2 puts them, and a hot one's as in format 4,
+// but for the events it was appended while cold, in its own bucket. The
+// rest is in the session's bucket either way.
 func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (path []string, fileKey []byte, off int) {
 	t.Helper()
 	sb := "s/" + session
@@ -45,6 +47,11 @@ func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (path []
 			t.Fatalf("session %q: number %x, events bucket %v", session, num, tx.Bucket([]byte("e")) != nil)
 		}
 		hot, prefix = []string{"e"}, bytes.Clone(num)
+		if b.Get([]byte{0xFF}) != nil {
+			// Format 5, a cold session: everything in its bucket, as in
+			// format 2.
+			hot, prefix = []string{sb}, nil
+		}
 	}
 	under := func(suffix ...byte) []byte {
 		return append(append(bytes.Clone(prefix), suffix...), key...)
@@ -52,6 +59,9 @@ func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (path []
 	if tx.Bucket([]byte("h")) != nil && prefix != nil { // format 4
 		switch {
 		case sub == "l0":
+			if k := append([]byte{0xFE}, key...); b.Get(k) != nil {
+				return []string{sb}, k, 0 // format 5: appended while cold
+			}
 			if k := under(0xFE); tx.Bucket([]byte("e")).Get(k) != nil {
 				return hot, k, 0
 			}

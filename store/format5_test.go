@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"encoding/binary"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,6 +202,214 @@ func TestFormat5_LedgerRecordDamage(t *testing.T) {
 			}
 			if !strings.Contains(problems(rep), tc.key) {
 				t.Errorf("Verify does not name %s:\n%s", tc.key, problems(rep))
+			}
+		})
+	}
+}
+
+// cold5 is what a format 5 session's own bucket holds of what format 4
+// puts elsewhere.
+type cold5 struct {
+	num    uint32
+	events []uint64 // 0xFE <seq>
+	state  bool     // 0xFF
+	open   []string // the keys of the 0xFF "open" bucket; nil: no bucket
+	bucket bool     // the open bucket is there
+}
+
+// readCold5 reads session id's bucket of the closed file at path.
+func readCold5(t *testing.T, path, id string) cold5 {
+	t.Helper()
+	var c cold5
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("s/" + id))
+		if b == nil {
+			t.Fatalf("no bucket for session %q", id)
+		}
+		c.num = binary.BigEndian.Uint32(b.Get([]byte{0}))
+		_ = b.ForEach(func(k, v []byte) error {
+			if len(k) == 9 && k[0] == 0xFE {
+				c.events = append(c.events, binary.BigEndian.Uint64(k[1:]))
+			}
+			return nil
+		})
+		c.state = b.Get([]byte{0xFF}) != nil
+		if o := b.Bucket([]byte("\xffopen")); o != nil {
+			c.bucket = true
+			c.open = keysOf(o)
+		}
+		return nil
+	})
+	return c
+}
+
+// hotKeysOf lists the keys of h of session number n, without the number.
+func hotKeysOf(l layout4, n uint32) (out []string) {
+	for _, k := range l.hot {
+		if len(k) >= 4 && binary.BigEndian.Uint32([]byte(k)) == n {
+			out = append(out, k[4:])
+		}
+	}
+	return out
+}
+
+// TestFormat5_ColdAndHot follows one session through format 5's layout,
+// reading the file through bbolt at each step, beside a second session
+// that only ever appends runs: while a session appends runs of events it
+// is cold — its events, state and open calls in its own bucket as in
+// format 2, nothing of it in h, e or j; its first small append turns it
+// hot — state and open calls move to h, e gets its id key, the events stay
+// — and from then on it is format 4's: the journal, folds into e (the
+// first one finds its older events in its own bucket), runs straight to e
+// when the journal is empty. Every read merges the three places, before
+// and after a reopen, and Verify finds nothing.
+func TestFormat5_ColdAndHot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	open := func() *store.DB {
+		db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: 5, JournalEvents: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	m := model4{}
+	m.gen(t, db, "a", 10) // a run: cold; call-10 is open
+	m.gen(t, db, "b", 9)
+	mustClose(t, db)
+
+	for _, id := range []string{"a", "b"} {
+		c, l := readCold5(t, path, id), readLayout4(t, path)
+		if !slices.Equal(c.events, seqRange(1, uint64(len(m[id])))) || !c.state || !c.bucket {
+			t.Errorf("cold %q: its bucket holds events %v, state %v, open bucket %v", id, c.events, c.state, c.bucket)
+		}
+		if hk := hotKeysOf(l, c.num); len(hk) != 0 || len(l.events[c.num]) != 0 || l.ids[c.num] != "" || len(l.journal) != 0 {
+			t.Errorf("cold %q: h %q, e %v, id %q, journal %d entries", id, hk, l.events[c.num], l.ids[c.num], len(l.journal))
+		}
+	}
+	if c := readCold5(t, path, "a"); !slices.Equal(c.open, []string{"call-10"}) {
+		t.Errorf("cold a: open calls %q, want call-10", c.open)
+	}
+
+	db = open()
+	m.add(t, db, "a", tier.Event{Kind: tier.KindUser, Text: "a/11"}) // small: a turns hot; call-10 stays open
+	m.gen(t, db, "a", 1)
+	mustClose(t, db)
+	c, l := readCold5(t, path, "a"), readLayout4(t, path)
+	if !slices.Equal(c.events, seqRange(1, 10)) || c.state || c.bucket {
+		t.Errorf("hot a: its bucket holds events %v, state %v, open bucket %v", c.events, c.state, c.bucket)
+	}
+	if hk := hotKeysOf(l, c.num); !slices.Equal(hk, []string{"\x00", "\x01", "ocall-10"}) {
+		t.Errorf("hot a: h holds %q, want the state, the journal key and call-10", hk)
+	}
+	if _, seqs := l.journalOf(c.num); l.ids[c.num] != "a" || !slices.Equal(seqs, []uint64{11, 12}) || len(l.events[c.num]) != 0 {
+		t.Errorf("hot a: id key %q, journal seqs %v, e %v", l.ids[c.num], seqs, l.events[c.num])
+	}
+
+	db = open()
+	checkReads4(t, db, m)
+	m.gen(t, db, "a", 2) // the journal reaches 4: the commit folds it
+	m.gen(t, db, "a", 8) // a run, the journal empty: straight to e
+	m.gen(t, db, "b", 8) // b is still cold
+	m.gen(t, db, "a", 1)
+	checkReads4(t, db, m)
+	mustClose(t, db)
+	c, l = readCold5(t, path, "a"), readLayout4(t, path)
+	if _, seqs := l.journalOf(c.num); !slices.Equal(c.events, seqRange(1, 10)) || !slices.Equal(l.events[c.num], seqRange(11, 22)) || !slices.Equal(seqs, []uint64{23}) {
+		t.Errorf("a after the fold: its bucket %v, e %v, journal %v; want 1..10, 11..22, 23", c.events, l.events[c.num], seqs)
+	}
+	if b := readCold5(t, path, "b"); !slices.Equal(b.events, seqRange(1, 17)) || !b.state || len(hotKeysOf(l, b.num)) != 0 {
+		t.Errorf("cold b: its bucket holds %v, state %v, h %q", b.events, b.state, hotKeysOf(l, b.num))
+	}
+
+	db = open()
+	defer mustClose(t, db)
+	checkReads4(t, db, m)
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("Verify: %v %v", rep.Problems, err)
+	}
+}
+
+// TestFormat5_ColdSessionDamage: records of a cold session's number in h,
+// e or j, a cold session without its state, a hot one without its: Verify
+// names each, reads of the session fail with ErrCorrupt rather than
+// guess, and an append that would turn a session with stray records hot
+// fails alone.
+func TestFormat5_ColdSessionDamage(t *testing.T) {
+	fixture := func(t *testing.T) (string, uint32, uint32) {
+		path := filepath.Join(t.TempDir(), "strata.db")
+		db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: 5, JournalEvents: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := model4{}
+		m.gen(t, db, "cold", 10)
+		m.gen(t, db, "hot", 10)
+		m.gen(t, db, "hot", 1)
+		mustClose(t, db)
+		return path, readCold5(t, path, "cold").num, readCold5(t, path, "hot").num
+	}
+	num := func(n uint32, rest ...byte) []byte { return append(binary.BigEndian.AppendUint32(nil, n), rest...) }
+	cases := []struct {
+		name    string
+		damage  func(tx *bolt.Tx, cold, hot uint32) error
+		verify  string // what Verify reports
+		session string // whose reads fail
+		warm    bool   // an append turning "cold" hot fails
+	}{
+		{"a state in h of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
+			return tx.Bucket([]byte("h")).Put(num(cold, 0x00), tx.Bucket([]byte("s/cold")).Get([]byte{0xFF}))
+		}, `hot bucket: key 00000000000000 of session "cold", which is cold`, "", true},
+		{"an id key in e of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
+			return tx.Bucket([]byte("e")).Put(num(cold, 0xFF, 0x00), []byte("cold"))
+		}, `which is cold`, "", true},
+		{"a journal entry of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
+			j := tx.Bucket([]byte("j"))
+			g, _ := j.NextSequence()
+			return j.Put(binary.BigEndian.AppendUint64(nil, g), num(cold, 0, 0, 0, 0, 0, 0, 0, 11, 0x90))
+		}, `of session "cold", which is cold`, "", false},
+		{"a cold session without its state", func(tx *bolt.Tx, _, _ uint32) error {
+			return tx.Bucket([]byte("s/cold")).Delete([]byte{0xFF})
+		}, "cold", "cold", false},
+		{"a hot session without its state", func(tx *bolt.Tx, _, hot uint32) error {
+			return tx.Bucket([]byte("h")).Delete(num(hot, 0x00))
+		}, "hot", "hot", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path, cold, hot := fixture(t)
+			b, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Update(func(tx *bolt.Tx) error { return tc.damage(tx, cold, hot) }); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			// Replace the key in the expected text with the real one.
+			want := strings.ReplaceAll(tc.verify, "00000000000000", fmt.Sprintf("%x", num(cold, 0x00)))
+			if ps := verifyPath(t, path); !strings.Contains(fmt.Sprint(ps), want) {
+				t.Errorf("Verify: %v, want a problem containing %q", ps, want)
+			}
+			db, err := store.Open(path, store.Options{NoSync: true, JournalEvents: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mustClose(t, db)
+			if tc.session != "" {
+				err := db.View(func(s *store.Snapshot) error { _, err := s.Info(tc.session); return err })
+				if !errors.Is(err, store.ErrCorrupt) {
+					t.Errorf("Info(%q): %v, want ErrCorrupt", tc.session, err)
+				}
+			}
+			if tc.warm {
+				if _, err := db.Append("cold", tier.Event{Kind: tier.KindUser, Text: "hi"}); !errors.Is(err, store.ErrCorrupt) {
+					t.Errorf("an append turning cold hot: %v, want ErrCorrupt", err)
+				}
+				if _, err := db.Append("other", tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
+					t.Errorf("another session's append: %v", err)
+				}
 			}
 		})
 	}

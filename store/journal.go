@@ -228,6 +228,9 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 			}
 		}
 		last, ok := lastEventSeq(e, num)
+		if ok && last == 0 && db.format >= 5 {
+			last, ok = db.lastColdSeq(tx, e, num)
+		}
 		if !ok || seq != last+1 {
 			return nil
 		}
@@ -242,6 +245,37 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 		}
 	}
 	return order
+}
+
+// lastColdSeq returns the seq of the last event of session num of format
+// 5 in its own bucket (0: none) — the events it was appended while cold,
+// the ones before its first in the journal when it has none in the events
+// bucket. ok is false when the events bucket has no id key for num or no
+// such session, its pages are damaged, or the key before the session's
+// other keys is not an event's.
+func (db *DB) lastColdSeq(tx *bolt.Tx, e *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
+	id := e.Get(append(num[:], stateSuffix3, idSuffix3))
+	if id == nil || CheckSession(string(id)) != nil {
+		return 0, false
+	}
+	s, err := db.session(tx, string(id))
+	if err != nil || s.b == nil || s.num != num {
+		return 0, false
+	}
+	c := s.b.Cursor()
+	var k, v []byte
+	if at, _ := c.Seek(stateKey2); at == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if k == nil || k[0] != eventPrefix {
+		return 0, true
+	}
+	if len(k) != 9 || v == nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), true
 }
 
 // lastEventSeq returns the seq of session num's last event in the events
@@ -262,4 +296,49 @@ func lastEventSeq(e *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
 		return 0, false
 	}
 	return binary.BigEndian.Uint64(k[5:]), true
+}
+
+// canWarm checks that a cold session of format 5 can turn hot (warm): no
+// key of the hot bucket or of the events bucket carries its number yet —
+// one would be damage, and a Put over a bucket there would fail half-way
+// through a commit. The events bucket's pages where the keys go were
+// walked when the session was first read (DB.session).
+func (s *sess) canWarm() error {
+	for _, b := range []struct {
+		name string
+		b    *bolt.Bucket
+	}{{string(bucketHot4), s.h}, {string(bucketEvents3), s.e}} {
+		if k, _ := b.b.Cursor().Seek(s.num[:]); bytes.HasPrefix(k, s.num[:]) {
+			return corrupt(s.id, b.name, k, errors.New("a key of a session that has never been hot"))
+		}
+	}
+	return nil
+}
+
+// warm turns a cold session of format 5 hot, before its first append to
+// the journal: its state and open calls move from its bucket to the hot
+// bucket, beside every hot session's, and the events bucket gets its id
+// key, by which a fold finds the session of a journal entry. Its events
+// stay where they are. The caller writes the state (putState) after.
+func (s *sess) warm() error {
+	if err := s.b.Delete(stateKey2); err != nil {
+		return err
+	}
+	if open := s.b.Bucket(keyOpen2); open != nil {
+		err := open.ForEach(func(k, v []byte) error {
+			return s.h.Put(append(append(s.num[:], openSuffix3), k...), v)
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.b.DeleteBucket(keyOpen2); err != nil {
+			return err
+		}
+	}
+	s.e.FillPercent = 1.0
+	if err := s.e.Put(append(s.num[:], stateSuffix3, idSuffix3), []byte(s.id)); err != nil {
+		return err
+	}
+	s.cold = false
+	return nil
 }

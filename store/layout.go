@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -46,6 +47,8 @@ func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
 		return nil, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
 	}
 	s.num = [4]byte(num)
+	// Format 5: a session is cold while its bucket holds its state.
+	s.cold = f >= 5 && b.Get(stateKey2) != nil
 	if f >= 4 {
 		if s.h = tx.Bucket(bucketHot4); s.h == nil {
 			return nil, corrupt(id, string(bucketHot4), nil, errors.New("bucket missing"))
@@ -87,6 +90,15 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 		}
 		if err := b.Put(keyNum3, num[:]); err != nil {
 			return nil, err
+		}
+		if f >= 5 {
+			// Cold: nothing of it outside its bucket yet (warm writes the
+			// id key when it turns hot).
+			s, err := newSess(tx, f, id, b)
+			if err == nil {
+				s.cold = true
+			}
+			return s, err
 		}
 		if err := tx.Bucket(bucketEvents3).Put(append(num[:], stateSuffix3, idSuffix3), []byte(id)); err != nil {
 			return nil, err
@@ -168,32 +180,73 @@ func sessionsBucket(tx *bolt.Tx, f int) *bolt.Bucket {
 	return tx.Cursor().Bucket()
 }
 
-// l0 returns the bucket holding the session's events.
-func (s *sess) l0() (*bolt.Bucket, error) {
-	switch s.f {
-	case 1:
-		return s.sub(bucketL0)
-	case 2:
-		return s.b, nil
+// subBuckets returns the names of the buckets inside the session's bucket:
+// subBuckets(f), less format 5's open bucket once the session is hot.
+func (s *sess) subBuckets() [][]byte {
+	names := subBuckets(s.f)
+	if s.f >= 5 && !s.cold {
+		names = slices.DeleteFunc(slices.Clone(names), func(n []byte) bool { return bytes.Equal(n, keyOpen2) })
 	}
-	return s.e, nil
+	return names
+}
+
+// evStore is a bucket holding some of a session's events, and the style
+// of their keys there: that of format 1 (seq), of format 2 (0xFE seq), or
+// of format 3 (<n> 0xFE seq).
+type evStore struct {
+	b     *bolt.Bucket
+	style int
+}
+
+// keyStyle returns the style of event keys format f writes in the bucket
+// l0 returns — format 5 writes both styles: see direct.
+func keyStyle(f int) int { return min(f, 3) }
+
+// direct returns where an append that does not go to the journal writes
+// the session's events: format 1's l0 bucket, format 2's session bucket,
+// formats 3 and 4's events bucket; in format 5 the session's bucket while
+// the session is cold, the events bucket once it is hot (schema.go).
+func (s *sess) direct() (evStore, error) {
+	switch {
+	case s.f == 1:
+		b, err := s.sub(bucketL0)
+		return evStore{b, 1}, err
+	case s.f == 2 || s.cold:
+		return evStore{s.b, 2}, nil
+	}
+	return evStore{s.e, 3}, nil
+}
+
+// stores returns the buckets holding the session's events outside the
+// journal, in the order of their seqs: in format 5, its bucket (the events
+// appended while it was cold), then the events bucket.
+func (s *sess) stores() ([]evStore, error) {
+	if s.f >= 5 {
+		return []evStore{{s.b, 2}, {s.e, 3}}, nil
+	}
+	d, err := s.direct()
+	if err != nil {
+		return nil, err
+	}
+	return []evStore{d}, nil
 }
 
 // hot returns the bucket holding the session's state: its own, in format 3
-// the events bucket, in format 4 the hot bucket.
+// the events bucket, in format 4 the hot bucket, in format 5 its own while
+// it is cold and the hot bucket once it is hot.
 func (s *sess) hot() *bolt.Bucket {
-	switch s.f {
-	case 1, 2:
+	switch {
+	case s.f <= 2 || s.cold:
 		return s.b
-	case 3:
+	case s.f == 3:
 		return s.e
 	}
 	return s.h
 }
 
-// eventKey returns the key of event seq in the bucket l0 returns.
-func (s *sess) eventKey(seq uint64) []byte {
-	switch s.f {
+// eventKey returns the key of event seq in a bucket of the given key style.
+func (s *sess) eventKey(style int, seq uint64) []byte {
+	switch style {
 	case 1:
 		return u64(seq)
 	case 2:
@@ -206,11 +259,12 @@ func (s *sess) eventKey(seq uint64) []byte {
 	return k
 }
 
-// eventSeq returns the seq of an event key of the bucket l0 returns. ok is
-// false for a key past the events (format 2: the state; format 3: the
-// state, or another session's key); err is for a key that is neither.
-func (s *sess) eventSeq(k []byte) (seq uint64, ok bool, err error) {
-	switch s.f {
+// eventSeq returns the seq of an event key of a bucket of the given key
+// style. ok is false for a key past the events (format 2: the state;
+// format 3: the state, or another session's key); err is for a key that
+// is neither.
+func (s *sess) eventSeq(style int, k []byte) (seq uint64, ok bool, err error) {
+	switch style {
 	case 1:
 	case 2:
 		if len(k) == 0 || k[0] != eventPrefix {
@@ -230,13 +284,12 @@ func (s *sess) eventSeq(k []byte) (seq uint64, ok bool, err error) {
 // stateKey returns the key of the session's state in the bucket hot
 // returns.
 func (s *sess) stateKey() []byte {
-	switch s.f {
-	case 1:
+	switch {
+	case s.f == 1:
 		return keyState
-	case 2:
+	case s.f == 2 || s.cold:
 		return stateKey2
-	}
-	if s.f == 3 {
+	case s.f == 3:
 		return append(s.num[:], stateSuffix3)
 	}
 	return append(s.num[:], stateSuffix4)
@@ -288,7 +341,7 @@ func (t table) ForEach(fn func(k, v []byte) error) error {
 // the open calls their keys in the events bucket (format 3) or in the hot
 // bucket (format 4).
 func (s *sess) tbl(name []byte) (table, error) {
-	if s.f >= 3 && string(name) == string(bucketOpen) {
+	if s.f >= 3 && !s.cold && string(name) == string(bucketOpen) {
 		if s.f == 3 {
 			return table{b: s.e, prefix: append(s.num[:], stateSuffix3, openSuffix3)}, nil
 		}

@@ -73,17 +73,18 @@ type Options struct {
 	Mode os.FileMode
 
 	// Format is the format version a created file gets: zero means
-	// DefaultFormat (4: a journal shared by every session, schema.go). 1,
-	// 2 and 3 make the older layouts, for a file that an older strata must
-	// read (as pebble's FormatMajorVersion does): 2 was the default before
-	// format 4, with a bucket per session — up to 10% faster than format 4
-	// at bulk loads of new sessions, 1.7 times slower at many sessions
-	// appending at once; 3 kept every session's newest records in one
-	// bucket. An existing file keeps its own format, which Open reads from
-	// it.
+	// DefaultFormat (5: a session's runs of events in its own bucket, and
+	// a journal shared by every session for the appends of a few events,
+	// schema.go). 1 to 4 make the older layouts, for a file that an older
+	// strata must read (as pebble's FormatMajorVersion does): 2 was the
+	// default before format 4, with a bucket per session — 1.7 times slower
+	// than 4 and 5 at many sessions appending at once; 3 kept every
+	// session's newest records in one bucket; 4 put every session's events
+	// and state in buckets all sessions share. An existing file keeps its
+	// own format, which Open reads from it.
 	Format int
 
-	// JournalEvents is, in format 4, how many events the journal holds
+	// JournalEvents is, in formats 4 and 5, how many events the journal holds
 	// before a commit folds them into their sessions' keys (schema.go).
 	// Reads of a session's newest events pass the journal's entries, so a
 	// larger journal makes them slower; each fold writes every session's

@@ -12,13 +12,16 @@ import (
 const FormatVersion = 5
 
 // DefaultFormat is the format Open creates when Options.Format is zero:
-// format 5, which is format 4 with the texts of the ledger kept only in the
-// events that made them. Format 4's journal lets a group commit of many
+// format 5 (below). Format 4's journal lets a group commit of many
 // sessions write a few pages where formats 2 and 3 write one or two per
 // session, and its folds fill each session's leaves as one session
-// appending alone does. Format 3, which put every session's newest records
-// in one bucket without a journal, took 10% more space where sessions
-// append in turn (a leaf holding one session's newest events also held its
+// appending alone does; format 5 keeps that for the sessions that append a
+// few events at a time, and keeps a session that only appends runs of
+// events (a replay, an import) in its own bucket as format 2 did, where
+// format 4 wrote the events bucket's branch pages and the hot bucket's
+// leaf besides. Format 3, which put every session's newest records in one
+// bucket without a journal, took 10% more space where sessions append in
+// turn (a leaf holding one session's newest events also held its
 // neighbour's, and the splits there left part-filled pages).
 const DefaultFormat = 5
 
@@ -28,12 +31,33 @@ const DefaultFormat = 5
 // 4 copy it into the record, and a text of kilobytes (the policy a tau-bench
 // session starts with, a failed tool's output) took two pages of the
 // session's ledger bucket beside the event's own, written again by every
-// commit that touched the bucket: 1.3 pages per commit in the bulk replay of
-// the real sessions, about a tenth of what the commit wrote.
+// commit that touched the bucket: 1.7 of the 16.5 pages a commit wrote in
+// the bulk replay of the real sessions.
 func ledgerTextsInEvents(f int) bool { return f >= 5 }
 
-// Format 5 is format 4 (below), with the ledger's records holding no text
-// (ledgerTextsInEvents).
+// Bucket layout, format 5: format 4's (below), and
+//
+//	s/<id>/                     → as in format 4, and while the session is
+//	                              cold, as in format 2:
+//	  0xFE <seq>                → eventRec: the events it was appended
+//	  0xFF                      → stateRec
+//	  0xFF "open"/<id>          → the calls and resources open at head
+//	disp|constr|art/<key>       → the ledger's records without their texts
+//	                              (ledgerTextsInEvents)
+//
+// A session is cold from its first append until its first append of a few
+// events (one that format 4 would journal): while cold it has no key in j,
+// h or e, and an append writes its own bucket's newest leaf, with the
+// state and open calls after the newest event, as format 2 and bare bbolt
+// with a bucket per session do. The first small append turns it hot (warm):
+// its state and open calls move to h, e gets its id key, and from then on
+// it is a session of format 4 — the journal, folds into e, runs straight to
+// e when it has nothing in the journal — whose oldest events stay in its
+// own bucket: its raw log is those, then its events in e, then in j. A
+// session is cold exactly when its bucket holds the state key: a hot one
+// whose state in h is lost reads as damaged, never as a cold one with old
+// state, and Verify reports any key of a cold session's number in j, h or
+// e.
 //
 // Bucket layout (one bbolt file), format 4:
 //
@@ -181,8 +205,8 @@ func subBuckets(f int) [][]byte {
 	}
 	out := make([][]byte, 0, len(sessionBuckets))
 	for _, name := range sessionBuckets {
-		if f >= 3 && string(name) == string(bucketOpen) {
-			continue // in the events bucket
+		if f >= 3 && f < 5 && string(name) == string(bucketOpen) {
+			continue // in the events bucket (3), the hot bucket (4)
 		}
 		out = append(out, bucketName(f, name))
 	}

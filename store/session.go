@@ -23,6 +23,9 @@ type sess struct {
 	num [4]byte
 	// Format 4: the hot bucket and the journal.
 	h, j *bolt.Bucket
+	// Format 5: the session's state, open calls and events appended
+	// directly are in its own bucket, as in format 2 (schema.go).
+	cold bool
 }
 
 func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
@@ -108,11 +111,16 @@ func (s *sess) put(name []byte, t recType, key []byte, v any, appendOnly bool) e
 }
 
 func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
-	b, err := s.l0()
+	stores, err := s.stores()
 	if err != nil {
 		return tier.Event{}, nil, err
 	}
-	raw := b.Get(s.eventKey(seq))
+	var raw []byte
+	for _, st := range stores {
+		if raw = st.b.Get(s.eventKey(st.style, seq)); raw != nil {
+			break
+		}
+	}
 	if raw == nil && s.j != nil {
 		err := s.journal(seq, func(at uint64, v []byte) (bool, error) {
 			if at == seq {
@@ -179,24 +187,27 @@ func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) 
 
 // rawEvents calls fn with the seq and the stored bytes (valid only during
 // the call) of the session's events from seq from on, in the order they
-// are stored — in l0, then in format 4 in the journal — until fn returns
+// are stored — in l0 (format 5: the session's bucket, then the events
+// bucket), then in formats 4 and 5 in the journal — until fn returns
 // false. A key it cannot read is an error; a gap is for fn to find.
 func (s *sess) rawEvents(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
-	b, err := s.l0()
+	stores, err := s.stores()
 	if err != nil {
 		return err
 	}
-	c := b.Cursor()
-	for k, v := c.Seek(s.eventKey(from)); k != nil; k, v = c.Next() {
-		seq, ok, err := s.eventSeq(k)
-		if err != nil {
-			return corrupt(s.id, "l0", k, err)
-		}
-		if !ok {
-			break
-		}
-		if more, err := fn(seq, v); err != nil || !more {
-			return err
+	for _, st := range stores {
+		c := st.b.Cursor()
+		for k, v := c.Seek(s.eventKey(st.style, from)); k != nil; k, v = c.Next() {
+			seq, ok, err := s.eventSeq(st.style, k)
+			if err != nil {
+				return corrupt(s.id, "l0", k, err)
+			}
+			if !ok {
+				break
+			}
+			if more, err := fn(seq, v); err != nil || !more {
+				return err
+			}
 		}
 	}
 	if s.j == nil {

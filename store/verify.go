@@ -196,6 +196,22 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("meta: the next session number %d is not above session %q's %d", binary.BigEndian.Uint32(next), ss.id, binary.BigEndian.Uint32(ss.num[:]))
 		}
 	}
+	// Format 5: a cold session's records are all in its own bucket; no
+	// key of e, h or j carries its number.
+	cold := map[[4]byte]string{}
+	for _, ss := range sessions {
+		if ss != nil && ss.cold {
+			cold[ss.num] = ss.id
+			delete(owner, ss.num)
+		}
+	}
+	noOwner := func(what string, num []byte) {
+		if id, ok := cold[[4]byte(num)]; ok {
+			fail("%s of session %q, which is cold (all its records are in its own bucket)", what, id)
+			return
+		}
+		fail("%s of session number %d, which no session has", what, binary.BigEndian.Uint32(num))
+	}
 	e := tx.Bucket(bucketEvents3)
 	if e == nil {
 		fail("the events bucket %q is missing", bucketEvents3)
@@ -212,7 +228,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			continue
 		}
 		if _, ok := owner[[4]byte(k)]; !ok {
-			fail("events bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
+			noOwner(fmt.Sprintf("events bucket: key %x", clipKey(k)), k)
 			continue
 		}
 		switch {
@@ -232,12 +248,12 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 		}
 	}
 	for _, ss := range sessions {
-		if ss != nil && !named[ss.num] {
+		if ss != nil && !ss.cold && !named[ss.num] {
 			fail("events bucket: session %q has no id key (%x)", ss.id, append(ss.num[:], stateSuffix3, idSuffix3))
 		}
 	}
 	if format >= 4 {
-		checkJournal(tx, owner, fail)
+		checkJournal(tx, owner, noOwner, fail)
 	}
 	return out
 }
@@ -260,7 +276,7 @@ func formatBucket(f int, k []byte) bool {
 // journal's sequence has given, and each session's record of its first
 // journal entry is that entry's key. The events themselves are checked
 // with their session.
-func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...any)) {
+func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, noOwner func(what string, num []byte), fail func(string, ...any)) {
 	h, j := tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
 	if h == nil || j == nil {
 		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
@@ -280,7 +296,7 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...an
 			fail("hot bucket: key %x is no session's", clipKey(k))
 			continue
 		case owner[[4]byte(k)] == "":
-			fail("hot bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
+			noOwner(fmt.Sprintf("hot bucket: key %x", clipKey(k)), k)
 			continue
 		case v == nil:
 			fail("hot bucket: key %x holds a bucket", clipKey(k))
@@ -319,7 +335,7 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, fail func(string, ...an
 		}
 		num := [4]byte(v)
 		if owner[num] == "" {
-			fail("journal: entry %d of session number %d, which no session has", binary.BigEndian.Uint64(k), binary.BigEndian.Uint32(v))
+			noOwner(fmt.Sprintf("journal: entry %d", binary.BigEndian.Uint64(k)), v)
 			continue
 		}
 		if seen[num] {
@@ -372,7 +388,7 @@ func (v *verifier) run() error {
 	if err := CheckSession(v.ss.id); err != nil {
 		v.fail("%v", err)
 	}
-	for _, name := range subBuckets(v.ss.f) {
+	for _, name := range v.ss.subBuckets() {
 		if v.ss.b.Bucket(name) == nil {
 			return errors.Newf("bucket %s missing", name)
 		}
@@ -404,28 +420,34 @@ func (v *verifier) run() error {
 // format 2) the events — those checked with the raw log.
 func (v *verifier) checkSessionKeys() {
 	names := map[string]bool{}
-	for _, n := range subBuckets(v.ss.f) {
+	for _, n := range v.ss.subBuckets() {
 		names[string(n)] = true
 	}
-	// The one value the bucket holds: the state, or in format 3 the
-	// session's number (checked by newSess; the state is in "e").
-	value := v.ss.stateKey()
+	// The values the bucket holds: the state, or in formats 3 to 5 the
+	// session's number (checked by newSess; the state is in "e" or "h"),
+	// and in format 5 while cold the state too.
+	values := [][]byte{v.ss.stateKey()}
 	if v.ss.f >= 3 {
-		value = keyNum3
+		values = [][]byte{keyNum3}
+		if v.ss.cold {
+			values = append(values, stateKey2)
+		}
 	}
 	check := func(k, val []byte) {
 		switch {
 		case val == nil && names[string(k)]:
-		case val != nil && bytes.Equal(k, value):
+		case val != nil && slices.ContainsFunc(values, func(x []byte) bool { return bytes.Equal(k, x) }):
 		default:
 			v.fail("session bucket: unexpected key %x", clipKey(k))
 		}
 	}
+	// The events (formats 2 and 5) are checked with the raw log.
+	events := v.ss.f == 2 || v.ss.f >= 5
 	c := v.ss.b.Cursor()
-	for k, val := c.First(); k != nil && (v.ss.f != 2 || k[0] < eventPrefix); k, val = c.Next() {
+	for k, val := c.First(); k != nil && (!events || k[0] < eventPrefix); k, val = c.Next() {
 		check(k, val)
 	}
-	if v.ss.f == 2 {
+	if events {
 		for k, val := c.Seek(stateKey2); k != nil; k, val = c.Next() {
 			check(k, val)
 		}
@@ -441,7 +463,7 @@ func (v *verifier) checkSeeks() {
 	if k := unseekable(v.ss.b); k != nil {
 		v.fail("a key %q of the session bucket is not found by a seek (a damaged branch page)", clipKey(k))
 	}
-	for _, name := range subBuckets(v.ss.f) {
+	for _, name := range v.ss.subBuckets() {
 		if k := unseekable(v.ss.b.Bucket(name)); k != nil {
 			v.fail("%s: key %x is not found by a seek (a damaged branch page)", name, clipKey(k))
 		}

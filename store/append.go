@@ -382,7 +382,7 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 	} else if s.f >= 3 {
 		// A new session: what making it will reach must be sound, or
 		// this append fails alone (write would fail the whole batch).
-		_, atEnd, err := nextSessionNumber(tx, session, !db.graph.tailWalked())
+		_, atEnd, err := nextSessionNumber(tx, s.f, session, !db.graph.tailWalked())
 		if err != nil {
 			return nil, err
 		}

@@ -193,7 +193,7 @@ func (db *DB) init(fresh bool) error {
 				_, err = tx.CreateBucket(bucketSessions)
 			case 3, 4, 5:
 				if _, err = tx.CreateBucket(bucketEvents3); err == nil {
-					err = m.Put(keyNextSess3, make([]byte, 4))
+					err = m.Put(keyNextSess3, encodeNext(format, 0))
 				}
 				if err == nil && format >= 4 {
 					if _, err = tx.CreateBucket(bucketHot4); err == nil {

@@ -299,9 +299,18 @@ func TestFormat5_ColdAndHot(t *testing.T) {
 	if !slices.Equal(c.events, seqRange(1, 10)) || c.state || c.bucket {
 		t.Errorf("hot a: its bucket holds events %v, state %v, open bucket %v", c.events, c.state, c.bucket)
 	}
-	if hk := hotKeysOf(l, c.num); !slices.Equal(hk, []string{"\x00", "\x01", "ocall-10"}) {
-		t.Errorf("hot a: h holds %q, want the state, the journal key and call-10", hk)
+	if hk := hotKeysOf(l, c.num); !slices.Equal(hk, []string{"\x00", "\x01", "\x02", "ocall-10"}) {
+		t.Errorf("hot a: h holds %q, want the state, the journal key, the head when it turned hot and call-10", hk)
 	}
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		if v := tx.Bucket([]byte("h")).Get(append(binary.BigEndian.AppendUint32(nil, c.num), 0x00)); v == nil {
+			t.Error("hot a: no state in h")
+		}
+		if v := tx.Bucket([]byte("h")).Get(append(binary.BigEndian.AppendUint32(nil, c.num), 0x02)); len(v) != 8 || binary.BigEndian.Uint64(v) != 10 {
+			t.Errorf("hot a: h records head %x when it turned hot, want 10", v)
+		}
+		return nil
+	})
 	if _, seqs := l.journalOf(c.num); l.ids[c.num] != "a" || !slices.Equal(seqs, []uint64{11, 12}) || len(l.events[c.num]) != 0 {
 		t.Errorf("hot a: id key %q, journal seqs %v, e %v", l.ids[c.num], seqs, l.events[c.num])
 	}
@@ -368,13 +377,19 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 			j := tx.Bucket([]byte("j"))
 			g, _ := j.NextSequence()
 			return j.Put(binary.BigEndian.AppendUint64(nil, g), num(cold, 0, 0, 0, 0, 0, 0, 0, 11, 0x90))
-		}, `of session "cold", which is cold`, "", false},
+		}, `of session "cold", which is cold`, "", true},
 		{"a cold session without its state", func(tx *bolt.Tx, _, _ uint32) error {
 			return tx.Bucket([]byte("s/cold")).Delete([]byte{0xFF})
 		}, "cold", "cold", false},
 		{"a hot session without its state", func(tx *bolt.Tx, _, hot uint32) error {
 			return tx.Bucket([]byte("h")).Delete(num(hot, 0x00))
 		}, "hot", "hot", false},
+		{"a hot session without its head when it turned hot", func(tx *bolt.Tx, _, hot uint32) error {
+			return tx.Bucket([]byte("h")).Delete(num(hot, 0x02))
+		}, "no record", "", false},
+		{"a hot session with another head when it turned hot", func(tx *bolt.Tx, _, hot uint32) error {
+			return tx.Bucket([]byte("h")).Put(num(hot, 0x02), binary.BigEndian.AppendUint64(nil, 7))
+		}, "turned hot at head 7, its last event in its own bucket is 10", "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -229,7 +229,9 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 		}
 		last, ok := lastEventSeq(e, num)
 		if ok && last == 0 && db.format >= 5 {
-			last, ok = db.lastColdSeq(tx, e, num)
+			// Format 5: with nothing in e, its entries follow the events
+			// it was appended while cold.
+			last, ok = coldHead(h, num)
 		}
 		if !ok || seq != last+1 {
 			return nil
@@ -245,37 +247,6 @@ func (db *DB) canFold(tx *bolt.Tx, j, h, e *bolt.Bucket) [][4]byte {
 		}
 	}
 	return order
-}
-
-// lastColdSeq returns the seq of the last event of session num of format
-// 5 in its own bucket (0: none) — the events it was appended while cold,
-// the ones before its first in the journal when it has none in the events
-// bucket. ok is false when the events bucket has no id key for num or no
-// such session, its pages are damaged, or the key before the session's
-// other keys is not an event's.
-func (db *DB) lastColdSeq(tx *bolt.Tx, e *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
-	id := e.Get(append(num[:], stateSuffix3, idSuffix3))
-	if id == nil || CheckSession(string(id)) != nil {
-		return 0, false
-	}
-	s, err := db.session(tx, string(id))
-	if err != nil || s.b == nil || s.num != num {
-		return 0, false
-	}
-	c := s.b.Cursor()
-	var k, v []byte
-	if at, _ := c.Seek(stateKey2); at == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	if k == nil || k[0] != eventPrefix {
-		return 0, true
-	}
-	if len(k) != 9 || v == nil {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(k[1:]), true
 }
 
 // lastEventSeq returns the seq of session num's last event in the events
@@ -298,11 +269,27 @@ func lastEventSeq(e *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
 	return binary.BigEndian.Uint64(k[5:]), true
 }
 
+// coldHead returns the seq of the last event that session num of format 5
+// was appended while cold (0: none), which warm records in h — where a
+// fold reads it, rather than in the session's own bucket, so that damage
+// there cannot stop every session's fold. ok is false when the record is
+// missing or damaged.
+func coldHead(h *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
+	v, err := hotValue(h, append(num[:], coldHeadSuffix5))
+	if err != nil || len(v) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
 // canWarm checks that a cold session of format 5 can turn hot (warm): no
-// key of the hot bucket or of the events bucket carries its number yet —
-// one would be damage, and a Put over a bucket there would fail half-way
-// through a commit. The events bucket's pages where the keys go were
-// walked when the session was first read (DB.session).
+// key of the hot bucket or of the events bucket carries its number yet,
+// and no journal entry — one would be damage, and a Put over a bucket in h
+// or e would fail half-way through a commit — and its open bucket holds
+// values only: warm moves them, and deletes the bucket, which would read
+// the pages of a bucket inside it, never walked (graph.go). The events
+// bucket's pages where the keys go were walked when the session was first
+// read (DB.session), h and j at Open.
 func (s *sess) canWarm() error {
 	for _, b := range []struct {
 		name string
@@ -312,15 +299,33 @@ func (s *sess) canWarm() error {
 			return corrupt(s.id, b.name, k, errors.New("a key of a session that has never been hot"))
 		}
 	}
+	c := s.j.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) >= 4 && [4]byte(v) == s.num {
+			return corrupt(s.id, string(bucketJournal4), k, errors.New("an entry of a session that has never been hot"))
+		}
+	}
+	if open := s.b.Bucket(keyOpen2); open != nil {
+		return open.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return corrupt(s.id, string(keyOpen2), k, errors.New("a bucket where an open call belongs"))
+			}
+			return nil
+		})
+	}
 	return nil
 }
 
 // warm turns a cold session of format 5 hot, before its first append to
 // the journal: its state and open calls move from its bucket to the hot
-// bucket, beside every hot session's, and the events bucket gets its id
-// key, by which a fold finds the session of a journal entry. Its events
-// stay where they are. The caller writes the state (putState) after.
+// bucket, beside every hot session's, h records its head (coldHead), and
+// the events bucket gets its id key. Its events stay where they are. The
+// caller writes the state (putState) after.
 func (s *sess) warm() error {
+	st, err := s.state()
+	if err != nil {
+		return err
+	}
 	if err := s.b.Delete(stateKey2); err != nil {
 		return err
 	}
@@ -334,6 +339,9 @@ func (s *sess) warm() error {
 		if err := s.b.DeleteBucket(keyOpen2); err != nil {
 			return err
 		}
+	}
+	if err := s.h.Put(append(s.num[:], coldHeadSuffix5), binary.BigEndian.AppendUint64(nil, st.Head)); err != nil {
+		return err
 	}
 	s.e.FillPercent = 1.0
 	if err := s.e.Put(append(s.num[:], stateSuffix3, idSuffix3), []byte(s.id)); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
 	"slices"
 
 	"github.com/cockroachdb/errors"
@@ -80,12 +81,12 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 	}
 	if f >= 3 {
 		// prepareAppend checked what this reaches, in this transaction.
-		num, _, err := nextSessionNumber(tx, id, false)
+		num, _, err := nextSessionNumber(tx, f, id, false)
 		if err != nil {
 			return nil, err
 		}
 		n := binary.BigEndian.Uint32(num[:])
-		if err := tx.Bucket(bucketMeta).Put(keyNextSess3, binary.BigEndian.AppendUint32(nil, n+1)); err != nil {
+		if err := tx.Bucket(bucketMeta).Put(keyNextSess3, encodeNext(f, n+1)); err != nil {
 			return nil, err
 		}
 		if err := b.Put(keyNum3, num[:]); err != nil {
@@ -118,15 +119,15 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 // go too (meta's record of the number changes only with this handle's own
 // writes), on those pages or on pages this handle writes. walk is false
 // when a walk found that: those pages are checked already.
-func nextSessionNumber(tx *bolt.Tx, id string, walk bool) (num [4]byte, atEnd bool, err error) {
-	next := tx.Bucket(bucketMeta).Get(keyNextSess3)
-	if len(next) != 4 {
-		return num, false, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("next session number of %d bytes", len(next)))
+func nextSessionNumber(tx *bolt.Tx, f int, id string, walk bool) (num [4]byte, atEnd bool, err error) {
+	next, err := decodeNext(f, tx.Bucket(bucketMeta).Get(keyNextSess3))
+	if err != nil {
+		return num, false, corrupt("", string(bucketMeta), keyNextSess3, err)
 	}
-	if binary.BigEndian.Uint32(next) == ^uint32(0) {
+	if next == ^uint32(0) {
 		return num, false, errors.Newf("store: creating session %q: every session number is taken", id)
 	}
-	num = [4]byte(next)
+	num = [4]byte(binary.BigEndian.AppendUint32(nil, next))
 	e := tx.Bucket(bucketEvents3)
 	if e == nil {
 		return num, false, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
@@ -148,6 +149,35 @@ func nextSessionNumber(tx *bolt.Tx, id string, walk bool) (num [4]byte, atEnd bo
 		return num, false, corrupt("", string(bucketMeta), keyNextSess3, errors.Newf("the next session number %d is in use", binary.BigEndian.Uint32(num[:])))
 	}
 	return num, k == nil, nil
+}
+
+// encodeNext encodes meta's record of the number the next session gets, in
+// format f: 4 bytes, and in format 5 its CRC32C after them. A format 5
+// session while cold has no key anywhere but in its own bucket, so nothing
+// can tell that a damaged record names a number in use (formats 3 and 4
+// find the number's keys in e or h): the checksum makes the damage an
+// error instead of two sessions sharing a number.
+func encodeNext(f int, n uint32) []byte {
+	v := binary.BigEndian.AppendUint32(nil, n)
+	if f >= 5 {
+		v = binary.BigEndian.AppendUint32(v, crc32.Checksum(v, castagnoli))
+	}
+	return v
+}
+
+// decodeNext decodes what encodeNext encoded.
+func decodeNext(f int, v []byte) (uint32, error) {
+	size := 4
+	if f >= 5 {
+		size = 8
+	}
+	if len(v) != size {
+		return 0, errors.Newf("next session number of %d bytes, not %d", len(v), size)
+	}
+	if f >= 5 && binary.BigEndian.Uint32(v[4:]) != crc32.Checksum(v[:4], castagnoli) {
+		return 0, errors.New("next session number: checksum mismatch")
+	}
+	return binary.BigEndian.Uint32(v), nil
 }
 
 // forEachSession calls fn with each session's id, in byte order, and its
@@ -197,10 +227,6 @@ type evStore struct {
 	b     *bolt.Bucket
 	style int
 }
-
-// keyStyle returns the style of event keys format f writes in the bucket
-// l0 returns — format 5 writes both styles: see direct.
-func keyStyle(f int) int { return min(f, 3) }
 
 // direct returns where an append that does not go to the journal writes
 // the session's events: format 1's l0 bucket, format 2's session bucket,

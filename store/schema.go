@@ -37,6 +37,8 @@ func ledgerTextsInEvents(f int) bool { return f >= 5 }
 
 // Bucket layout, format 5: format 4's (below), and
 //
+//	meta/next                   → the number the next session gets, and
+//	                              its CRC32C (encodeNext)
 //	s/<id>/                     → as in format 4, and while the session is
 //	                              cold, as in format 2:
 //	  0xFE <seq>                → eventRec: the events it was appended
@@ -44,6 +46,8 @@ func ledgerTextsInEvents(f int) bool { return f >= 5 }
 //	  0xFF "open"/<id>          → the calls and resources open at head
 //	disp|constr|art/<key>       → the ledger's records without their texts
 //	                              (ledgerTextsInEvents)
+//	h/<n> 0x02                  → a hot session's head when it turned hot:
+//	                              its last event in s/<id> (8 bytes)
 //
 // A session is cold from its first append until its first append of a few
 // events (one that format 4 would journal): while cold it has no key in j,
@@ -169,10 +173,11 @@ var (
 	openSuffix3   = byte('o')      // format 3: <n> 0xFF 'o' <id> is an open call
 	idSuffix3     = byte(0x00)     // format 3: <n> 0xFF 0x00 is the session's id
 
-	bucketJournal4 = []byte("j") // format 4: the newest events of every session, in append order
-	bucketHot4     = []byte("h") // format 4: every session's state, journal start and open calls
-	stateSuffix4   = byte(0x00)  // format 4: in h, <n> 0x00 is the state
-	journalSuffix4 = byte(0x01)  // format 4: in h, <n> 0x01 is the session's first journal key
+	bucketJournal4  = []byte("j") // format 4: the newest events of every session, in append order
+	bucketHot4      = []byte("h") // format 4: every session's state, journal start and open calls
+	stateSuffix4    = byte(0x00)  // format 4: in h, <n> 0x00 is the state
+	journalSuffix4  = byte(0x01)  // format 4: in h, <n> 0x01 is the session's first journal key
+	coldHeadSuffix5 = byte(0x02)  // format 5: in h, <n> 0x02 is the head a session had when it turned hot
 
 	bucketSessions = []byte("sessions") // format 1
 	bucketL0       = []byte("l0")       // format 1

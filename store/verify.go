@@ -178,9 +178,9 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			out = append(out, Problem{What: "events bucket: more problems not shown"})
 		}
 	}
-	next := tx.Bucket(bucketMeta).Get(keyNextSess3)
-	if len(next) != 4 {
-		fail("meta: the next session number has %d bytes, not 4", len(next))
+	next, err := decodeNext(format, tx.Bucket(bucketMeta).Get(keyNextSess3))
+	if err != nil {
+		fail("meta: %v", err)
 	}
 	owner := map[[4]byte]string{}
 	for _, ss := range sessions {
@@ -191,9 +191,9 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("sessions %q and %q have the same number %d", other, ss.id, binary.BigEndian.Uint32(ss.num[:]))
 		}
 		owner[ss.num] = ss.id
-		if len(next) == 4 && bytes.Compare(ss.num[:], next) >= 0 {
+		if n := binary.BigEndian.Uint32(ss.num[:]); err == nil && n >= next {
 			// The next session made would take this one's keys.
-			fail("meta: the next session number %d is not above session %q's %d", binary.BigEndian.Uint32(next), ss.id, binary.BigEndian.Uint32(ss.num[:]))
+			fail("meta: the next session number %d is not above session %q's %d", next, ss.id, n)
 		}
 	}
 	// Format 5: a cold session's records are all in its own bucket; no
@@ -253,7 +253,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 		}
 	}
 	if format >= 4 {
-		checkJournal(tx, owner, noOwner, fail)
+		checkJournal(tx, format, owner, noOwner, fail)
 	}
 	return out
 }
@@ -276,7 +276,7 @@ func formatBucket(f int, k []byte) bool {
 // journal's sequence has given, and each session's record of its first
 // journal entry is that entry's key. The events themselves are checked
 // with their session.
-func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, noOwner func(what string, num []byte), fail func(string, ...any)) {
+func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, noOwner func(what string, num []byte), fail func(string, ...any)) {
 	h, j := tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
 	if h == nil || j == nil {
 		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
@@ -307,6 +307,10 @@ func checkJournal(tx *bolt.Tx, owner map[[4]byte]string, noOwner func(what strin
 			}
 			firsts[[4]byte(k)] = v
 		case k[4] == openSuffix3 && len(k) > 5:
+		case format >= 5 && k[4] == coldHeadSuffix5 && len(k) == 5:
+			if len(v) != 8 {
+				fail("hot bucket: key %x holds a head of %d bytes", clipKey(k), len(v))
+			}
 		default:
 			fail("hot bucket: key %x is neither a state, a journal key nor an open call", clipKey(k))
 		}
@@ -394,6 +398,7 @@ func (v *verifier) run() error {
 		}
 	}
 	v.checkSessionKeys()
+	v.checkColdHead()
 	var err error
 	if v.st, err = v.ss.state(); err != nil {
 		return err
@@ -454,6 +459,34 @@ func (v *verifier) checkSessionKeys() {
 	}
 }
 
+// checkColdHead checks, of a hot session of format 5, h's record of the
+// head it had when it turned hot: the seq of its last event in its own
+// bucket, where the journal's first fold of it goes on from.
+func (v *verifier) checkColdHead() {
+	if v.ss.f < 5 || v.ss.cold {
+		return
+	}
+	head, ok := coldHead(v.ss.h, v.ss.num)
+	if !ok {
+		v.fail("hot bucket: no record (%x) of the head the session had when it turned hot", append(v.ss.num[:], coldHeadSuffix5))
+		return
+	}
+	c := v.ss.b.Cursor()
+	k, _ := c.Seek(stateKey2)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	var last uint64
+	if len(k) == 9 && k[0] == eventPrefix {
+		last = binary.BigEndian.Uint64(k[1:])
+	}
+	if last != head {
+		v.fail("hot bucket: the session turned hot at head %d, its last event in its own bucket is %d", head, last)
+	}
+}
+
 // checkSeeks finds every key of every bucket of the session again by a
 // seek, as reads do (Get, Seek). Iteration follows the leaves whatever the
 // branch pages' keys say; a damaged branch key that still sorts can send a
@@ -464,6 +497,16 @@ func (v *verifier) checkSeeks() {
 		v.fail("a key %q of the session bucket is not found by a seek (a damaged branch page)", clipKey(k))
 	}
 	for _, name := range v.ss.subBuckets() {
+		if b := v.ss.b.Bucket(name); b != nil {
+			// Buckets of values: a bucket inside one is damage, and
+			// nothing reads it (the page walk does not go there).
+			_ = b.ForEach(func(k, val []byte) error {
+				if val == nil {
+					v.fail("%s: key %x holds a bucket", name, clipKey(k))
+				}
+				return nil
+			})
+		}
 		if k := unseekable(v.ss.b.Bucket(name)); k != nil {
 			v.fail("%s: key %x is not found by a seek (a damaged branch page)", name, clipKey(k))
 		}

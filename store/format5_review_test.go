@@ -1,0 +1,338 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// patchPageID overwrites the id in the header of page pg of the file at
+// path (closed): bbolt's FastCheck panics on it, the page walk refuses it.
+func patchPageID(t *testing.T, path string, pg uint64, psize int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, pg+7), int64(pg)*int64(psize)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openFormat(t *testing.T, path string, f, journal int) *store.DB {
+	t.Helper()
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: f, JournalEvents: journal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestFormat5_WarmReadsNoUnwalkedPage: a bucket inside a cold session's
+// open bucket, with a damaged page. The page walk does not go inside (the
+// open bucket holds values), and warm deleting the open bucket would read
+// it — a panic inside the write transaction, failing the whole group
+// commit (a cycle there would recurse beyond guard). canWarm refuses the
+// append first: it fails alone.
+func TestFormat5_WarmReadsNoUnwalkedPage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db := openFormat(t, path, 5, 100)
+	m := model4{}
+	m.gen(t, db, "a", 10) // a run: cold, call-10 open
+	m.gen(t, db, "b", 10)
+	mustClose(t, db)
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		zz, err := tx.Bucket([]byte("s/a")).Bucket([]byte("\xffopen")).CreateBucket([]byte("zz"))
+		if err != nil {
+			return err
+		}
+		return zz.Put([]byte("k"), bytes.Repeat([]byte("x"), 3000)) // a page of its own
+	})
+	var root uint64
+	var psize int
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte("s/a")).Bucket([]byte("\xffopen")).Bucket([]byte("zz")).Root())
+		psize = tx.DB().Info().PageSize
+		return nil
+	})
+	if root == 0 {
+		t.Fatal("zz is inline")
+	}
+	patchPageID(t, path, root, psize)
+
+	db = openFormat(t, path, 5, 100)
+	defer mustClose(t, db)
+	checkReads4(t, db, m) // a reads fine: the walk did not look inside
+	res := store.WriteGroup(db,
+		store.GroupWrite{Session: "b", Events: []tier.Event{ev("b small")}},
+		store.GroupWrite{Session: "a", Events: []tier.Event{ev("a small: warms")}},
+	)
+	if res[0].Err != nil {
+		t.Errorf("b's append failed with a's damage: %v", res[0].Err)
+	}
+	if !errors.Is(res[1].Err, store.ErrCorrupt) || strings.Contains(res[1].Err.Error(), "panicked") {
+		t.Errorf("a's append: %v, want ErrCorrupt from canWarm, no page read", res[1].Err)
+	}
+}
+
+// TestFormat5_DamagedSessionBucketDoesNotStopFolds: a damaged page in the
+// bucket of a hot session with nothing in e. Its journal entries follow
+// the head h recorded when it turned hot (coldHead): the fold does not read
+// its bucket, and folds on as format 4 does.
+func TestFormat5_DamagedSessionBucketDoesNotStopFolds(t *testing.T) {
+	for _, f := range []int{4, 5} {
+		t.Run(fmt.Sprint("format", f), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "strata.db")
+			db := openFormat(t, path, f, 100)
+			m := model4{}
+			m.gen(t, db, "a", 1) // small: journal (format 5: hot at once, nothing in e)
+			m.gen(t, db, "b", 1)
+			mustClose(t, db)
+			var root uint64
+			var psize int
+			viewBolt(t, path, func(tx *bolt.Tx) error {
+				root = uint64(tx.Bucket([]byte("s/a")).Root())
+				psize = tx.DB().Info().PageSize
+				return nil
+			})
+			patchPageID(t, path, root, psize)
+
+			db = openFormat(t, path, f, 4)
+			defer mustClose(t, db)
+			for range 12 {
+				m.gen(t, db, "b", 1)
+			}
+			_, entries, _, err := store.JournalState(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if entries >= 4 {
+				t.Errorf("format %d: the journal never folds (%d entries): a's damaged bucket stops every fold", f, entries)
+			}
+		})
+	}
+}
+
+// TestFormat5_DamagedNextNumber: meta's record of the next session number
+// damaged to a cold session's. Format 4 finds the number's keys in h or e;
+// a cold session has none, and format 5's record carries a checksum
+// instead (encodeNext): either way the new session is refused with
+// ErrCorrupt, and the old one appends on.
+func TestFormat5_DamagedNextNumber(t *testing.T) {
+	for _, f := range []int{4, 5} {
+		t.Run(fmt.Sprint("format", f), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "strata.db")
+			db := openFormat(t, path, f, 100)
+			m := model4{}
+			m.gen(t, db, "a", 10) // a run: format 5 keeps a cold
+			mustClose(t, db)
+			editBolt(t, path, func(tx *bolt.Tx) error {
+				return tx.Bucket([]byte("meta")).Put([]byte("next"), []byte{0, 0, 0, 0}) // a's number
+			})
+			db = openFormat(t, path, f, 100)
+			defer mustClose(t, db)
+			_, errC := db.Append("c", tier.Event{Kind: tier.KindUser, Text: "new"})
+			_, errA := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "a small"})
+			if !errors.Is(errC, store.ErrCorrupt) {
+				t.Errorf("format %d: a new session took a's number: %v", f, errC)
+			}
+			if errA != nil {
+				t.Errorf("format %d: a can no longer append: %v", f, errA)
+			}
+		})
+	}
+}
+
+// TestFormat5_GroupWarmCommitFold: one group commit that warms a cold
+// session, commits a compaction of it, appends again small and large, and
+// folds — with ledger entries made while cold, in the journal, and in e:
+// the ledger equals a replay of the raw log, and Verify is clean, before
+// and after a reopen.
+func TestFormat5_GroupWarmCommitFold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db := openFormat(t, path, 5, 3)
+	evs := func(es ...tier.Event) []tier.Event {
+		for i := range es {
+			es[i].Time = t0.UnixNano()
+		}
+		return es
+	}
+	run := evs(
+		tier.Event{Kind: tier.KindConstraint, Key: "policy", Text: policyText},
+		tier.Event{Kind: tier.KindUser, Text: "u1"},
+		tier.Event{Kind: tier.KindToolCall, ID: "c1", Name: "bash"},
+		tier.Event{Kind: tier.KindArtifact, Key: "f.go", Text: "v1"},
+		tier.Event{Kind: tier.KindRejected, Key: "x", Text: "slow"},
+		tier.Event{Kind: tier.KindAssistant, Text: "a"},
+		tier.Event{Kind: tier.KindUser, Text: "u2"},
+		tier.Event{Kind: tier.KindAssistant, Text: "b"},
+	)
+	mustAppend(t, db, "x", run...) // cold
+	p, err := db.PlanSpan("x", store.SpanPolicy{Events: 4}, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := store.WriteGroup(db,
+		store.GroupWrite{Session: "x", Events: evs(tier.Event{Kind: tier.KindToolResult, ID: "c1", Failed: true, Key: "y", Text: "boom"})},
+		store.GroupWrite{Plan: p, Summary: store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"}},
+		store.GroupWrite{Session: "x", Events: evs(tier.Event{Kind: tier.KindWithdrawn, Key: "policy"}, tier.Event{Kind: tier.KindArtifact, Key: "f.go", Text: "v2"})},
+		store.GroupWrite{Session: "new", Events: evs(tier.Event{Kind: tier.KindConstraint, Key: "k", Text: "kt"})},
+		store.GroupWrite{Session: "x", Events: evs(tier.Event{Kind: tier.KindSuperseded, Key: "x", By: "z", Text: "replaced"}, tier.Event{Kind: tier.KindUser, Text: "u3"}, tier.Event{Kind: tier.KindUser, Text: "u4"},
+			tier.Event{Kind: tier.KindUser, Text: "u5"}, tier.Event{Kind: tier.KindUser, Text: "u6"}, tier.Event{Kind: tier.KindUser, Text: "u7"}, tier.Event{Kind: tier.KindUser, Text: "u8"}, tier.Event{Kind: tier.KindConstraint, Key: "p2", Text: "t2"})},
+	)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("write %d: %v", i, r.Err)
+		}
+	}
+	mustAppend(t, db, "x", tier.Event{Kind: tier.KindRejected, Key: "f.go", Text: "bad"})
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			mustClose(t, db)
+			db = openFormat(t, path, 5, 3)
+		}
+		for _, id := range []string{"x", "new"} {
+			var all []tier.Event
+			if err := db.View(func(s *store.Snapshot) error {
+				return s.Events(id, 1, 1<<40, func(e tier.Event) error { all = append(all, e); return nil })
+			}); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ledgerIn(db, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := l.Diff(replayLedger(t, all)); len(d) != 0 {
+				t.Errorf("%s: ledger differs from replay: %v", id, d)
+			}
+		}
+		rep, err := db.Verify(store.VerifyOptions{})
+		if err != nil || !rep.OK() {
+			t.Errorf("Verify: %v %v", rep.Problems, err)
+		}
+	}
+	mustClose(t, db)
+}
+
+// TestFormat5_DamagedColdLeafDoesNotStopFolds: the newest cold event of a
+// hot session with nothing in e damaged to an empty key, on a leaf the
+// page walk reads only the header of. The fold takes the session's cold
+// head from h and reads nothing of its bucket: appends to another session
+// go on, folding.
+func TestFormat5_DamagedColdLeafDoesNotStopFolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db := openFormat(t, path, 5, 100)
+	m := model4{}
+	m.gen(t, db, "a", 10) // cold: 1..10 in its bucket
+	m.gen(t, db, "a", 1)  // hot: 11 in the journal, nothing in e
+	m.gen(t, db, "b", 1)
+	mustClose(t, db)
+	var root uint64
+	var psize int
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte("s/a")).Root())
+		psize = tx.DB().Info().PageSize
+		return nil
+	})
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, psize)
+	if _, err := f.ReadAt(page, int64(root)*int64(psize)); err != nil {
+		t.Fatal(err)
+	}
+	flags, count := binary.LittleEndian.Uint16(page[8:]), int(binary.LittleEndian.Uint16(page[10:]))
+	if flags != 0x02 {
+		t.Fatalf("s/a's root page is not a leaf (flags %#x)", flags)
+	}
+	off := 16 + (count-1)*16 + 8 // the last element's ksize
+	if ks := binary.LittleEndian.Uint32(page[off:]); ks != 9 {
+		t.Fatalf("last element's key is %d bytes, want an event's 9", ks)
+	}
+	if _, err := f.WriteAt([]byte{0, 0, 0, 0}, int64(root)*int64(psize)+int64(off)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	db = openFormat(t, path, 5, 4)
+	defer mustClose(t, db)
+	var errs []error
+	for range 6 {
+		if _, err := db.Append("b", tier.Event{Kind: tier.KindUser, Text: "b"}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) != 0 {
+		t.Errorf("%d of 6 appends to b failed on a's damage, first: %v", len(errs), errs[0])
+	}
+}
+
+// TestFormat5_BucketInsideOpenBucket: a bucket inside a cold session's
+// open bucket (pages sound). Verify reports it; the append that would turn
+// the session hot (moving it to h as an empty value) is refused with
+// ErrCorrupt, and the ledger still reads.
+func TestFormat5_BucketInsideOpenBucket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db := openFormat(t, path, 5, 100)
+	m := model4{}
+	m.gen(t, db, "a", 10)
+	mustClose(t, db)
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		_, err := tx.Bucket([]byte("s/a")).Bucket([]byte("\xffopen")).CreateBucket([]byte("zz"))
+		return err
+	})
+	if ps := verifyPath(t, path); len(ps) == 0 {
+		t.Errorf("Verify is clean with a bucket inside a's open bucket")
+	}
+	db = openFormat(t, path, 5, 100)
+	if _, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "warm"}); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("the append turning a hot: %v, want ErrCorrupt", err)
+	}
+	if _, err := ledgerIn(db, "a"); err != nil {
+		t.Errorf("ledger: %v", err)
+	}
+	mustClose(t, db)
+}
+
+// TestFormat5_MissingIDKeyDoesNotStopFolds: TestFormat4_MissingIDKey's
+// damage on format 5, a hot session with nothing in e whose id key is
+// gone: the journal folds on.
+func TestFormat5_MissingIDKeyDoesNotStopFolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "strata.db")
+	db := openFormat(t, path, 5, 100)
+	m := model4{}
+	m.gen(t, db, "a", 10)
+	m.gen(t, db, "a", 1) // hot, nothing in e
+	m.gen(t, db, "b", 1)
+	mustClose(t, db)
+	var num []byte
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		num = append([]byte(nil), tx.Bucket([]byte("s/a")).Get([]byte{0})...)
+		return nil
+	})
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("e")).Delete(append(num, 0xFF, 0x00))
+	})
+	db = openFormat(t, path, 5, 4)
+	for range 20 {
+		m.gen(t, db, "a", 1)
+		m.gen(t, db, "b", 1)
+	}
+	checkReads4(t, db, m)
+	mustClose(t, db)
+	if l := readLayout4(t, path); l.jseq > 8 {
+		t.Errorf("journal sequence %d with JournalEvents 4: the journal never folds", l.jseq)
+	}
+}

@@ -30,6 +30,20 @@ func patchPageID(t *testing.T, path string, pg uint64, psize int) {
 	}
 }
 
+// sessionRoot returns the root page of session id's bucket in the closed
+// file at path, and the page size.
+func sessionRoot(t *testing.T, path, id string) (root uint64, psize int) {
+	t.Helper()
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte("s/" + id)).Root())
+		psize = tx.DB().Info().PageSize
+		return nil
+	})
+	return root, psize
+}
+
+// openFormat opens (creating it if needed) the file at path in format f,
+// NoSync, with the given journal size.
 func openFormat(t *testing.T, path string, f, journal int) *store.DB {
 	t.Helper()
 	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: f, JournalEvents: journal})
@@ -99,13 +113,7 @@ func TestFormat5_DamagedSessionBucketDoesNotStopFolds(t *testing.T) {
 			m.gen(t, db, "a", 1) // small: journal (format 5: hot at once, nothing in e)
 			m.gen(t, db, "b", 1)
 			mustClose(t, db)
-			var root uint64
-			var psize int
-			viewBolt(t, path, func(tx *bolt.Tx) error {
-				root = uint64(tx.Bucket([]byte("s/a")).Root())
-				psize = tx.DB().Info().PageSize
-				return nil
-			})
+			root, psize := sessionRoot(t, path, "a")
 			patchPageID(t, path, root, psize)
 
 			db = openFormat(t, path, f, 4)
@@ -238,13 +246,7 @@ func TestFormat5_DamagedColdLeafDoesNotStopFolds(t *testing.T) {
 	m.gen(t, db, "a", 1)  // hot: 11 in the journal, nothing in e
 	m.gen(t, db, "b", 1)
 	mustClose(t, db)
-	var root uint64
-	var psize int
-	viewBolt(t, path, func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte("s/a")).Root())
-		psize = tx.DB().Info().PageSize
-		return nil
-	})
+	root, psize := sessionRoot(t, path, "a")
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

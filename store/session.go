@@ -301,6 +301,10 @@ func (s *sess) marker(id uint64) (marker.Marker, error) {
 	if !found {
 		return marker.Marker{}, errors.Wrapf(ErrNotFound, "session %q marker %d", s.id, id)
 	}
+	if r.ID != id {
+		// A damaged key: the marker is not the one asked for.
+		return marker.Marker{}, corrupt(s.id, "markers", u64(id), errors.Newf("record holds marker %d", r.ID))
+	}
 	return marker.Marker{ID: r.ID, Node: r.Node, Depth: r.Depth, FrameVersion: r.FrameVersion, Boundary: r.Boundary,
 		Status: r.Status, Reason: r.Reason, InvalidatedAt: r.InvalidatedAt}, nil
 }
@@ -319,6 +323,9 @@ func (s *sess) checkpoint(id uint64) (checkpoint.Checkpoint, error) {
 	}
 	if !found {
 		return checkpoint.Checkpoint{}, errors.Wrapf(ErrNotFound, "session %q checkpoint %d", s.id, id)
+	}
+	if r.ID != id {
+		return checkpoint.Checkpoint{}, corrupt(s.id, "ckpts", u64(id), errors.Newf("record holds checkpoint %d", r.ID))
 	}
 	return checkpoint.Checkpoint{ID: r.ID, Seq: r.Seq, Prefix: r.Prefix, FrameVersion: r.FrameVersion, Why: r.Why,
 		Status: checkpoint.Status(r.Status), Reason: r.Reason, InvalidatedAt: r.InvalidatedAt}, nil

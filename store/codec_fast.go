@@ -753,7 +753,7 @@ func (d *fieldReader) fields(field func(k []byte) (bool, error)) error {
 		}
 		known, err := field(k)
 		if err != nil {
-			return errors.Wrapf(errors.CombineErrors(errFieldType, err), "field %q", k)
+			return errors.Wrapf(errors.CombineErrors(errFieldType, err), "field %q", k[:min(len(k), maxKeyShown)])
 		}
 		if !known {
 			if d.i, err = skipValue(d.b, d.i, 0); err != nil {

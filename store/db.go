@@ -364,12 +364,19 @@ func CheckSession(id string) error {
 	return nil
 }
 
+// maxKeyShown is how many bytes of a key a CorruptError shows.
+const maxKeyShown = 256
+
 func corrupt(session, bucket string, key []byte, err error) error {
 	k := ""
-	switch len(key) {
-	case 0:
-	case 8:
+	switch {
+	case len(key) == 0:
+	case len(key) == 8:
 		k = fmt.Sprint(u64val(key))
+	case len(key) > maxKeyShown:
+		// A damaged element can claim a key of gigabytes: only its
+		// start is read, and shown.
+		k = fmt.Sprintf("%q… (%d bytes)", key[:maxKeyShown], len(key))
 	default:
 		k = fmt.Sprintf("%q", key)
 	}

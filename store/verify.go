@@ -90,7 +90,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		var ids []string
 		err := forEachSession(tx, db.format, func(k []byte, b *bolt.Bucket) error {
 			if b == nil {
-				rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: a value at key %q, not a session bucket", k)})
+				rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: a value at key %q, not a session bucket", clipKey(k))})
 				return nil
 			}
 			ids = append(ids, string(k))
@@ -347,7 +347,7 @@ func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, noOwner fun
 		}
 		seen[num] = true
 		if first := firsts[num]; !bytes.Equal(first, k) {
-			fail("hot bucket: session %q's first journal entry is %d, its record says %x", owner[num], binary.BigEndian.Uint64(k), first)
+			fail("hot bucket: session %q's first journal entry is %d, its record says %x", owner[num], binary.BigEndian.Uint64(k), clipKey(first))
 		}
 	}
 	for num, first := range firsts {
@@ -540,7 +540,7 @@ func (v *verifier) loadNodes() error {
 			return nil
 		}
 		if u64val(k) != r.ID || len(k) != 8 {
-			v.fail("nodes: key %x holds node %d", k, r.ID)
+			v.fail("nodes: key %x holds node %d", clipKey(k), r.ID)
 			return nil
 		}
 		// Keep the structure only: the narrative and claims of every node
@@ -790,7 +790,7 @@ func (v *verifier) checkCheckpoints() {
 		_ = b.ForEach(func(k, raw []byte) error {
 			var r indexRec
 			if len(k) != 16 || decode(recIndex, raw, &r) != nil || r.ID != u64val(k[8:]) {
-				v.fail("ckvalid: bad entry at key %x", k)
+				v.fail("ckvalid: bad entry at key %x", clipKey(k))
 				return nil
 			}
 			index[r.ID] = u64val(k[:8])

@@ -379,9 +379,10 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		if _, err := s.direct(); err != nil {
 			return nil, err
 		}
-	} else if s.f >= 3 {
+	} else if s.f == 3 || s.f == 4 {
 		// A new session: what making it will reach must be sound, or
 		// this append fails alone (write would fail the whole batch).
+		// (Format 5 makes it cold, in its own bucket: canWarm below.)
 		_, atEnd, err := nextSessionNumber(tx, s.f, session, !db.graph.tailWalked())
 		if err != nil {
 			return nil, err
@@ -468,9 +469,9 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 			if err := journalSound(tx, len(vals)); err != nil {
 				return nil, err
 			}
-			if s.cold {
+			if s.f >= 5 && (s.b == nil || s.cold) {
 				// What warm will write must be sound.
-				if err := s.canWarm(); err != nil {
+				if err := db.canWarm(tx, s); err != nil {
 					return nil, err
 				}
 			}
@@ -494,7 +495,7 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 	}
 	if p.journal {
 		if s.cold {
-			if err := s.warm(); err != nil {
+			if err := s.warm(tx); err != nil {
 				return AppendResult{}, err
 			}
 		}

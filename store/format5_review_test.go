@@ -133,31 +133,40 @@ func TestFormat5_DamagedSessionBucketDoesNotStopFolds(t *testing.T) {
 }
 
 // TestFormat5_DamagedNextNumber: meta's record of the next session number
-// damaged to a cold session's. Format 4 finds the number's keys in h or e;
-// a cold session has none, and format 5's record carries a checksum
-// instead (encodeNext): either way the new session is refused with
-// ErrCorrupt, and the old one appends on.
+// damaged to one in use. Format 4 finds the number's keys in h or e and
+// refuses the new session. Format 5 gives numbers only to sessions turning
+// hot, and its record carries a checksum (encodeNext): the append that
+// would take a number fails with ErrCorrupt — that of a new session as
+// that of a cold one — and runs of events go on into cold sessions.
 func TestFormat5_DamagedNextNumber(t *testing.T) {
 	for _, f := range []int{4, 5} {
 		t.Run(fmt.Sprint("format", f), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "strata.db")
 			db := openFormat(t, path, f, 100)
 			m := model4{}
-			m.gen(t, db, "a", 10) // a run: format 5 keeps a cold
+			m.gen(t, db, "h", 1)  // small: hot, number 0
+			m.gen(t, db, "a", 10) // a run: format 5 keeps a cold, without a number
 			mustClose(t, db)
 			editBolt(t, path, func(tx *bolt.Tx) error {
-				return tx.Bucket([]byte("meta")).Put([]byte("next"), []byte{0, 0, 0, 0}) // a's number
+				return tx.Bucket([]byte("meta")).Put([]byte("next"), []byte{0, 0, 0, 0}) // h's number
 			})
 			db = openFormat(t, path, f, 100)
 			defer mustClose(t, db)
 			_, errC := db.Append("c", tier.Event{Kind: tier.KindUser, Text: "new"})
-			_, errA := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "a small"})
 			if !errors.Is(errC, store.ErrCorrupt) {
-				t.Errorf("format %d: a new session took a's number: %v", f, errC)
+				t.Errorf("format %d: a new session took h's number: %v", f, errC)
 			}
-			if errA != nil {
-				t.Errorf("format %d: a can no longer append: %v", f, errA)
+			if f == 4 {
+				m.add(t, db, "a", tier.Event{Kind: tier.KindUser, Text: "a small"}) // a has its number
+			} else if _, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "a small"}); !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("format 5: a cold session took h's number: %v", err)
 			}
+			m.gen(t, db, "a", 10) // a run: no number needed
+			m.gen(t, db, "h", 1)
+			if f == 5 {
+				m.gen(t, db, "r", 9) // a new session's run: cold, no number needed
+			}
+			checkReads4(t, db, m)
 		})
 	}
 }

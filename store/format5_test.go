@@ -210,11 +210,12 @@ func TestFormat5_LedgerRecordDamage(t *testing.T) {
 // cold5 is what a format 5 session's own bucket holds of what format 4
 // puts elsewhere.
 type cold5 struct {
-	num    uint32
-	events []uint64 // 0xFE <seq>
-	state  bool     // 0xFF
-	open   []string // the keys of the 0xFF "open" bucket; nil: no bucket
-	bucket bool     // the open bucket is there
+	num      uint32 // when numbered: a hot session's
+	numbered bool
+	events   []uint64 // 0xFE <seq>
+	state    bool     // 0xFF
+	open     []string // the keys of the 0xFF "open" bucket; nil: no bucket
+	bucket   bool     // the open bucket is there
 }
 
 // readCold5 reads session id's bucket of the closed file at path.
@@ -226,7 +227,9 @@ func readCold5(t *testing.T, path, id string) cold5 {
 		if b == nil {
 			t.Fatalf("no bucket for session %q", id)
 		}
-		c.num = binary.BigEndian.Uint32(b.Get([]byte{0}))
+		if n := b.Get([]byte{0}); len(n) == 4 {
+			c.num, c.numbered = binary.BigEndian.Uint32(n), true
+		}
 		_ = b.ForEach(func(k, v []byte) error {
 			if len(k) == 9 && k[0] == 0xFE {
 				c.events = append(c.events, binary.BigEndian.Uint64(k[1:]))
@@ -279,14 +282,20 @@ func TestFormat5_ColdAndHot(t *testing.T) {
 	mustClose(t, db)
 
 	for _, id := range []string{"a", "b"} {
-		c, l := readCold5(t, path, id), readLayout4(t, path)
-		if !slices.Equal(c.events, seqRange(1, uint64(len(m[id])))) || !c.state || !c.bucket {
-			t.Errorf("cold %q: its bucket holds events %v, state %v, open bucket %v", id, c.events, c.state, c.bucket)
-		}
-		if hk := hotKeysOf(l, c.num); len(hk) != 0 || len(l.events[c.num]) != 0 || l.ids[c.num] != "" || len(l.journal) != 0 {
-			t.Errorf("cold %q: h %q, e %v, id %q, journal %d entries", id, hk, l.events[c.num], l.ids[c.num], len(l.journal))
+		c := readCold5(t, path, id)
+		if !slices.Equal(c.events, seqRange(1, uint64(len(m[id])))) || !c.state || !c.bucket || c.numbered {
+			t.Errorf("cold %q: its bucket holds events %v, state %v, open bucket %v, a number %v", id, c.events, c.state, c.bucket, c.numbered)
 		}
 	}
+	if l := readLayout4(t, path); len(l.hot) != 0 || len(l.events) != 0 || len(l.ids) != 0 || len(l.journal) != 0 {
+		t.Errorf("two cold sessions: h %q, e %v, ids %v, journal %d entries", l.hot, l.events, l.ids, len(l.journal))
+	}
+	viewBolt(t, path, func(tx *bolt.Tx) error {
+		if next := tx.Bucket([]byte("meta")).Get([]byte("next")); len(next) != 8 || binary.BigEndian.Uint32(next) != 0 {
+			t.Errorf("meta/next %x: a number taken by a cold session", next)
+		}
+		return nil
+	})
 	if c := readCold5(t, path, "a"); !slices.Equal(c.open, []string{"call-10"}) {
 		t.Errorf("cold a: open calls %q, want call-10", c.open)
 	}
@@ -327,8 +336,8 @@ func TestFormat5_ColdAndHot(t *testing.T) {
 	if _, seqs := l.journalOf(c.num); !slices.Equal(c.events, seqRange(1, 10)) || !slices.Equal(l.events[c.num], seqRange(11, 22)) || !slices.Equal(seqs, []uint64{23}) {
 		t.Errorf("a after the fold: its bucket %v, e %v, journal %v; want 1..10, 11..22, 23", c.events, l.events[c.num], seqs)
 	}
-	if b := readCold5(t, path, "b"); !slices.Equal(b.events, seqRange(1, 17)) || !b.state || len(hotKeysOf(l, b.num)) != 0 {
-		t.Errorf("cold b: its bucket holds %v, state %v, h %q", b.events, b.state, hotKeysOf(l, b.num))
+	if b := readCold5(t, path, "b"); !slices.Equal(b.events, seqRange(1, 17)) || !b.state || b.numbered || len(l.ids) != 1 {
+		t.Errorf("cold b: its bucket holds %v, state %v, a number %v; ids in e %v", b.events, b.state, b.numbered, l.ids)
 	}
 
 	db = open()
@@ -340,11 +349,12 @@ func TestFormat5_ColdAndHot(t *testing.T) {
 	}
 }
 
-// TestFormat5_ColdSessionDamage: records of a cold session's number in h,
-// e or j, a cold session without its state, a hot one without its: Verify
-// names each, reads of the session fail with ErrCorrupt rather than
-// guess, and an append that would turn a session with stray records hot
-// fails alone.
+// TestFormat5_ColdSessionDamage: stray records of the number the next
+// session to turn hot will take (in h, e or j), a cold session with a
+// number, a cold session without its state, a hot one without its state or
+// its record of the head it turned hot at: Verify names each, reads of the
+// session fail with ErrCorrupt rather than guess, and an append that would
+// turn the cold session hot over stray records fails alone.
 func TestFormat5_ColdSessionDamage(t *testing.T) {
 	fixture := func(t *testing.T) (string, uint32, uint32) {
 		path := filepath.Join(t.TempDir(), "strata.db")
@@ -357,27 +367,34 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 		m.gen(t, db, "hot", 10)
 		m.gen(t, db, "hot", 1)
 		mustClose(t, db)
-		return path, readCold5(t, path, "cold").num, readCold5(t, path, "hot").num
+		if c := readCold5(t, path, "cold"); c.numbered {
+			t.Fatalf("cold session with number %d", c.num)
+		}
+		hot := readCold5(t, path, "hot").num
+		return path, hot + 1, hot // the next number, the hot session's
 	}
 	num := func(n uint32, rest ...byte) []byte { return append(binary.BigEndian.AppendUint32(nil, n), rest...) }
 	cases := []struct {
 		name    string
-		damage  func(tx *bolt.Tx, cold, hot uint32) error
+		damage  func(tx *bolt.Tx, next, hot uint32) error
 		verify  string // what Verify reports
 		session string // whose reads fail
 		warm    bool   // an append turning "cold" hot fails
 	}{
-		{"a state in h of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
-			return tx.Bucket([]byte("h")).Put(num(cold, 0x00), tx.Bucket([]byte("s/cold")).Get([]byte{0xFF}))
-		}, `hot bucket: key 00000000000000 of session "cold", which is cold`, "", true},
-		{"an id key in e of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
-			return tx.Bucket([]byte("e")).Put(num(cold, 0xFF, 0x00), []byte("cold"))
-		}, `which is cold`, "", true},
-		{"a journal entry of a cold session", func(tx *bolt.Tx, cold, _ uint32) error {
+		{"a state in h of the next number", func(tx *bolt.Tx, next, _ uint32) error {
+			return tx.Bucket([]byte("h")).Put(num(next, 0x00), tx.Bucket([]byte("s/cold")).Get([]byte{0xFF}))
+		}, `hot bucket: key 00000000000000 of session number 1, which no session has`, "", true},
+		{"an id key in e of the next number", func(tx *bolt.Tx, next, _ uint32) error {
+			return tx.Bucket([]byte("e")).Put(num(next, 0xFF, 0x00), []byte("cold"))
+		}, `of session number 1, which no session has`, "", true},
+		{"a journal entry of the next number", func(tx *bolt.Tx, next, _ uint32) error {
 			j := tx.Bucket([]byte("j"))
 			g, _ := j.NextSequence()
-			return j.Put(binary.BigEndian.AppendUint64(nil, g), num(cold, 0, 0, 0, 0, 0, 0, 0, 11, 0x90))
-		}, `of session "cold", which is cold`, "", true},
+			return j.Put(binary.BigEndian.AppendUint64(nil, g), num(next, 0, 0, 0, 0, 0, 0, 0, 11, 0x90))
+		}, `of session number 1, which no session has`, "", true},
+		{"a cold session with a number", func(tx *bolt.Tx, _, _ uint32) error {
+			return tx.Bucket([]byte("s/cold")).Put([]byte{0}, num(7))
+		}, `session "cold" is cold (its state is in its bucket) and has a number, 7`, "", false},
 		{"a cold session without its state", func(tx *bolt.Tx, _, _ uint32) error {
 			return tx.Bucket([]byte("s/cold")).Delete([]byte{0xFF})
 		}, "cold", "cold", false},
@@ -393,17 +410,17 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path, cold, hot := fixture(t)
+			path, next, hot := fixture(t)
 			b, err := bolt.Open(path, 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Update(func(tx *bolt.Tx) error { return tc.damage(tx, cold, hot) }); err != nil {
+			if err := b.Update(func(tx *bolt.Tx) error { return tc.damage(tx, next, hot) }); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()
 			// Replace the key in the expected text with the real one.
-			want := strings.ReplaceAll(tc.verify, "00000000000000", fmt.Sprintf("%x", num(cold, 0x00)))
+			want := strings.ReplaceAll(tc.verify, "00000000000000", fmt.Sprintf("%x", num(next, 0x00)))
 			if ps := verifyPath(t, path); !strings.Contains(fmt.Sprint(ps), want) {
 				t.Errorf("Verify: %v, want a problem containing %q", ps, want)
 			}
@@ -422,7 +439,7 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 				if _, err := db.Append("cold", tier.Event{Kind: tier.KindUser, Text: "hi"}); !errors.Is(err, store.ErrCorrupt) {
 					t.Errorf("an append turning cold hot: %v, want ErrCorrupt", err)
 				}
-				if _, err := db.Append("other", tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
+				if _, err := db.Append("hot", tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
 					t.Errorf("another session's append: %v", err)
 				}
 			}

@@ -27,6 +27,9 @@ const (
 // to s goes to the journal: when s already has events there, which must
 // stay after its events in e, or when the append is small.
 func (s *sess) journals(vals [][]byte) (bool, error) {
+	if s.cold {
+		return smallAppend(vals), nil // nothing of it in the journal
+	}
 	first, err := s.journalFirst()
 	return first != nil || smallAppend(vals), err
 }
@@ -282,28 +285,29 @@ func coldHead(h *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
 	return binary.BigEndian.Uint64(v), true
 }
 
-// canWarm checks that a cold session of format 5 can turn hot (warm): no
-// key of the hot bucket or of the events bucket carries its number yet,
-// and no journal entry — one would be damage, and a Put over a bucket in h
-// or e would fail half-way through a commit — and its open bucket holds
-// values only: warm moves them, and deletes the bucket, which would read
-// the pages of a bucket inside it, never walked (graph.go). The events
-// bucket's pages where the keys go were walked when the session was first
-// read (DB.session), h and j at Open.
-func (s *sess) canWarm() error {
-	for _, b := range []struct {
-		name string
-		b    *bolt.Bucket
-	}{{string(bucketHot4), s.h}, {string(bucketEvents3), s.e}} {
-		if k, _ := b.b.Cursor().Seek(s.num[:]); bytes.HasPrefix(k, s.num[:]) {
-			return corrupt(s.id, b.name, k, errors.New("a key of a session that has never been hot"))
+// canWarm checks that a cold session of format 5, or a new one (s.b nil),
+// can turn hot (warm): the number it will take is free — no key of h or e
+// carries it (nextSessionNumber, which walks the pages of e where its keys
+// will go), nor a journal entry — and its open bucket holds values only:
+// warm moves them, and deletes the bucket, which would read the pages of a
+// bucket inside it, never walked (graph.go). A Put over a bucket in h or e
+// would fail half-way through a commit; this append fails alone instead.
+func (db *DB) canWarm(tx *bolt.Tx, s *sess) error {
+	num, atEnd, err := nextSessionNumber(tx, s.f, s.id, !db.graph.tailWalked())
+	if err != nil {
+		return err
+	}
+	if atEnd {
+		db.graph.markTail()
+	}
+	c := tx.Bucket(bucketJournal4).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(v) >= 4 && [4]byte(v) == num {
+			return corrupt(s.id, string(bucketJournal4), k, errors.Newf("an entry of session number %d, which no session has", binary.BigEndian.Uint32(num[:])))
 		}
 	}
-	c := s.j.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(v) >= 4 && [4]byte(v) == s.num {
-			return corrupt(s.id, string(bucketJournal4), k, errors.New("an entry of a session that has never been hot"))
-		}
+	if s.b == nil {
+		return nil
 	}
 	if open := s.b.Bucket(keyOpen2); open != nil {
 		return open.ForEach(func(k, v []byte) error {
@@ -317,14 +321,27 @@ func (s *sess) canWarm() error {
 }
 
 // warm turns a cold session of format 5 hot, before its first append to
-// the journal: its state and open calls move from its bucket to the hot
-// bucket, beside every hot session's, h records its head (coldHead), and
-// the events bucket gets its id key. Its events stay where they are. The
-// caller writes the state (putState) after.
-func (s *sess) warm() error {
+// the journal: it takes the next session number, its state and open calls
+// move from its bucket to the hot bucket, beside every hot session's, h
+// records its head (coldHead), and the events bucket gets its id key. Its
+// events stay where they are. The caller checked it (canWarm), and writes
+// the state (putState) after.
+func (s *sess) warm(tx *bolt.Tx) error {
 	st, err := s.state()
 	if err != nil {
 		return err
+	}
+	num, err := takeSessionNumber(tx, s.f, s.id)
+	if err != nil {
+		return err
+	}
+	if err := s.b.Put(keyNum3, num[:]); err != nil {
+		return err
+	}
+	s.num, s.numbered = num, true
+	s.e, s.h, s.j = tx.Bucket(bucketEvents3), tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
+	if s.e == nil || s.h == nil || s.j == nil {
+		return corrupt(s.id, "", nil, errors.New("the events bucket, hot bucket or journal is missing"))
 	}
 	if err := s.b.Delete(stateKey2); err != nil {
 		return err

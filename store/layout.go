@@ -40,16 +40,20 @@ func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
 	if f < 3 || b == nil {
 		return s, nil
 	}
+	// Format 5: a session is cold while its bucket holds its state, and
+	// gets its number when it turns hot (warm).
+	s.cold = f >= 5 && b.Get(stateKey2) != nil
 	num := b.Get(keyNum3)
+	if s.cold && num == nil {
+		return s, nil
+	}
 	if len(num) != 4 {
 		return nil, corrupt(id, "session", keyNum3, errors.Newf("session number of %d bytes", len(num)))
 	}
 	if s.e = tx.Bucket(bucketEvents3); s.e == nil {
 		return nil, corrupt(id, string(bucketEvents3), nil, errors.New("bucket missing"))
 	}
-	s.num = [4]byte(num)
-	// Format 5: a session is cold while its bucket holds its state.
-	s.cold = f >= 5 && b.Get(stateKey2) != nil
+	s.num, s.numbered = [4]byte(num), true
 	if f >= 4 {
 		if s.h = tx.Bucket(bucketHot4); s.h == nil {
 			return nil, corrupt(id, string(bucketHot4), nil, errors.New("bucket missing"))
@@ -79,27 +83,18 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 			return nil, err
 		}
 	}
+	if f >= 5 {
+		// Cold: nothing of it outside its bucket, not even a number.
+		return &sess{id: id, b: b, f: f, cold: true}, nil
+	}
 	if f >= 3 {
 		// prepareAppend checked what this reaches, in this transaction.
-		num, _, err := nextSessionNumber(tx, f, id, false)
+		num, err := takeSessionNumber(tx, f, id)
 		if err != nil {
-			return nil, err
-		}
-		n := binary.BigEndian.Uint32(num[:])
-		if err := tx.Bucket(bucketMeta).Put(keyNextSess3, encodeNext(f, n+1)); err != nil {
 			return nil, err
 		}
 		if err := b.Put(keyNum3, num[:]); err != nil {
 			return nil, err
-		}
-		if f >= 5 {
-			// Cold: nothing of it outside its bucket yet (warm writes the
-			// id key when it turns hot).
-			s, err := newSess(tx, f, id, b)
-			if err == nil {
-				s.cold = true
-			}
-			return s, err
 		}
 		if err := tx.Bucket(bucketEvents3).Put(append(num[:], stateSuffix3, idSuffix3), []byte(id)); err != nil {
 			return nil, err
@@ -108,7 +103,19 @@ func makeSessionBucket(tx *bolt.Tx, f int, id string) (*sess, error) {
 	return newSess(tx, f, id, b)
 }
 
-// nextSessionNumber returns the number formats 3 and 4 give the next session,
+// takeSessionNumber gives session id the next number (nextSessionNumber,
+// which the caller checked in this transaction), and records the one after.
+func takeSessionNumber(tx *bolt.Tx, f int, id string) ([4]byte, error) {
+	num, _, err := nextSessionNumber(tx, f, id, false)
+	if err != nil {
+		return num, err
+	}
+	n := binary.BigEndian.Uint32(num[:])
+	return num, tx.Bucket(bucketMeta).Put(keyNextSess3, encodeNext(f, n+1))
+}
+
+// nextSessionNumber returns the number formats 3 and 4 give the next session
+// (format 5: the next session to turn hot),
 // id, once it has checked what its first write will reach: meta's record
 // of the number, the pages of the events bucket where the session's keys
 // go (which no read of this handle may have reached), and that no session
@@ -247,6 +254,9 @@ func (s *sess) direct() (evStore, error) {
 // journal, in the order of their seqs: in format 5, its bucket (the events
 // appended while it was cold), then the events bucket.
 func (s *sess) stores() ([]evStore, error) {
+	if s.f >= 5 && s.cold {
+		return []evStore{{s.b, 2}}, nil
+	}
 	if s.f >= 5 {
 		return []evStore{{s.b, 2}, {s.e, 3}}, nil
 	}

@@ -24,8 +24,10 @@ type sess struct {
 	// Format 4: the hot bucket and the journal.
 	h, j *bolt.Bucket
 	// Format 5: the session's state, open calls and events appended
-	// directly are in its own bucket, as in format 2 (schema.go).
-	cold bool
+	// directly are in its own bucket, as in format 2 (schema.go); it has
+	// no number yet (numbered is false), and e, h and j are nil.
+	cold     bool
+	numbered bool
 }
 
 func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
@@ -121,7 +123,7 @@ func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
 			break
 		}
 	}
-	if raw == nil && s.j != nil {
+	if raw == nil && s.j != nil && !s.cold {
 		err := s.journal(seq, func(at uint64, v []byte) (bool, error) {
 			if at == seq {
 				raw = v
@@ -210,7 +212,7 @@ func (s *sess) rawEvents(from uint64, fn func(seq uint64, raw []byte) (more bool
 			}
 		}
 	}
-	if s.j == nil {
+	if s.j == nil || s.cold {
 		return nil
 	}
 	return s.journal(from, fn)

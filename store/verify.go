@@ -184,8 +184,8 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 	}
 	owner := map[[4]byte]string{}
 	for _, ss := range sessions {
-		if ss == nil {
-			continue
+		if ss == nil || !ss.numbered {
+			continue // format 5: a cold session has no number
 		}
 		if other, ok := owner[ss.num]; ok {
 			fail("sessions %q and %q have the same number %d", other, ss.id, binary.BigEndian.Uint32(ss.num[:]))
@@ -196,11 +196,13 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("meta: the next session number %d is not above session %q's %d", next, ss.id, n)
 		}
 	}
-	// Format 5: a cold session's records are all in its own bucket; no
-	// key of e, h or j carries its number.
+	// Format 5: a cold session's records are all in its own bucket, and
+	// it takes a number only when it turns hot: a cold session with a
+	// number is damage (a key of e, h or j carrying it, the more so).
 	cold := map[[4]byte]string{}
 	for _, ss := range sessions {
-		if ss != nil && ss.cold {
+		if ss != nil && ss.cold && ss.numbered {
+			fail("session %q is cold (its state is in its bucket) and has a number, %d", ss.id, binary.BigEndian.Uint32(ss.num[:]))
 			cold[ss.num] = ss.id
 			delete(owner, ss.num)
 		}
@@ -432,11 +434,14 @@ func (v *verifier) checkSessionKeys() {
 	// session's number (checked by newSess; the state is in "e" or "h"),
 	// and in format 5 while cold the state too.
 	values := [][]byte{v.ss.stateKey()}
-	if v.ss.f >= 3 {
-		values = [][]byte{keyNum3}
-		if v.ss.cold {
-			values = append(values, stateKey2)
+	switch {
+	case v.ss.f >= 5 && v.ss.cold:
+		values = [][]byte{stateKey2} // a number too is reported by checkEventsBucket
+		if v.ss.numbered {
+			values = append(values, keyNum3)
 		}
+	case v.ss.f >= 3:
+		values = [][]byte{keyNum3}
 	}
 	check := func(k, val []byte) {
 		switch {

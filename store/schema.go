@@ -50,12 +50,13 @@ func ledgerTextsInEvents(f int) bool { return f >= 5 }
 //	                              its last event in s/<id> (8 bytes)
 //
 // A session is cold from its first append until its first append of a few
-// events (one that format 4 would journal): while cold it has no key in j,
-// h or e, and an append writes its own bucket's newest leaf, with the
-// state and open calls after the newest event, as format 2 and bare bbolt
-// with a bucket per session do. The first small append turns it hot (warm):
-// its state and open calls move to h, e gets its id key, and from then on
-// it is a session of format 4 — the journal, folds into e, runs straight to
+// events (one that format 4 would journal): while cold it has no number
+// (no key 0x00) and no key in meta, j, h or e, and an append writes its own
+// bucket's newest leaf, with the state and open calls after the newest
+// event, as format 2 and bare bbolt with a bucket per session do. The first
+// small append turns it hot (warm): it takes the next number, its state and
+// open calls move to h, e gets its id key, and from then on it is a session
+// of format 4 — the journal, folds into e, runs straight to
 // e when it has nothing in the journal — whose oldest events stay in its
 // own bucket: its raw log is those, then its events in e, then in j. A
 // session is cold exactly when its bucket holds the state key: a hot one

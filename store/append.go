@@ -464,16 +464,20 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 				return nil, err
 			}
 		}
-		if journal {
+		switch {
+		case journal && s.f >= 5 && (s.b == nil || s.cold):
+			// Turning hot (warm) reaches the journal, h, e and meta's
+			// next number, and moves the open bucket: damage there
+			// keeps the session cold instead — its own bucket takes an
+			// append of any size, reading nothing of those — and Verify
+			// reports the damage.
+			if journalSound(tx, len(vals)) != nil || db.canWarm(tx, s) != nil {
+				journal = false
+			}
+		case journal:
 			// Only an append to the journal depends on it.
 			if err := journalSound(tx, len(vals)); err != nil {
 				return nil, err
-			}
-			if s.f >= 5 && (s.b == nil || s.cold) {
-				// What warm will write must be sound.
-				if err := db.canWarm(tx, s); err != nil {
-					return nil, err
-				}
 			}
 		}
 	}

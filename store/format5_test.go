@@ -353,8 +353,8 @@ func TestFormat5_ColdAndHot(t *testing.T) {
 // session to turn hot will take (in h, e or j), a cold session with a
 // number, a cold session without its state, a hot one without its state or
 // its record of the head it turned hot at: Verify names each, reads of the
-// session fail with ErrCorrupt rather than guess, and an append that would
-// turn the cold session hot over stray records fails alone.
+// session fail with ErrCorrupt rather than guess, and a small append to the
+// cold session with stray records of its next number keeps it cold.
 func TestFormat5_ColdSessionDamage(t *testing.T) {
 	fixture := func(t *testing.T) (string, uint32, uint32) {
 		path := filepath.Join(t.TempDir(), "strata.db")
@@ -379,7 +379,7 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 		damage  func(tx *bolt.Tx, next, hot uint32) error
 		verify  string // what Verify reports
 		session string // whose reads fail
-		warm    bool   // an append turning "cold" hot fails
+		warm    bool   // a small append to "cold" keeps it cold
 	}{
 		{"a state in h of the next number", func(tx *bolt.Tx, next, _ uint32) error {
 			return tx.Bucket([]byte("h")).Put(num(next, 0x00), tx.Bucket([]byte("s/cold")).Get([]byte{0xFF}))
@@ -394,7 +394,7 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 		}, `of session number 1, which no session has`, "", true},
 		{"a cold session with a number", func(tx *bolt.Tx, _, _ uint32) error {
 			return tx.Bucket([]byte("s/cold")).Put([]byte{0}, num(7))
-		}, `session "cold" is cold (its state is in its bucket) and has a number, 7`, "", false},
+		}, `a state in the session's bucket, which only a session without a number (cold) has`, "cold", false},
 		{"a cold session without its state", func(tx *bolt.Tx, _, _ uint32) error {
 			return tx.Bucket([]byte("s/cold")).Delete([]byte{0xFF})
 		}, "cold", "cold", false},
@@ -436,8 +436,8 @@ func TestFormat5_ColdSessionDamage(t *testing.T) {
 				}
 			}
 			if tc.warm {
-				if _, err := db.Append("cold", tier.Event{Kind: tier.KindUser, Text: "hi"}); !errors.Is(err, store.ErrCorrupt) {
-					t.Errorf("an append turning cold hot: %v, want ErrCorrupt", err)
+				if _, err := db.Append("cold", tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
+					t.Errorf("a small append to cold: %v", err)
 				}
 				if _, err := db.Append("hot", tier.Event{Kind: tier.KindUser, Text: "hi"}); err != nil {
 					t.Errorf("another session's append: %v", err)

@@ -43,7 +43,7 @@ type graphChecks struct {
 	mu      sync.Mutex
 	done    map[string]bool
 	nums    map[[4]byte]bool // format 4: the session numbers whose pages of "e" were walked
-	tail    atomic.Bool      // formats 3 and 4: the pages of "e" where new sessions go were walked
+	tail    atomic.Bool      // formats 3 to 5: the pages of "e" where new (5: newly hot) sessions go were walked
 	touched atomic.Int64     // pages the checks read since the last releaseMapped
 }
 

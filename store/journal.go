@@ -291,7 +291,8 @@ func coldHead(h *bolt.Bucket, num [4]byte) (seq uint64, ok bool) {
 // will go), nor a journal entry — and its open bucket holds values only:
 // warm moves them, and deletes the bucket, which would read the pages of a
 // bucket inside it, never walked (graph.go). A Put over a bucket in h or e
-// would fail half-way through a commit; this append fails alone instead.
+// would fail half-way through a commit: when anything is off, the append
+// keeps the session cold instead (prepareAppend).
 func (db *DB) canWarm(tx *bolt.Tx, s *sess) error {
 	num, atEnd, err := nextSessionNumber(tx, s.f, s.id, !db.graph.tailWalked())
 	if err != nil {

@@ -47,6 +47,11 @@ func newSess(tx *bolt.Tx, f int, id string, b *bolt.Bucket) (*sess, error) {
 	if s.cold && num == nil {
 		return s, nil
 	}
+	if s.cold {
+		// Damage: a hot session's state key back in its bucket would read
+		// as an old head, its newer events passed over.
+		return nil, corrupt(id, "session", stateKey2, errors.New("a state in the session's bucket, which only a session without a number (cold) has"))
+	}
 	if len(num) != 4 {
 		return nil, corrupt(id, "session", keyNum3, errors.Newf("session number of %d bytes", len(num)))
 	}

@@ -37,8 +37,8 @@ func ledgerTextsInEvents(f int) bool { return f >= 5 }
 
 // Bucket layout, format 5: format 4's (below), and
 //
-//	meta/next                   → the number the next session gets, and
-//	                              its CRC32C (encodeNext)
+//	meta/next                   → the number the next session to turn hot
+//	                              gets, and its CRC32C (encodeNext)
 //	s/<id>/                     → as in format 4, and while the session is
 //	                              cold, as in format 2:
 //	  0xFE <seq>                → eventRec: the events it was appended
@@ -168,8 +168,8 @@ var (
 	keyOpen2      = []byte("\xffopen") // format 2: the open bucket, after the state
 
 	bucketEvents3 = []byte("e")    // formats 3 and 4: every session's events (3: and state and open calls)
-	keyNextSess3  = []byte("next") // formats 3 and 4: in meta, the next session number
-	keyNum3       = []byte{0x00}   // formats 3 and 4: in a session's bucket, its number
+	keyNextSess3  = []byte("next") // formats 3 to 5: in meta, the next session number
+	keyNum3       = []byte{0x00}   // formats 3 to 5: in a session's bucket, its number (5: once hot)
 	stateSuffix3  = byte(0xFF)     // format 3: <n> 0xFF is the state
 	openSuffix3   = byte('o')      // format 3: <n> 0xFF 'o' <id> is an open call
 	idSuffix3     = byte(0x00)     // format 3: <n> 0xFF 0x00 is the session's id

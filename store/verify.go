@@ -196,22 +196,9 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("meta: the next session number %d is not above session %q's %d", next, ss.id, n)
 		}
 	}
-	// Format 5: a cold session's records are all in its own bucket, and
-	// it takes a number only when it turns hot: a cold session with a
-	// number is damage (a key of e, h or j carrying it, the more so).
-	cold := map[[4]byte]string{}
-	for _, ss := range sessions {
-		if ss != nil && ss.cold && ss.numbered {
-			fail("session %q is cold (its state is in its bucket) and has a number, %d", ss.id, binary.BigEndian.Uint32(ss.num[:]))
-			cold[ss.num] = ss.id
-			delete(owner, ss.num)
-		}
-	}
+	// (Format 5: a cold session has no number, and one with a number is
+	// refused by newSess.)
 	noOwner := func(what string, num []byte) {
-		if id, ok := cold[[4]byte(num)]; ok {
-			fail("%s of session %q, which is cold (all its records are in its own bucket)", what, id)
-			return
-		}
 		fail("%s of session number %d, which no session has", what, binary.BigEndian.Uint32(num))
 	}
 	e := tx.Bucket(bucketEvents3)
@@ -436,10 +423,7 @@ func (v *verifier) checkSessionKeys() {
 	values := [][]byte{v.ss.stateKey()}
 	switch {
 	case v.ss.f >= 5 && v.ss.cold:
-		values = [][]byte{stateKey2} // a number too is reported by checkEventsBucket
-		if v.ss.numbered {
-			values = append(values, keyNum3)
-		}
+		values = [][]byte{stateKey2}
 	case v.ss.f >= 3:
 		values = [][]byte{keyNum3}
 	}

@@ -2,9 +2,7 @@ package store
 
 import (
 	"encoding/binary"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,15 +22,7 @@ func e5Damaged(t *testing.T) string {
 	if _, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "warm"}); err != nil {
 		t.Fatal(err)
 	}
-	evs := make([]tier.Event, 100)
-	for i := range evs {
-		evs[i] = tier.Event{Kind: tier.KindAssistant, Text: strings.Repeat("x", 100)}
-	}
-	for i := 0; i < 30; i++ {
-		if _, err := db.Append("s", evs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evs := appendRuns(t, db, "s")
 	if _, err := db.Append("c", evs[:10]...); err != nil {
 		t.Fatal(err)
 	}
@@ -40,18 +30,8 @@ func e5Damaged(t *testing.T) string {
 		t.Fatal(err)
 	}
 	root := rootOf(t, path, "e")
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, page := openBranchPage(t, path, root, "e's root")
 	defer f.Close()
-	page := make([]byte, os.Getpagesize())
-	if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
-		t.Fatal(err)
-	}
-	if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
-		t.Fatalf("e root %d flags %#x", root, flags)
-	}
 	count := int(binary.LittleEndian.Uint16(page[10:]))
 	binary.LittleEndian.PutUint64(page[boltPageHeader+(count-1)*boltElement+8:], root)
 	rewritePage(t, f, root, page)

@@ -185,18 +185,8 @@ func TestGraph_OpenRefusesADamagedSessionList(t *testing.T) {
 			} else {
 				root = rootOf(t, path) // the root bucket lists the sessions
 			}
-			f, err := os.OpenFile(path, os.O_RDWR, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, page := openBranchPage(t, path, root, "sessions root")
 			defer f.Close()
-			page := make([]byte, os.Getpagesize())
-			if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
-				t.Fatal(err)
-			}
-			if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
-				t.Fatalf("sessions root page %d has flags %#x, want a branch page", root, flags)
-			}
 			binary.LittleEndian.PutUint64(page[boltPageHeader+8:], root)
 			rewritePage(t, f, root, page)
 
@@ -279,4 +269,24 @@ func TestGraph_Format3WalksTheLeftSibling(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "reached twice") {
 		t.Errorf("Info(t) = %v, want ErrCorrupt naming the cycle", err)
 	}
+}
+
+// openBranchPage opens the file at path for writing and reads page root,
+// which must be a branch page (what names it in the failure).
+func openBranchPage(t *testing.T, path string, root uint64, what string) (*os.File, []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, os.Getpagesize())
+	if _, err := f.ReadAt(page, int64(root)*int64(len(page))); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if flags := binary.LittleEndian.Uint16(page[8:]); flags != boltBranchFlag {
+		f.Close()
+		t.Fatalf("%s page %d has flags %#x, want a branch page", what, root, flags)
+	}
+	return f, page
 }

@@ -126,15 +126,7 @@ func l0BranchPage(t *testing.T, format int) (path string, f *os.File, root uint6
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := make([]tier.Event, 100)
-	for i := range evs {
-		evs[i] = tier.Event{Kind: tier.KindAssistant, Text: strings.Repeat("x", 100)}
-	}
-	for i := 0; i < 30; i++ {
-		if _, err := db.Append("s", evs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evs := appendRuns(t, db, "s")
 	if _, err := db.Append("t", evs[:5]...); err != nil { // a session left intact
 		t.Fatal(err)
 	}
@@ -205,4 +197,20 @@ func TestVerify_BranchKeyPastThePage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appendRuns appends 30 runs of 100 events of 100 bytes to session: enough
+// for a bucket of a few levels. It returns one run's events.
+func appendRuns(t *testing.T, db *DB, session string) []tier.Event {
+	t.Helper()
+	evs := make([]tier.Event, 100)
+	for i := range evs {
+		evs[i] = tier.Event{Kind: tier.KindAssistant, Text: strings.Repeat("x", 100)}
+	}
+	for i := 0; i < 30; i++ {
+		if _, err := db.Append(session, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return evs
 }

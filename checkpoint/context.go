@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -75,6 +76,26 @@ func NodeText(n *tier.Node) string {
 	writeNode(&b, n)
 	return b.String()
 }
+
+// NodeTextLen returns len(NodeText(n)) without keeping the text: what a
+// token estimate needs (a commit, a summarizer fitting a budget), in a
+// buffer used again rather than a new string each time.
+func NodeTextLen(n *tier.Node) int {
+	b := nodeBufs.Get().(*bytes.Buffer)
+	b.Reset()
+	writeNode(b, n)
+	l := b.Len()
+	if b.Cap() <= maxPooledNodeBuf {
+		nodeBufs.Put(b)
+	}
+	return l
+}
+
+// nodeBufs holds NodeTextLen's buffers; one larger than maxPooledNodeBuf
+// (a node of huge claims) is left to the garbage collector.
+var nodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledNodeBuf = 1 << 20
 
 // writeNode and writeEvent build their lines with appends rather than fmt:
 // rendering is most of what a resume costs. ref_test.go keeps the fmt

@@ -57,7 +57,8 @@ func splitAllBreaks(s string) []string {
 }
 
 // FuzzContextRendering renders contexts made of fuzzed text: rendering
-// never panics, gives the same bytes twice, the JSON's sha256 is the
+// never panics, gives the same bytes twice (and NodeTextLen each node's
+// length), the JSON's sha256 is the
 // text's, and no field's text can forge structure — the headings ("## ")
 // and event lines ("[seq t…]") are exactly the nodes and events, however
 // the lines are split.
@@ -79,6 +80,14 @@ func FuzzContextRendering(f *testing.F) {
 		a, b := c.Text(), c.Text()
 		if !bytes.Equal(a, b) {
 			t.Fatal("Text differs between two calls")
+		}
+		for i := range c.Nodes {
+			// Twice: the second reuses the pooled buffer.
+			for range 2 {
+				if got, want := checkpoint.NodeTextLen(&c.Nodes[i]), len(checkpoint.NodeText(&c.Nodes[i])); got != want {
+					t.Fatalf("node %d: NodeTextLen %d, len(NodeText) %d", i, got, want)
+				}
+			}
 		}
 		ja, err := c.JSON()
 		if err != nil {

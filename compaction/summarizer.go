@@ -227,12 +227,12 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 	// is measured alone, without the claims, whose rendering is the costly
 	// part.
 	n := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
-	room := 4*in.Budget - len(checkpoint.NodeText(&n))
+	room := 4*in.Budget - checkpoint.NodeTextLen(&n)
 	bare := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To}
-	heading := len(checkpoint.NodeText(&bare))
+	heading := checkpoint.NodeTextLen(&bare)
 	fits := func(t string) bool {
 		bare.Narrative = t
-		return len(checkpoint.NodeText(&bare))-heading <= room
+		return checkpoint.NodeTextLen(&bare)-heading <= room
 	}
 	if fits(text) {
 		return text

@@ -350,7 +350,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 	for _, c := range p.Children {
 		n.Children = append(n.Children, c.ID)
 	}
-	n.Tokens = tier.EstimateTokens(checkpoint.NodeText(&n))
+	n.Tokens = tier.TokensOfBytes(checkpoint.NodeTextLen(&n))
 
 	rootsB, err := ss.sub(bucketRoots)
 	if err != nil {

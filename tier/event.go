@@ -189,7 +189,10 @@ func controlIndex(s string) int {
 
 // EstimateTokens estimates the tokens of s the same way everywhere in strata:
 // one token per four bytes, rounded up.
-func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+func EstimateTokens(s string) int { return TokensOfBytes(len(s)) }
+
+// TokensOfBytes is EstimateTokens of a text of n bytes.
+func TokensOfBytes(n int) int { return (n + 3) / 4 }
 
 // MarshalJSON encodes k as its name. (Kind deliberately has no MarshalText:
 // msgpack would use it and store names instead of numbers.)

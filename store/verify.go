@@ -196,11 +196,6 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			fail("meta: the next session number %d is not above session %q's %d", next, ss.id, n)
 		}
 	}
-	// (Format 5: a cold session has no number, and one with a number is
-	// refused by newSess.)
-	noOwner := func(what string, num []byte) {
-		fail("%s of session number %d, which no session has", what, binary.BigEndian.Uint32(num))
-	}
 	e := tx.Bucket(bucketEvents3)
 	if e == nil {
 		fail("the events bucket %q is missing", bucketEvents3)
@@ -217,7 +212,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 			continue
 		}
 		if _, ok := owner[[4]byte(k)]; !ok {
-			noOwner(fmt.Sprintf("events bucket: key %x", clipKey(k)), k)
+			fail("events bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
 			continue
 		}
 		switch {
@@ -242,7 +237,7 @@ func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
 		}
 	}
 	if format >= 4 {
-		checkJournal(tx, format, owner, noOwner, fail)
+		checkJournal(tx, format, owner, fail)
 	}
 	return out
 }
@@ -265,7 +260,7 @@ func formatBucket(f int, k []byte) bool {
 // journal's sequence has given, and each session's record of its first
 // journal entry is that entry's key. The events themselves are checked
 // with their session.
-func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, noOwner func(what string, num []byte), fail func(string, ...any)) {
+func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, fail func(string, ...any)) {
 	h, j := tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
 	if h == nil || j == nil {
 		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
@@ -285,7 +280,7 @@ func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, noOwner fun
 			fail("hot bucket: key %x is no session's", clipKey(k))
 			continue
 		case owner[[4]byte(k)] == "":
-			noOwner(fmt.Sprintf("hot bucket: key %x", clipKey(k)), k)
+			fail("hot bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
 			continue
 		case v == nil:
 			fail("hot bucket: key %x holds a bucket", clipKey(k))
@@ -328,7 +323,7 @@ func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, noOwner fun
 		}
 		num := [4]byte(v)
 		if owner[num] == "" {
-			noOwner(fmt.Sprintf("journal: entry %d", binary.BigEndian.Uint64(k)), v)
+			fail("journal: entry %d of session number %d, which no session has", binary.BigEndian.Uint64(k), binary.BigEndian.Uint32(v))
 			continue
 		}
 		if seen[num] {

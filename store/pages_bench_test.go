@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-go/strata/internal/bench"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // BenchmarkReplayPages replays the real sessions as scenario 3 does
@@ -33,29 +34,14 @@ func BenchmarkReplayPages(b *testing.B) {
 	for _, f := range []int{2, 4, 5} {
 		b.Run(fmt.Sprint("format", f), func(b *testing.B) {
 			b.ReportAllocs()
-			var commits, total int
-			byBucket := map[string]int{}
+			var c pageCount
 			for i := 0; i < b.N; i++ {
 				path := filepath.Join(b.TempDir(), "strata.db")
-				var prev map[uint64]string
+				c.prev = nil
 				clear := store.SetTestHook(func(step string) error {
-					if step != "commit" {
-						return nil
+					if step == "commit" {
+						c.commit(path)
 					}
-					cur, ok := treePages(path)
-					if !ok {
-						return nil
-					}
-					if prev != nil {
-						for id, l := range cur {
-							if _, ok := prev[id]; !ok {
-								byBucket[l]++
-								total++
-							}
-						}
-						commits++
-					}
-					prev = cur
 					return nil
 				})
 				_, _, err := bench.ReplayStrataWith(path, sessions, store.Options{NoSync: true, Format: f})
@@ -64,47 +50,75 @@ func BenchmarkReplayPages(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(total)/float64(commits), "pages/commit")
-			for l, n := range byBucket {
-				b.ReportMetric(float64(n)/float64(commits), l+"-pages/commit")
-			}
+			c.report(b)
 		})
 	}
 	// The peer: bare bbolt, a bucket per session, one commit per append
 	// of the same runs (bench.ReplayPeer), no summaries.
 	b.Run("bbolt", func(b *testing.B) {
-		var commits, total int
-		byBucket := map[string]int{}
+		var c pageCount
 		for i := 0; i < b.N; i++ {
 			p, err := bench.OpenPeer(bench.PeerBolt, b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}
-			prev, _ := treePages(p.Path())
-			for j := range sessions {
-				s := &sessions[j]
-				for from := 0; from < len(s.Events); from += bench.ReplayBatch {
-					if err := p.Append(s.ID, s.Events[from:min(from+bench.ReplayBatch, len(s.Events))]...); err != nil {
-						b.Fatal(err)
-					}
-					cur, _ := treePages(p.Path())
-					for id, l := range cur {
-						if _, ok := prev[id]; !ok {
-							byBucket[l]++
-							total++
-						}
-					}
-					commits++
-					prev = cur
-				}
+			c.prev = nil
+			c.commit(p.Path())
+			if _, err := bench.ReplayPeer(countingPeer{p, &c}, sessions); err != nil {
+				b.Fatal(err)
 			}
 			p.Close()
 		}
-		b.ReportMetric(float64(total)/float64(commits), "pages/commit")
-		for l, n := range byBucket {
-			b.ReportMetric(float64(n)/float64(commits), l+"-pages/commit")
-		}
+		c.report(b)
 	})
+}
+
+// pageCount counts the tree pages new at each commit of a file: the
+// caller calls commit before each one (strata's "commit" hook fires before
+// bbolt commits, so the file then holds the commit before) or after it.
+type pageCount struct {
+	prev           map[uint64]string
+	commits, total int
+	byBucket       map[string]int
+}
+
+func (c *pageCount) commit(path string) {
+	cur, ok := treePages(path)
+	if !ok {
+		return
+	}
+	if c.prev != nil {
+		if c.byBucket == nil {
+			c.byBucket = map[string]int{}
+		}
+		for id, l := range cur {
+			if _, ok := c.prev[id]; !ok {
+				c.byBucket[l]++
+				c.total++
+			}
+		}
+		c.commits++
+	}
+	c.prev = cur
+}
+
+func (c *pageCount) report(b *testing.B) {
+	b.ReportMetric(float64(c.total)/float64(c.commits), "pages/commit")
+	for l, n := range c.byBucket {
+		b.ReportMetric(float64(n)/float64(c.commits), l+"-pages/commit")
+	}
+}
+
+// countingPeer is a peer that counts the pages of each append's commit.
+type countingPeer struct {
+	bench.Peer
+	c *pageCount
+}
+
+func (p countingPeer) Append(session string, events ...tier.Event) error {
+	err := p.Peer.Append(session, events...)
+	p.c.commit(p.Path())
+	return err
 }
 
 // treePages maps every page reachable from the newest meta page of the

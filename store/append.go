@@ -260,21 +260,6 @@ var errNothingWritten = errors.New("store: nothing written")
 // fails.
 func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	start := time.Now()
-	defer func() {
-		// For gather: how long a commit takes, and how many appenders
-		// are active — this batch's and those queued behind it. A
-		// compaction's commit queued meanwhile is not an appender: counted
-		// as one, it would keep the next commit of a pipeline (one
-		// appender, one compactor) waiting for an append that is not
-		// coming.
-		db.lastCommit.Store(int64(time.Since(start)))
-		n := int32(appendsIn(batch))
-		pending := db.queuedApp.Load()
-		if wait != nil {
-			pending -= n // the committer's batch is counted in queuedApp
-		}
-		db.active.Store(n + pending)
-	}()
 	err := db.update(func(tx *bolt.Tx) error {
 		for i := 0; ; i++ {
 			if i == len(batch) {
@@ -335,6 +320,19 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 			}
 		}
 	}
+	// For gather: how long a commit takes, and how many appenders are
+	// active — this batch's and those queued behind it. A compaction's
+	// commit queued meanwhile is not an appender: counted as one, it would
+	// keep the next commit of a pipeline (one appender, one compactor)
+	// waiting for an append that is not coming. Recorded before any writer
+	// is released, so that the writer's next append sees it.
+	db.lastCommit.Store(int64(time.Since(start)))
+	n := int32(appendsIn(batch))
+	pending := db.queuedApp.Load()
+	if wait != nil {
+		pending -= n // the committer's batch is counted in queuedApp
+	}
+	db.active.Store(n + pending)
 	for _, req := range batch {
 		if err != nil {
 			req.err = err

@@ -52,6 +52,11 @@ func (c *Context) Text() []byte {
 	if c.Reason != "" {
 		fmt.Fprintf(&b, "reason: %s\n", oneLine(c.Reason))
 	}
+	for i := range c.Nodes {
+		if n := &c.Nodes[i]; n.Unchecked {
+			fmt.Fprintf(&b, "UNCHECKED: node %d was committed without validation; its claims are the summarizer's\n", n.ID)
+		}
+	}
 	if c.Boundary == 0 {
 		fmt.Fprintf(&b, "summarized: nothing\nhead: seq %d\n", c.Head)
 	} else {
@@ -109,6 +114,9 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 	writeUint(b, n.From)
 	b.WriteString("..")
 	writeUint(b, n.To)
+	if n.Unchecked {
+		b.WriteString(" (UNCHECKED)")
+	}
 	b.WriteByte('\n')
 	if n.Narrative != "" {
 		// The narrative is the summarizer's free text: indented, so that no
@@ -134,21 +142,51 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 		b.WriteByte(' ')
 		b.WriteString(oneLine(o.ID))
 		writeParen(b, o.Name)
+		if o.Seq != 0 {
+			b.WriteString(", opened at seq ")
+			writeUint(b, o.Seq)
+		}
 		b.WriteByte('\n')
 	}
-	if len(cl.Resolved) > 0 {
+	for _, r := range cl.Resolved {
+		// One line per invocation: an id can be resolved here and open
+		// again, and each line says which opening it closes.
 		b.WriteString("- resolved: ")
-		b.WriteString(oneLine(strings.Join(cl.Resolved, ", ")))
+		writeInvocation(b, &r)
+		if r.Failed {
+			b.WriteString(": FAILED")
+		} else {
+			b.WriteString(": ok")
+		}
+		if r.At != 0 {
+			b.WriteString(" at seq ")
+			writeUint(b, r.At)
+		}
+		b.WriteByte('\n')
+	}
+	for _, r := range cl.Failures {
+		b.WriteString("- FAILED ")
+		writeInvocation(b, &r)
+		if r.At != 0 {
+			b.WriteString(", failed at seq ")
+			writeUint(b, r.At)
+		}
+		writeDash(b, r.Reason)
 		b.WriteByte('\n')
 	}
 	for _, d := range cl.Dispositions {
 		b.WriteString("- ")
-		b.WriteString(d.State.String())
+		b.WriteString(tier.StateName(d.State))
 		b.WriteString(": ")
 		b.WriteString(oneLine(d.Key))
 		if d.By != "" {
 			b.WriteString(" (by ")
 			b.WriteString(oneLine(d.By))
+			b.WriteByte(')')
+		}
+		if d.FailedAt != 0 {
+			b.WriteString(" (failed at seq ")
+			writeUint(b, d.FailedAt)
 			b.WriteByte(')')
 		}
 		writeDash(b, d.Reason)
@@ -247,6 +285,18 @@ func writeDash(b *bytes.Buffer, s string) {
 	}
 }
 
+// writeInvocation writes "call c1 (bash), opened at seq 5".
+func writeInvocation(b *bytes.Buffer, r *tier.Resolution) {
+	b.WriteString(openNoun(r.Kind))
+	b.WriteByte(' ')
+	b.WriteString(oneLine(r.ID))
+	writeParen(b, r.Name)
+	if r.Seq != 0 {
+		b.WriteString(", opened at seq ")
+		writeUint(b, r.Seq)
+	}
+}
+
 func openNoun(k tier.Kind) string {
 	if k == tier.KindOpen {
 		return "resource"
@@ -254,16 +304,18 @@ func openNoun(k tier.Kind) string {
 	return "call"
 }
 
-// lineBreaks are Unicode's mandatory line breaks (UAX #14: LF, CR, BK, NL).
-// A reader that splits lines on any of them — not only on "\n" — must still
-// see each event start on its own header line and nowhere else.
-const lineBreaks = "\n\r\v\f\u0085\u2028\u2029"
+// lineBreaks are every line boundary a common splitter honours: Unicode's
+// mandatory line breaks (UAX #14: LF, CR, BK, NL) and the file, group and
+// record separators (U+001C..U+001E) that Python's str.splitlines also
+// splits on. A reader that splits lines on any of them — not only on "\n" —
+// must still see each event start on its own header line and nowhere else.
+const lineBreaks = "\n\r\v\f\x1c\x1d\x1e\u0085\u2028\u2029"
 
 // maybeBreak marks the bytes that can start a line break of lineBreaks:
 // the ASCII ones, and the lead bytes of U+0085 (C2 85) and U+2028/9
 // (E2 80 A8/A9).
 var maybeBreak = func() (t [256]bool) {
-	for _, b := range []byte{'\n', '\r', '\v', '\f', 0xC2, 0xE2} {
+	for _, b := range []byte{'\n', '\r', '\v', '\f', 0x1c, 0x1d, 0x1e, 0xC2, 0xE2} {
 		t[b] = true
 	}
 	return t

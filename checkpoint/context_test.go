@@ -25,7 +25,8 @@ func incidentContext() *checkpoint.Context {
 			Narrative: "user: Migrate users.email to citext.\ncall c5 bash: psql -f migrations/003_up.sql --dry-run\n",
 			Claims: tier.Claims{
 				Unresolved:   []tier.Open{{ID: "c6", Kind: tier.KindToolCall, Name: "bash", Seq: 20}},
-				Resolved:     []string{"c0"},
+				Resolved:     []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 2, At: 4}},
+				Failures:     []tier.Resolution{{ID: "c5", Kind: tier.KindToolCall, Name: "bash", Seq: 9, At: 10, Failed: true, Reason: "dry run failed: lock timeout"}},
 				Dispositions: []tier.Disposition{{Key: "approach/add-column-then-backfill", State: tier.KindRejected, Reason: "user rejected after the failed dry run"}},
 				Constraints:  []tier.Constraint{{Key: "reversible", Text: "the schema migration must be reversible"}, {Key: "no-downtime", Withdrawn: true}},
 				Artifacts:    []tier.Artifact{{Key: "migrations/003_down.sql", Text: "rollback script, already written"}},
@@ -51,8 +52,9 @@ head: seq 23
 ## L1 summary 1, seq 1..20
   user: Migrate users.email to citext.
   call c5 bash: psql -f migrations/003_up.sql --dry-run
-- UNRESOLVED call c6 (bash)
-- resolved: c0
+- UNRESOLVED call c6 (bash), opened at seq 20
+- resolved: call c0 (bash), opened at seq 2: ok at seq 4
+- FAILED call c5 (bash), opened at seq 9, failed at seq 10 — dry run failed: lock timeout
 - rejected: approach/add-column-then-backfill — user rejected after the failed dry run
 - constraint: reversible — the schema migration must be reversible
 - constraint withdrawn: no-downtime

@@ -20,7 +20,11 @@ func refParen(s string) string {
 }
 
 func refWriteNode(b *bytes.Buffer, n *tier.Node) {
-	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d\n", n.Depth, n.ID, n.From, n.To)
+	fmt.Fprintf(b, "\n## %s summary %d, seq %d..%d", n.Depth, n.ID, n.From, n.To)
+	if n.Unchecked {
+		b.WriteString(" (UNCHECKED)")
+	}
+	b.WriteByte('\n')
 	if n.Narrative != "" {
 		// The narrative is the summarizer's free text: indented, so that no
 		// line of it can pass for a heading or a validated claim ("- ...").
@@ -31,16 +35,43 @@ func refWriteNode(b *bytes.Buffer, n *tier.Node) {
 		}
 	}
 	cl := &n.Claims
-	for _, o := range cl.Unresolved {
-		fmt.Fprintf(b, "- UNRESOLVED %s %s%s\n", openNoun(o.Kind), oneLine(o.ID), refParen(o.Name))
+	opened := func(seq uint64) string {
+		if seq == 0 {
+			return ""
+		}
+		return fmt.Sprintf(", opened at seq %d", seq)
 	}
-	if len(cl.Resolved) > 0 {
-		fmt.Fprintf(b, "- resolved: %s\n", oneLine(strings.Join(cl.Resolved, ", ")))
+	for _, o := range cl.Unresolved {
+		fmt.Fprintf(b, "- UNRESOLVED %s %s%s%s\n", openNoun(o.Kind), oneLine(o.ID), refParen(o.Name), opened(o.Seq))
+	}
+	for _, r := range cl.Resolved {
+		outcome := "ok"
+		if r.Failed {
+			outcome = "FAILED"
+		}
+		fmt.Fprintf(b, "- resolved: %s %s%s%s: %s", openNoun(r.Kind), oneLine(r.ID), refParen(r.Name), opened(r.Seq), outcome)
+		if r.At != 0 {
+			fmt.Fprintf(b, " at seq %d", r.At)
+		}
+		b.WriteByte('\n')
+	}
+	for _, r := range cl.Failures {
+		fmt.Fprintf(b, "- FAILED %s %s%s%s", openNoun(r.Kind), oneLine(r.ID), refParen(r.Name), opened(r.Seq))
+		if r.At != 0 {
+			fmt.Fprintf(b, ", failed at seq %d", r.At)
+		}
+		if r.Reason != "" {
+			fmt.Fprintf(b, " — %s", oneLine(r.Reason))
+		}
+		b.WriteByte('\n')
 	}
 	for _, d := range cl.Dispositions {
-		fmt.Fprintf(b, "- %s: %s", d.State, oneLine(d.Key))
+		fmt.Fprintf(b, "- %s: %s", tier.StateName(d.State), oneLine(d.Key))
 		if d.By != "" {
 			fmt.Fprintf(b, " (by %s)", oneLine(d.By))
+		}
+		if d.FailedAt != 0 {
+			fmt.Fprintf(b, " (failed at seq %d)", d.FailedAt)
 		}
 		if d.Reason != "" {
 			fmt.Fprintf(b, " — %s", oneLine(d.Reason))
@@ -122,13 +153,14 @@ func FuzzRenderingMatchesRef(f *testing.F) {
 	f.Add("a\u2028b\r\nc\x85", "é\x00\"", "id (x)", "k\u2029", "by\r", uint64(1<<63), uint8(9), uint8(6))
 	f.Add("\n\n", "— ", " ", "\v", "\f", uint64(42), uint8(15), uint8(1))
 	f.Fuzz(func(t *testing.T, narrative, text, id, key, by string, seq uint64, kind, flags uint8) {
-		states := []tier.Kind{tier.KindRejected, tier.KindFailed, tier.KindSuperseded}
+		states := []tier.Kind{tier.KindRejected, tier.KindFailed, tier.KindSuperseded, tier.StateSucceeded}
 		n := tier.Node{
 			ID: seq, Depth: tier.Depth(1 + flags%5), From: seq / 2, To: seq, Narrative: narrative,
 			Claims: tier.Claims{
 				Unresolved:   []tier.Open{{ID: id, Kind: tier.KindToolCall, Name: by}, {ID: key, Kind: tier.KindOpen}},
-				Resolved:     []string{id, key},
-				Dispositions: []tier.Disposition{{Key: key, State: states[int(kind)%3], Reason: text, By: by}, {Key: id, State: tier.KindRejected}},
+				Resolved:     []tier.Resolution{{ID: id, Kind: tier.KindToolCall, Name: by, Seq: seq / 3}, {ID: key, Kind: tier.KindOpen, Seq: seq, At: seq, Failed: true}},
+				Failures:     []tier.Resolution{{ID: id, Kind: tier.KindToolCall, Name: key, Seq: seq / 3, At: seq, Failed: true, Reason: text}},
+				Dispositions: []tier.Disposition{{Key: key, State: states[int(kind)%4], Reason: text, By: by, FailedAt: seq / 4}, {Key: id, State: tier.KindRejected}},
 				Constraints:  []tier.Constraint{{Key: key, Text: text, Withdrawn: flags&1 != 0}, {Key: id}},
 				Artifacts:    []tier.Artifact{{Key: key, Text: narrative}, {Key: by}},
 			},
@@ -136,6 +168,7 @@ func FuzzRenderingMatchesRef(f *testing.F) {
 		if flags&2 != 0 {
 			n.Claims = tier.Claims{}
 		}
+		n.Unchecked = flags&8 != 0
 		var got, want bytes.Buffer
 		writeNode(&got, &n)
 		refWriteNode(&want, &n)

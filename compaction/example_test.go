@@ -96,6 +96,7 @@ func ExampleCompactor() {
 	// - constraint: reversible — the schema migration must be reversible
 	// - artifact: migrations/003_down.sql — rollback script, already written
 	// ## L1 summary 2, seq 6..9
+	// - FAILED call c2 (bash), opened at seq 7, failed at seq 8 — lock timeout
 	// - rejected: approach/add-column-then-backfill — user rejected after the failed dry run
 	// ## raw seq 10..11
 	// [10 t3] user:
@@ -187,8 +188,8 @@ func ExampleLossy() {
 	fmt.Println("reason:", ctx.Reason)
 	fmt.Println("raw events:", len(ctx.Events))
 	// Output:
-	// refused seq 1..9 reasons=retention:approach/add-column-then-backfill,artifact:migrations/003_down.sql
+	// refused seq 1..9 reasons=retention:approach/add-column-then-backfill,retention:c2@7,artifact:migrations/003_down.sql
 	// source: checkpoint
-	// reason: compaction of seq 1..9 refused: retention:approach/add-column-then-backfill,artifact:migrations/003_down.sql
+	// reason: compaction of seq 1..9 refused: retention:approach/add-column-then-backfill,retention:c2@7,artifact:migrations/003_down.sql
 	// raw events: 11
 }

@@ -247,20 +247,22 @@ type dispFact struct {
 type spanFacts struct {
 	From, To  uint64
 	Open      map[string]tier.Kind // open at To: call or resource
-	Resolved  map[string]bool      // opened before From, resolved in the span, not open at To
+	Resolved  map[string]bool      // "id@opener": opened before From, resolved in the span
+	Failed    map[string]bool      // "id@opener": failed in the span
 	Disp      map[string]dispFact  // final disposition of keys changed in the span
 	Withdrawn map[string]bool      // constraints stated or withdrawn in the span → withdrawn at To?
 	Artifacts map[string]bool      // recorded in the span
-	// ResolvedIn is every id resolved in the span: a resolved claim for one of
-	// them is true even when not required.
+	// ResolvedIn is every "id@opener" resolved in the span: a resolved claim
+	// for one of them is true even when not required.
 	ResolvedIn map[string]bool
 }
 
 // naiveFacts replays events (the whole log from seq 1) up to to.
 func naiveFacts(events []tier.Event, from, to uint64) spanFacts {
-	f := spanFacts{From: from, To: to, Open: map[string]tier.Kind{}, Resolved: map[string]bool{},
+	f := spanFacts{From: from, To: to, Open: map[string]tier.Kind{}, Resolved: map[string]bool{}, Failed: map[string]bool{},
 		Disp: map[string]dispFact{}, Withdrawn: map[string]bool{}, Artifacts: map[string]bool{}, ResolvedIn: map[string]bool{}}
 	openedAt := map[string]uint64{}
+	failedAt := map[string]uint64{} // key → seq of its failure, while failed
 	active := map[string]bool{}
 	touched := map[string]bool{}
 	for _, e := range events {
@@ -273,13 +275,28 @@ func naiveFacts(events []tier.Event, from, to uint64) spanFacts {
 			openedAt[e.ID] = e.Seq
 			f.Open[e.ID] = e.Kind
 		case tier.KindToolResult, tier.KindClose:
+			inv := fmt.Sprintf("%s@%d", e.ID, openedAt[e.ID])
 			if in {
-				f.ResolvedIn[e.ID] = true
+				f.ResolvedIn[inv] = true
 				if openedAt[e.ID] < from {
-					f.Resolved[e.ID] = true
+					f.Resolved[inv] = true
 				}
-				if e.Kind == tier.KindToolResult && e.Failed && e.Key != "" {
-					f.Disp[e.Key] = dispFact{State: tier.KindFailed}
+				if e.Failed {
+					f.Failed[inv] = true
+				}
+			}
+			if e.Kind == tier.KindToolResult && e.Key != "" {
+				switch {
+				case e.Failed:
+					failedAt[e.Key] = e.Seq
+					if in {
+						f.Disp[e.Key] = dispFact{State: tier.KindFailed}
+					}
+				case failedAt[e.Key] != 0:
+					delete(failedAt, e.Key)
+					if in {
+						f.Disp[e.Key] = dispFact{State: tier.StateSucceeded}
+					}
 				}
 			}
 			delete(openedAt, e.ID)
@@ -295,6 +312,10 @@ func naiveFacts(events []tier.Event, from, to uint64) spanFacts {
 				touched[e.Key] = true
 			}
 		case tier.KindRejected, tier.KindFailed, tier.KindSuperseded:
+			delete(failedAt, e.Key)
+			if e.Kind == tier.KindFailed {
+				failedAt[e.Key] = e.Seq
+			}
 			if in {
 				f.Disp[e.Key] = dispFact{State: e.Kind, By: e.By}
 			}
@@ -302,11 +323,6 @@ func naiveFacts(events []tier.Event, from, to uint64) spanFacts {
 			if in {
 				f.Artifacts[e.Key] = true
 			}
-		}
-	}
-	for id := range f.Resolved {
-		if _, open := f.Open[id]; open {
-			delete(f.Resolved, id)
 		}
 	}
 	for k := range touched {
@@ -337,16 +353,32 @@ func (f *spanFacts) diff(c *tier.Claims) []string {
 			add("%s claimed UNRESOLVED, not open at %d", id, f.To)
 		}
 	}
-	for id := range f.Resolved {
-		if !slices.Contains(c.Resolved, id) {
-			add("%s resolved in the span, not claimed resolved", id)
+	invocations := func(rs []tier.Resolution) map[string]bool {
+		m := map[string]bool{}
+		for _, r := range rs {
+			m[fmt.Sprintf("%s@%d", r.ID, r.Seq)] = true
+		}
+		return m
+	}
+	claimedResolved, claimedFailed := invocations(c.Resolved), invocations(c.Failures)
+	for inv := range f.Resolved {
+		if !claimedResolved[inv] {
+			add("%s resolved in the span, not claimed resolved", inv)
 		}
 	}
-	for _, id := range c.Resolved {
-		if _, open := f.Open[id]; open {
-			add("%s claimed resolved, open at %d", id, f.To)
-		} else if !f.ResolvedIn[id] {
-			add("%s claimed resolved, not resolved in the span", id)
+	for inv := range claimedResolved {
+		if !f.ResolvedIn[inv] {
+			add("%s claimed resolved, not resolved in the span", inv)
+		}
+	}
+	for inv := range f.Failed {
+		if !claimedFailed[inv] {
+			add("%s failed in the span, not claimed failed", inv)
+		}
+	}
+	for inv := range claimedFailed {
+		if !f.Failed[inv] {
+			add("%s claimed failed, did not fail in the span", inv)
 		}
 	}
 	claimedDisp := map[string]tier.Disposition{}

@@ -26,7 +26,7 @@ func TestCompactor_HostileSummarizer(t *testing.T) {
 		add    func(c *tier.Claims)
 		reason string // a prefix of the refusal's reasons
 	}{
-		{"resolved id never opened", func(c *tier.Claims) { c.Resolved = append(c.Resolved, "ghost-call") }, "closure:ghost-call"},
+		{"resolved id never opened", func(c *tier.Claims) { c.Resolved = append(c.Resolved, tier.Resolution{ID: "ghost-call"}) }, "closure:ghost-call"},
 		{"unresolved id never opened", func(c *tier.Claims) {
 			c.Unresolved = append(c.Unresolved, tier.Open{ID: "ghost-call", Kind: tier.KindToolCall})
 		}, "closure:ghost-call"},

@@ -343,14 +343,14 @@ func TestCompactor_Incident_OpenCallAtBoundary(t *testing.T) {
 		if n1.To != 17 || len(n1.Claims.Unresolved) != 1 || n1.Claims.Unresolved[0].ID != "c5" || n1.Claims.Unresolved[0].Kind != tier.KindToolCall {
 			t.Fatalf("node over 1..%d claims UNRESOLVED %+v, want c5", n1.To, n1.Claims.Unresolved)
 		}
-		if n2.From != 18 || !slices.Contains(n2.Claims.Resolved, "c5") {
+		if n2.From != 18 || !slices.ContainsFunc(n2.Claims.Resolved, func(r tier.Resolution) bool { return r.ID == "c5" && r.Seq == n1.Claims.Unresolved[0].Seq }) {
 			t.Fatalf("node over %d..%d claims resolved %v, want c5", n2.From, n2.To, n2.Claims.Resolved)
 		}
 		if slices.ContainsFunc(n2.Claims.Unresolved, func(o tier.Open) bool { return o.ID == "c5" }) {
 			t.Fatal("the next node still claims c5 UNRESOLVED")
 		}
 		ctx := resume(t, db, session, n1.ID)
-		if !strings.Contains(string(ctx.Text()), "- UNRESOLVED call c5 (bash)\n") {
+		if !strings.Contains(string(ctx.Text()), fmt.Sprintf("- UNRESOLVED call c5 (bash), opened at seq %d\n", n1.Claims.Unresolved[0].Seq)) {
 			t.Errorf("Resume(marker %d) does not show c5 UNRESOLVED:\n%s", n1.ID, ctx.Text())
 		}
 		checkContextHoldsFacts(t, db, session, ctx)
@@ -372,8 +372,8 @@ func TestCompactor_Incident_OpenCallAtBoundary(t *testing.T) {
 			t.Fatalf("results %+v, want 1..17 committed, 18..34 refused", results)
 		}
 		r := results[1]
-		if got := failureStrings(r.Refused.Failures); !slices.Equal(got, []string{"closure:c5"}) || !strings.Contains(r.Refused.Failures[0].Detail, "not claimed resolved") {
-			t.Fatalf("failures %v (%v), want closure:c5 not claimed resolved", got, r.Refused)
+		if got := failureStrings(r.Refused.Failures); !slices.Equal(got, []string{"closure:c5@17"}) || !strings.Contains(r.Refused.Failures[0].Detail, "not claimed resolved") {
+			t.Fatalf("failures %v (%v), want closure:c5@17 not claimed resolved", got, r.Refused)
 		}
 		// The earlier marker stays valid and usable: its UNRESOLVED claim was
 		// true at its boundary, and the raw tail after it holds the result.

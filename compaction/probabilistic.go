@@ -103,32 +103,48 @@ func (p *Probabilistic) RefusalProbability(req *tier.Required, retries int) floa
 }
 
 // fact is one required fact: its drop class, the reason class and item a
-// refusal would name it by, and its index in its Required list.
+// refusal would name it by, the Required list it is in and its index there.
 type fact struct {
 	class  string
 	reason string
 	item   string
+	list   factList
 	index  int
 }
+
+// factList names one list of a tier.Required.
+type factList int
+
+const (
+	listUnresolved factList = iota
+	listResolved
+	listFailures
+	listDispositions
+	listConstraints
+	listArtifacts
+)
 
 // requiredFacts lists req's facts in ProbabilisticClasses order, each list
 // in its (sorted) order.
 func requiredFacts(req *tier.Required) []fact {
 	out := make([]fact, 0, req.Count())
 	for i, o := range req.Unresolved {
-		out = append(out, fact{DropOpen, marker.ClassClosure, o.ID, i})
+		out = append(out, fact{DropOpen, marker.ClassClosure, o.ID, listUnresolved, i})
 	}
-	for i, id := range req.Resolved {
-		out = append(out, fact{DropResolved, marker.ClassClosure, id, i})
+	for i, r := range req.Resolved {
+		out = append(out, fact{DropResolved, marker.ClassClosure, marker.Invocation(r), listResolved, i})
+	}
+	for i, r := range req.Failures {
+		out = append(out, fact{DropNegatives, marker.ClassRetention, marker.Invocation(r), listFailures, i})
 	}
 	for i, d := range req.Dispositions {
-		out = append(out, fact{DropNegatives, marker.ClassRetention, d.Key, i})
+		out = append(out, fact{DropNegatives, marker.ClassRetention, d.Key, listDispositions, i})
 	}
 	for i, c := range req.Constraints {
-		out = append(out, fact{DropConstraints, marker.ClassConstraint, c.Key, i})
+		out = append(out, fact{DropConstraints, marker.ClassConstraint, c.Key, listConstraints, i})
 	}
 	for i, a := range req.Artifacts {
-		out = append(out, fact{DropArtifacts, marker.ClassArtifact, a.Key, i})
+		out = append(out, fact{DropArtifacts, marker.ClassArtifact, a.Key, listArtifacts, i})
 	}
 	return out
 }
@@ -157,7 +173,7 @@ func (p *Probabilistic) Summarize(_ context.Context, in *Input) (Output, error) 
 		}
 	}
 	r := p.rng(in)
-	dropped := map[string]map[int]bool{}
+	dropped := map[factList]map[int]bool{}
 	for _, f := range requiredFacts(req) {
 		if missing != nil && !missing[marker.Failure{Class: f.reason, Item: f.item}] {
 			continue // carried: the last attempt was not refused for it
@@ -165,23 +181,24 @@ func (p *Probabilistic) Summarize(_ context.Context, in *Input) (Output, error) 
 		// One draw per candidate fact, whatever its rate, so that a
 		// per-class rate does not shift the other facts' coins.
 		if r.Float64() < p.RateOf(f.class) {
-			if dropped[f.class] == nil {
-				dropped[f.class] = map[int]bool{}
+			if dropped[f.list] == nil {
+				dropped[f.list] = map[int]bool{}
 			}
-			dropped[f.class][f.index] = true
+			dropped[f.list][f.index] = true
 		}
 	}
 	c := tier.Claims{
-		Unresolved:   keep(req.Unresolved, dropped[DropOpen]),
-		Resolved:     keep(req.Resolved, dropped[DropResolved]),
-		Dispositions: keep(req.Dispositions, dropped[DropNegatives]),
-		Constraints:  keep(req.Constraints, dropped[DropConstraints]),
-		Artifacts:    keep(req.Artifacts, dropped[DropArtifacts]),
+		Unresolved:   keep(req.Unresolved, dropped[listUnresolved]),
+		Resolved:     keep(req.Resolved, dropped[listResolved]),
+		Failures:     keep(req.Failures, dropped[listFailures]),
+		Dispositions: keep(req.Dispositions, dropped[listDispositions]),
+		Constraints:  keep(req.Constraints, dropped[listConstraints]),
+		Artifacts:    keep(req.Artifacts, dropped[listArtifacts]),
 	}
 	c.Normalize()
 	var mentions []string
 	for i, d := range req.Dispositions {
-		if dropped[DropNegatives][i] {
+		if dropped[listDispositions][i] {
 			mentions = append(mentions, d.Key)
 		}
 	}

@@ -20,8 +20,9 @@ func spanOf(session string, from uint64, n int) *compaction.Input {
 	req := tier.Required{From: from, To: from + 9}
 	for i := 0; i < n; i++ {
 		req.Unresolved = append(req.Unresolved, tier.Open{ID: fmt.Sprintf("c%d", i), Kind: tier.KindToolCall})
-		req.Resolved = append(req.Resolved, fmt.Sprintf("r%d", i))
-		req.ResolvedInside = append(req.ResolvedInside, fmt.Sprintf("r%d", i))
+		r := tier.Resolution{ID: fmt.Sprintf("r%d", i), Kind: tier.KindToolCall, Seq: from - 1, At: from + 1}
+		req.Resolved = append(req.Resolved, r)
+		req.ResolvedInside = append(req.ResolvedInside, r)
 		req.Dispositions = append(req.Dispositions, tier.Disposition{Key: fmt.Sprintf("d%d", i), State: tier.KindRejected})
 		req.Constraints = append(req.Constraints, tier.Constraint{Key: fmt.Sprintf("k%d", i)})
 		req.Artifacts = append(req.Artifacts, tier.Artifact{Key: fmt.Sprintf("a%d", i)})

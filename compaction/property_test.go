@@ -199,7 +199,8 @@ func (s *randomSummarizer) Summarize(_ context.Context, in *compaction.Input) (c
 			}
 		case 2: // an open call claimed resolved
 			if len(c.Unresolved) > 0 {
-				c.Resolved = append(c.Resolved, c.Unresolved[s.rng.Intn(len(c.Unresolved))].ID)
+				o := c.Unresolved[s.rng.Intn(len(c.Unresolved))]
+				c.Resolved = append(c.Resolved, tier.Resolution{ID: o.ID, Kind: o.Kind, Seq: o.Seq})
 			}
 		case 3:
 			c.Unresolved = append(c.Unresolved, tier.Open{ID: "ghost", Kind: tier.KindToolCall})

@@ -47,7 +47,7 @@ type Summarizer interface {
 
 // Claim classes a lossy summarizer can drop.
 const (
-	DropNegatives   = "negatives"   // dispositions: rejected, failed, superseded
+	DropNegatives   = "negatives"   // failed calls and dispositions: rejected, failed, superseded
 	DropArtifacts   = "artifacts"   // artifacts recorded in the span
 	DropConstraints = "constraints" // constraints stated or withdrawn in the span
 	DropOpen        = "open"        // calls and resources still open: UNRESOLVED
@@ -157,7 +157,10 @@ func (l *Lossy) Summarize(_ context.Context, in *Input) (Output, error) {
 		for _, d := range c.Dispositions {
 			mentions = append(mentions, d.Key)
 		}
-		c.Dispositions = nil
+		for _, f := range c.Failures {
+			mentions = append(mentions, f.ID)
+		}
+		c.Dispositions, c.Failures = nil, nil
 	}
 	if l.drop[DropArtifacts] {
 		c.Artifacts = nil
@@ -226,9 +229,10 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 	// claims are rendered once; the narrative's rendering (indented lines)
 	// is measured alone, without the claims, whose rendering is the costly
 	// part.
-	n := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
+	// The node's id is not known yet: the widest one stands for it.
+	n := tier.Node{ID: ^uint64(0), Depth: in.Depth, From: in.From, To: in.To, Claims: *c}
 	room := 4*in.Budget - checkpoint.NodeTextLen(&n)
-	bare := tier.Node{ID: 1, Depth: in.Depth, From: in.From, To: in.To}
+	bare := tier.Node{ID: ^uint64(0), Depth: in.Depth, From: in.From, To: in.To}
 	heading := checkpoint.NodeTextLen(&bare)
 	fits := func(t string) bool {
 		bare.Narrative = t

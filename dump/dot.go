@@ -286,6 +286,13 @@ func (g *sessionDot) writeNode(n *tier.Node) {
 	}
 	label := []string{fmt.Sprintf("%s node %d", n.Depth, n.ID), fmt.Sprintf("seq %d..%d, %s", n.From, n.To, state),
 		fmt.Sprintf("%s, %d/%d tokens", n.Summarizer, n.Tokens, n.Budget)}
+	if n.Repairs != 0 {
+		label = append(label, fmt.Sprintf("repairs refusal %d", n.Repairs))
+	}
+	if n.Unchecked {
+		label = append(label, "UNCHECKED: never validated")
+		attrs += fmt.Sprintf(", color=%s", dotInvalid)
+	}
 	id := g.id("n", n.ID)
 	fmt.Fprintf(g.w, "\t\t%s [shape=box, %s, label=%s];\n", id, attrs, dotLines(label))
 	if len(n.Children) == 0 {
@@ -313,6 +320,10 @@ func (g *sessionDot) writeMarker(m *marker.Marker) {
 	if m.Status != marker.StatusValid {
 		color = dotInvalid
 		label = append(label, wrap(m.Reason)...)
+	}
+	if m.Unchecked {
+		color = dotInvalid
+		label = append(label, "UNCHECKED: promises nothing")
 	}
 	id := g.id("m", m.ID)
 	fmt.Fprintf(g.w, "\t\t%s [shape=note, color=%s, fontcolor=%s, label=%s];\n", id, color, color, dotLines(label))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -216,5 +217,39 @@ func checkDot(t *testing.T, src string) {
 	out, err := cmd.Output()
 	if err != nil || stderr.Len() > 0 || !bytes.Contains(out, []byte("<svg")) {
 		t.Errorf("dot -Tsvg: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestDump_UncheckedSaysSo: a node and marker committed without validation
+// say so in the text, JSON and dot renderings.
+func TestDump_UncheckedSaysSo(t *testing.T) {
+	t.Parallel()
+	// Not dbtest.Open: its Verify at cleanup rightly refuses the database.
+	db, err := store.Open(filepath.Join(t.TempDir(), "unchecked.db"), store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "hi"}, tier.Event{Kind: tier.KindRejected, Key: "a", Text: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 2}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CommitUnchecked(p, store.Summary{Narrative: "nothing happened", Summarizer: "naive"}); err != nil {
+		t.Fatal(err)
+	}
+	text := render(t, db, dump.Text, dump.Options{})
+	if strings.Count(text, "UNCHECKED") < 2 {
+		t.Errorf("text dump: the node and the marker should say UNCHECKED:\n%s", text)
+	}
+	js := render(t, db, dump.JSON, dump.Options{})
+	if strings.Count(js, `"unchecked": true`) != 2 {
+		t.Errorf("JSON dump: want the node and the marker unchecked:\n%s", js)
+	}
+	dot := render(t, db, dump.Dot, dump.Options{})
+	if !strings.Contains(dot, "UNCHECKED: never validated") || !strings.Contains(dot, "UNCHECKED: promises nothing") {
+		t.Errorf("dot dump does not mark the unchecked node and marker:\n%s", dot)
 	}
 }

@@ -23,8 +23,9 @@ type jsonRoot struct {
 
 // jsonClaims is a node's claims in the JSON dump, every list present.
 type jsonClaims struct {
-	Resolved     []string           `json:"resolved"`
+	Resolved     []tier.Resolution  `json:"resolved"`
 	Unresolved   []tier.Open        `json:"unresolved"`
+	Failures     []tier.Resolution  `json:"failures"`
 	Dispositions []tier.Disposition `json:"dispositions"`
 	Constraints  []tier.Constraint  `json:"constraints"`
 	Artifacts    []tier.Artifact    `json:"artifacts"`
@@ -47,6 +48,8 @@ type jsonNode struct {
 	Budget       int        `json:"budget"`
 	Narrative    string     `json:"narrative"`
 	Claims       jsonClaims `json:"claims"`
+	Unchecked    bool       `json:"unchecked"` // committed without validation
+	Repairs      uint64     `json:"repairs"`   // the refusal whose missing claims it makes good; 0 for none
 }
 
 // jsonMarker is a recovery marker in the JSON dump, its reason always present.
@@ -59,6 +62,7 @@ type jsonMarker struct {
 	Status        string `json:"status"`
 	Reason        string `json:"reason"`
 	InvalidatedAt uint64 `json:"invalidated_at"`
+	Unchecked     bool   `json:"unchecked"` // committed without validation: it promises nothing
 }
 
 // jsonCheckpoint is a raw checkpoint in the JSON dump.
@@ -110,8 +114,8 @@ func toJSONNode(n *tier.Node) jsonNode {
 		ID: n.ID, Depth: int(n.Depth), From: n.From, To: n.To, Children: nonNil(n.Children),
 		Root: n.IsRoot(), Parent: n.Parent, Superseded: n.SupersededBy != 0, SupersededBy: n.SupersededBy,
 		FrameVersion: n.FrameVersion, Summarizer: n.Summarizer, Tokens: n.Tokens, Budget: n.Budget,
-		Narrative: n.Narrative,
-		Claims: jsonClaims{Resolved: nonNil(c.Resolved), Unresolved: nonNil(c.Unresolved),
+		Narrative: n.Narrative, Unchecked: n.Unchecked, Repairs: n.Repairs,
+		Claims: jsonClaims{Resolved: nonNil(c.Resolved), Unresolved: nonNil(c.Unresolved), Failures: nonNil(c.Failures),
 			Dispositions: nonNil(c.Dispositions), Constraints: nonNil(c.Constraints), Artifacts: nonNil(c.Artifacts)},
 	}
 }
@@ -119,7 +123,7 @@ func toJSONNode(n *tier.Node) jsonNode {
 // toJSONMarker converts a marker to its JSON dump form.
 func toJSONMarker(m *marker.Marker) jsonMarker {
 	return jsonMarker{ID: m.ID, Node: m.Node, Depth: int(m.Depth), FrameVersion: m.FrameVersion, Boundary: m.Boundary,
-		Status: m.Status.String(), Reason: m.Reason, InvalidatedAt: m.InvalidatedAt}
+		Status: m.Status.String(), Reason: m.Reason, InvalidatedAt: m.InvalidatedAt, Unchecked: m.Unchecked}
 }
 
 // toJSONCheckpoint converts a checkpoint to its JSON dump form.

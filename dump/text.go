@@ -98,6 +98,9 @@ func (d *dumper) writeSessionText(id string) error {
 		if m.Reason != "" {
 			fmt.Fprintf(w, " reason=%q", m.Reason)
 		}
+		if m.Unchecked {
+			w.WriteString(" UNCHECKED")
+		}
 		w.WriteString("\n")
 		return nil
 	}); err != nil {
@@ -197,8 +200,15 @@ func writeNodeText(w *bufio.Writer, n *tier.Node, indent string) {
 	if len(n.Children) > 0 {
 		fmt.Fprintf(w, " children=%s", bracketIDs(n.Children))
 	}
-	fmt.Fprintf(w, " summarizer=%s tokens=%d budget=%d frame_version=%d\n",
+	fmt.Fprintf(w, " summarizer=%s tokens=%d budget=%d frame_version=%d",
 		fieldValue(n.Summarizer), n.Tokens, n.Budget, n.FrameVersion)
+	if n.Repairs != 0 {
+		fmt.Fprintf(w, " repairs=%d", n.Repairs)
+	}
+	if n.Unchecked {
+		w.WriteString(" UNCHECKED")
+	}
+	w.WriteString("\n")
 	// NodeText starts with a blank line and a heading, which the line above
 	// replaces.
 	body := strings.SplitN(checkpoint.NodeText(n), "\n", 3)

@@ -251,7 +251,7 @@ func TestStateLoss(t *testing.T) {
 		Constraints:  []tier.Constraint{{Key: "reversible"}, {Key: "fast"}},
 		Dispositions: []tier.Disposition{{Key: "approach/a", State: tier.KindRejected}},
 	}}, {Claims: tier.Claims{
-		Resolved:    []string{"c1"},
+		Resolved:    []tier.Resolution{{ID: "c1", Kind: tier.KindToolCall}},
 		Unresolved:  []tier.Open{{ID: "c2", Kind: tier.KindToolCall}},
 		Constraints: []tier.Constraint{{Key: "fast", Withdrawn: true}},
 		Artifacts:   []tier.Artifact{{Key: "down.sql"}},

@@ -41,11 +41,13 @@ func contextView(ctx *checkpoint.Context) *view {
 		constr: map[string]bool{}, art: map[string]bool{}}
 	for i := range ctx.Nodes {
 		c := &ctx.Nodes[i].Claims
+		// Resolutions first: an id resolved in the span and open again at
+		// its end is both.
+		for _, r := range c.Resolved {
+			delete(v.open, r.ID)
+		}
 		for _, o := range c.Unresolved {
 			v.open[o.ID] = o.Kind
-		}
-		for _, id := range c.Resolved {
-			delete(v.open, id)
 		}
 		for _, d := range c.Dispositions {
 			v.disp[d.Key] = d

@@ -30,6 +30,10 @@ type Marker struct {
 	// frame version; both empty while it is valid.
 	Reason        string `json:"reason,omitempty"`
 	InvalidatedAt uint64 `json:"invalidated_at,omitempty"`
+	// Unchecked says the marker was committed without validation
+	// (store.DB.CommitUnchecked): it promises nothing. Resume of the
+	// latest marker passes over it; only a resume that names it uses it.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // Frame is what the depth condition compares: the frame version, and the
@@ -67,6 +71,9 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 			// A call is not a handle; and a claim with no kind would render
 			// as a call and fail to encode as JSON.
 			add(ClassClosure, o.ID, "claimed UNRESOLVED as %s, opened by %s at seq %d", o.Kind, want.Kind, want.Seq)
+		case o.Seq != 0 && o.Seq != want.Seq:
+			// Another invocation of the id: that one was resolved.
+			add(ClassClosure, o.ID, "claimed UNRESOLVED as opened at seq %d, open since seq %d", o.Seq, want.Seq)
 		}
 	}
 	for _, o := range req.Unresolved {
@@ -74,31 +81,16 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 			add(ClassClosure, o.ID, "open at seq %d (since seq %d) but not claimed UNRESOLVED", req.To, o.Seq)
 		}
 	}
-	claimedResolved := map[string]bool{}
-	resolvedInside := map[string]bool{}
-	for _, id := range req.ResolvedInside {
-		resolvedInside[id] = true
-	}
-	for _, id := range claims.Resolved {
-		claimedResolved[id] = true
-		if _, ok := open[id]; ok {
-			add(ClassClosure, id, "claimed resolved but still open at seq %d", req.To)
-		} else if !resolvedInside[id] {
-			add(ClassClosure, id, "claimed resolved, but the span seq %d..%d resolves no such id", req.From, req.To)
-		}
-	}
-	for _, id := range req.Resolved {
-		if !claimedResolved[id] {
-			add(ClassClosure, id, "opened before seq %d and resolved in the span, but not claimed resolved", req.From)
-		}
-	}
+	checkResolutions(&fs, ClassClosure, req.ResolvedInside, req.Resolved, claims.Resolved, open, req)
 
-	// 2. Negative-fact retention, artifacts, constraints.
+	// 2. Negative-fact retention: failed calls, dispositions; artifacts,
+	// constraints.
+	checkResolutions(&fs, ClassRetention, req.Failures, req.Failures, claims.Failures, nil, req)
 	checkSet(&fs, ClassRetention, req.Dispositions, claims.Dispositions,
 		func(d tier.Disposition) string { return d.Key },
 		func(want, got tier.Disposition) string {
 			if got.State != want.State {
-				return fmt.Sprintf("claimed %s, the span ends with %s", stateName(got.State), want.State)
+				return fmt.Sprintf("claimed %s, the span ends with %s", stateName(got.State), tier.StateName(want.State))
 			}
 			if got.By != want.By {
 				if want.By == "" {
@@ -183,10 +175,71 @@ func checkSet[V any](fs *[]Failure, class string, want, got []V, key func(V) str
 }
 
 func stateName(k tier.Kind) string {
-	if k.IsDisposition() {
-		return k.String()
+	if k.IsDisposition() || k == tier.StateSucceeded {
+		return tier.StateName(k)
 	}
 	return "no state"
+}
+
+// checkResolutions checks claimed invocations (resolved, or failed) against
+// those the span resolved: each of required must be claimed, and each claim
+// must name one of allowed — by id, and by the seq that opened it where the
+// claim gives one. For resolved claims, open (the ids open at the boundary)
+// names what a wrong claim of a still-open call means.
+func checkResolutions(fs *[]Failure, class string, allowed, required, claimed []tier.Resolution, open map[string]tier.Open, req *tier.Required) {
+	noun := "resolved"
+	if class == ClassRetention {
+		noun = "failed"
+	}
+	matched := make([]bool, len(required))
+	for i, c := range claimed {
+		for j := range claimed[:i] {
+			if claimed[j].ID == c.ID && claimed[j].Seq == c.Seq {
+				*fs = append(*fs, Failure{Class: class, Item: Invocation(c), Detail: "claimed " + noun + " more than once"})
+			}
+		}
+		ok := false
+		for j, r := range required {
+			if !matched[j] && r.Matches(c) {
+				matched[j], ok = true, true
+				break
+			}
+		}
+		for _, r := range allowed {
+			ok = ok || r.Matches(c)
+		}
+		if ok {
+			continue
+		}
+		detail := fmt.Sprintf("claimed resolved, but the span seq %d..%d resolves no such call", req.From, req.To)
+		if class == ClassRetention {
+			detail = fmt.Sprintf("claimed failed, but no such call failed in the span seq %d..%d", req.From, req.To)
+		}
+		if o, still := open[c.ID]; still && (c.Seq == 0 || c.Seq == o.Seq) {
+			detail = fmt.Sprintf("claimed resolved but still open at seq %d", req.To)
+		}
+		*fs = append(*fs, Failure{Class: class, Item: Invocation(c), Detail: detail})
+	}
+	for j, r := range required {
+		if matched[j] {
+			continue
+		}
+		switch class {
+		case ClassClosure:
+			*fs = append(*fs, Failure{Class: class, Item: Invocation(r), Detail: fmt.Sprintf("opened before seq %d and resolved in the span, but not claimed resolved", req.From)})
+		default:
+			*fs = append(*fs, Failure{Class: class, Item: Invocation(r), Detail: fmt.Sprintf("failed at seq %d, but not claimed", r.At)})
+		}
+	}
+}
+
+// Invocation names one invocation of an id as a Failure's item does:
+// "c1@12" (opened at seq 12), or "c1" for a claim that gives no seq.
+func Invocation(r tier.Resolution) string {
+	if r.Seq == 0 {
+		return r.ID
+	}
+	return fmt.Sprintf("%s@%d", r.ID, r.Seq)
 }
 
 func classRank(c string) int {

@@ -23,8 +23,9 @@ func baseRequired() tier.Required {
 			{ID: "c2", Kind: tier.KindToolCall, Name: "bash", Seq: 15},
 			{ID: "h1", Kind: tier.KindOpen, Name: "file", Seq: 12},
 		},
-		Resolved:       []string{"c0"},
-		ResolvedInside: []string{"c0", "c1"},
+		Resolved:       []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 5, At: 13}},
+		ResolvedInside: []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 5, At: 13}, {ID: "c1", Kind: tier.KindToolCall, Seq: 11, At: 12}, {ID: "c3", Kind: tier.KindToolCall, Name: "deploy", Seq: 16, At: 17, Failed: true}},
+		Failures:       []tier.Resolution{{ID: "c3", Kind: tier.KindToolCall, Name: "deploy", Seq: 16, At: 17, Failed: true, Reason: "permission denied"}},
 		Dispositions: []tier.Disposition{
 			{Key: "approach/add-column-then-backfill", State: tier.KindRejected, Reason: "user rejected", Seq: 14},
 			{Key: "draft@v1", State: tier.KindSuperseded, By: "draft@v2", Seq: 18},
@@ -98,7 +99,7 @@ func TestValidate_ValidClaims(t *testing.T) {
 
 	// A resolved claim for a call opened and resolved inside the span is true,
 	// though not required.
-	claims.Resolved = append(claims.Resolved, "c1")
+	claims.Resolved = append(claims.Resolved, tier.Resolution{ID: "c1"})
 	if err := marker.Validate(frame3, frame3, &req, 1, &claims); err != nil {
 		t.Fatalf("an extra, true resolved claim: %v", err)
 	}
@@ -125,14 +126,20 @@ func TestValidate_EachClassFailsAlone(t *testing.T) {
 			mutate: func(c *tier.Claims) { c.Unresolved = c.Unresolved[:1] },
 			want:   []string{"closure:h1"}, detail: "not claimed UNRESOLVED"},
 		{name: "closure/claimed resolved while open",
-			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, "c2") },
+			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, tier.Resolution{ID: "c2"}) },
 			want:   []string{"closure:c2"}, detail: "still open"},
 		{name: "closure/opened before the span, resolved inside, not claimed resolved",
 			mutate: func(c *tier.Claims) { c.Resolved = nil },
-			want:   []string{"closure:c0"}, detail: "not claimed resolved"},
+			want:   []string{"closure:c0@5"}, detail: "not claimed resolved"},
 		{name: "closure/claimed resolved, but the span resolved no such id",
-			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, "c7") },
-			want:   []string{"closure:c7"}, detail: "resolves no such id"},
+			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, tier.Resolution{ID: "c7"}) },
+			want:   []string{"closure:c7"}, detail: "resolves no such call"},
+		{name: "closure/claimed resolved, another invocation of the id",
+			mutate: func(c *tier.Claims) { c.Resolved[0].Seq = 2 },
+			want:   []string{"closure:c0@2", "closure:c0@5"}, detail: "resolves no such call"},
+		{name: "closure/UNRESOLVED claim of an earlier invocation of the id",
+			mutate: func(c *tier.Claims) { c.Unresolved[0].Seq = 3 },
+			want:   []string{"closure:c2"}, detail: "claimed UNRESOLVED as opened at seq 3, open since seq 15"},
 		{name: "closure/UNRESOLVED claim for something not open",
 			mutate: func(c *tier.Claims) {
 				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c9", Kind: tier.KindToolCall})
@@ -161,6 +168,15 @@ func TestValidate_EachClassFailsAlone(t *testing.T) {
 			want: []string{"closure:c0"}, detail: "not open"},
 
 		// 2. Negative-fact retention.
+		{name: "retention/failed call not claimed",
+			mutate: func(c *tier.Claims) { c.Failures = nil },
+			want:   []string{"retention:c3@16"}, detail: "failed at seq 17, but not claimed"},
+		{name: "retention/a call claimed failed that succeeded",
+			mutate: func(c *tier.Claims) { c.Failures = append(c.Failures, tier.Resolution{ID: "c1", Seq: 11}) },
+			want:   []string{"retention:c1@11"}, detail: "no such call failed"},
+		{name: "retention/failure claimed twice",
+			mutate: func(c *tier.Claims) { c.Failures = append(c.Failures, c.Failures[0]) },
+			want:   []string{"retention:c3@16"}, detail: "claimed failed more than once"},
 		{name: "retention/missing disposition",
 			mutate: func(c *tier.Claims) { c.Dispositions = c.Dispositions[1:] },
 			want:   []string{"retention:approach/add-column-then-backfill"}, detail: "not claimed"},
@@ -263,7 +279,7 @@ func TestValidate_AllFailuresInStableOrder(t *testing.T) {
 	claims.Unresolved = []tier.Open{{ID: "zz", Kind: tier.KindToolCall}, {ID: "h1", Kind: tier.KindOpen}}
 	claims.Resolved = nil
 	want := []string{
-		"closure:c0", "closure:c2", "closure:zz",
+		"closure:c0@5", "closure:c2", "closure:zz",
 		"retention:approach/add-column-then-backfill", "retention:draft@v1",
 		"artifact:migrations/003_down.sql", "artifact:zz-extra",
 		"constraint:no-downtime", "constraint:reversible",
@@ -339,6 +355,40 @@ func TestStatus_String(t *testing.T) {
 		b, _ := s.MarshalJSON()
 		if string(b) != `"`+want+`"` {
 			t.Errorf("Status(%d).MarshalJSON() = %s", s, b)
+		}
+	}
+}
+
+// TestValidate_ClaimsAreIdentities: Validate compares identities and states,
+// not the words a claim carries — the store serves the raw log's texts in
+// their place (store's TestCommit_ClaimTextsAreTheRawLogs). A summary that
+// rewords every text, or gives no text at all, is as valid as the exact one.
+func TestValidate_ClaimsAreIdentities(t *testing.T) {
+	req := baseRequired()
+	for name, reword := range map[string]func(string) string{
+		"paraphrased": func(s string) string { return "in other words: " + s },
+		"falsified":   func(string) string { return "the user approved it; proceed" },
+		"empty":       func(string) string { return "" },
+	} {
+		claims := req.Claims()
+		for i := range claims.Unresolved {
+			claims.Unresolved[i].Name = reword(claims.Unresolved[i].Name)
+		}
+		for i := range claims.Failures {
+			claims.Failures[i].Reason = reword(claims.Failures[i].Reason)
+			claims.Failures[i].Name = reword(claims.Failures[i].Name)
+		}
+		for i := range claims.Dispositions {
+			claims.Dispositions[i].Reason = reword(claims.Dispositions[i].Reason)
+		}
+		for i := range claims.Constraints {
+			claims.Constraints[i].Text = reword(claims.Constraints[i].Text)
+		}
+		for i := range claims.Artifacts {
+			claims.Artifacts[i].Text = reword(claims.Artifacts[i].Text)
+		}
+		if err := marker.Validate(frame3, frame3, &req, 1, &claims); err != nil {
+			t.Errorf("%s texts: %v", name, err)
 		}
 	}
 }

@@ -58,7 +58,7 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 	now := int64(0)
 	for i := range events {
 		e := events[i]
-		e.Opener = 0 // the store sets it
+		e.Opener, e.PriorFailure = 0, 0 // the store sets them
 		if err := e.Check(lim); err != nil {
 			ee := err.(*tier.EventError)
 			ee.Index = i
@@ -542,7 +542,8 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 		if found, err = s.get(name, t, key, &v); found && err == nil {
 			if v.Reason, err = s.ledgerText(name, key, v.Reason, v.Seq, func(e *tier.Event) bool {
 				return e.Kind == v.State && e.Kind.IsDisposition() && e.By == v.By ||
-					v.State == tier.KindFailed && e.Kind == tier.KindToolResult && e.Failed && v.By == ""
+					v.State == tier.KindFailed && e.Kind == tier.KindToolResult && e.Failed && v.By == "" ||
+					v.State == tier.StateSucceeded && e.Kind == tier.KindToolResult && !e.Failed && v.By == ""
 			}); err == nil {
 				l.Dispositions[r.Name] = v
 			}

@@ -115,12 +115,15 @@ func (r *eventRec) msgpackSize() int {
 	if r.Opener != 0 {
 		n += uintFieldSize(r.Opener)
 	}
+	if r.Prior != 0 {
+		n += 1 + uintFieldSize(r.Prior) // a two-byte key
+	}
 	return n
 }
 
 func (r *eventRec) appendMsgpack(b []byte) []byte {
 	n := 3 // v, q, k
-	for _, set := range [...]bool{r.Turn != 0, r.Time != 0, r.ID != "", r.Key != "", r.Name != "", r.Failed, r.By != "", r.Text != "", r.Opener != 0} {
+	for _, set := range [...]bool{r.Turn != 0, r.Time != 0, r.ID != "", r.Key != "", r.Name != "", r.Failed, r.By != "", r.Text != "", r.Opener != 0, r.Prior != 0} {
 		if set {
 			n++
 		}
@@ -145,6 +148,9 @@ func (r *eventRec) appendMsgpack(b []byte) []byte {
 	b = appendStrField(b, "x", r.Text)
 	if r.Opener != 0 {
 		b = appendUintField(b, "o", r.Opener)
+	}
+	if r.Prior != 0 {
+		b = appendUintField(b, "pf", r.Prior)
 	}
 	return b
 }
@@ -183,6 +189,8 @@ func (r *eventRec) decodeMsgpack(b []byte) error {
 			r.Text, err = d.str()
 		case "o":
 			r.Opener, err = d.uint()
+		case "pf":
+			r.Prior, err = d.uint()
 		default:
 			return false, nil
 		}
@@ -200,6 +208,9 @@ func (r *stateRec) msgpackSize() int {
 			n += uintFieldSize(v)
 		}
 	}
+	if r.FoldRefusedPrev != 0 {
+		n += 1 + uintFieldSize(r.FoldRefusedPrev) // a two-byte key
+	}
 	return n
 }
 
@@ -209,7 +220,8 @@ func (r *stateRec) appendMsgpack(b []byte) []byte {
 		v   uint64
 	}
 	fields := [...]field{{"h", r.Head}, {"t", r.Turn}, {"f", r.FrameVersion}, {"c", r.CompactedTo}, {"r", uint64(r.Roots)},
-		{"n", r.NextNode}, {"k", r.NextCk}, {"a", r.NextAudit}, {"x", r.RefusedTo}, {"y", r.RefusedTurn}, {"z", r.FoldRefusedTo}}
+		{"n", r.NextNode}, {"k", r.NextCk}, {"a", r.NextAudit}, {"x", r.RefusedTo}, {"y", r.RefusedTurn}, {"z", r.FoldRefusedTo},
+		{"zp", r.FoldRefusedPrev}}
 	n := 1
 	for _, f := range fields {
 		if f.v != 0 {
@@ -264,6 +276,8 @@ func (r *stateRec) decodeMsgpack(b []byte) error {
 			p = &r.RefusedTurn
 		case "z":
 			p = &r.FoldRefusedTo
+		case "zp":
+			p = &r.FoldRefusedPrev
 		default:
 			return false, nil
 		}
@@ -327,12 +341,15 @@ func (r *dispRec) msgpackSize() int {
 	if r.Seq != 0 {
 		n += uintFieldSize(r.Seq)
 	}
+	if r.FailedAt != 0 {
+		n += 1 + uintFieldSize(r.FailedAt) // a two-byte key
+	}
 	return n
 }
 
 func (r *dispRec) appendMsgpack(b []byte) []byte {
 	n := 2 // y, s
-	for _, set := range [...]bool{r.Reason != "", r.By != "", r.Seq != 0} {
+	for _, set := range [...]bool{r.Reason != "", r.By != "", r.Seq != 0, r.FailedAt != 0} {
 		if set {
 			n++
 		}
@@ -344,6 +361,9 @@ func (r *dispRec) appendMsgpack(b []byte) []byte {
 	b = appendStrField(b, "b", r.By)
 	if r.Seq != 0 {
 		b = appendUintField(b, "q", r.Seq)
+	}
+	if r.FailedAt != 0 {
+		b = appendUintField(b, "fa", r.FailedAt)
 	}
 	return b
 }
@@ -366,6 +386,8 @@ func (r *dispRec) decodeMsgpack(b []byte) error {
 			r.By, err = d.str()
 		case "q":
 			r.Seq, err = d.uint()
+		case "fa":
+			r.FailedAt, err = d.uint()
 		default:
 			return false, nil
 		}

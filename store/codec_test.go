@@ -156,8 +156,9 @@ func newRecord(t recType) any {
 // sampleRecords returns one realistic record of every type.
 func sampleRecords() map[recType]any {
 	claims := tier.Claims{
-		Resolved:     []string{"c0"},
+		Resolved:     []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 2, At: 15}},
 		Unresolved:   []tier.Open{{ID: "c3", Kind: tier.KindToolCall, Name: "bash", Seq: 18}},
+		Failures:     []tier.Resolution{{ID: "c1", Kind: tier.KindToolCall, Seq: 4, At: 5, Failed: true, Reason: "dry run failed"}},
 		Dispositions: []tier.Disposition{{Key: "approach/a", State: tier.KindRejected, Reason: "no", Seq: 9}},
 		Constraints:  []tier.Constraint{{Key: "reversible", Text: "must be", Seq: 3}, {Key: "gone", Withdrawn: true}},
 		Artifacts:    []tier.Artifact{{Key: "down.sql", Text: "rollback", Seq: 13}},

@@ -22,6 +22,10 @@ type Summary struct {
 	Claims     tier.Claims
 	Summarizer string // its name, recorded on the node
 	Attempt    int    // 0 for the first try, n for the n-th retry
+	// Repairs is the audit id of the refused attempt whose missing claims
+	// Claims, computed from the raw span, make good; 0 for none. It must
+	// name a refusal of the same span.
+	Repairs uint64
 }
 
 // CommitResult says what a Commit wrote. For a refused compaction Node is
@@ -43,7 +47,10 @@ type CommitResult struct {
 //
 // Valid: the node, its marker, a checkpoint at its boundary, the roots and
 // the frame are written together, and every marker and checkpoint that the
-// frame change made stale is invalidated with its reason.
+// frame change made stale is invalidated with its reason. The node's claims
+// are those the raw span requires (tier.Required.Claims), with the raw log's
+// texts: a summary's claims are checked for which facts they name and in
+// what state, and none of their words is stored.
 //
 // Invalid: no node and no marker; a checkpoint at the span's start and an
 // audit record are written, and the returned error is a
@@ -207,6 +214,16 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 		c.err = errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
 		return nil
 	}
+	if id := c.sum.Repairs; id != 0 {
+		r, err := ss.refusal(id)
+		if err == nil && (r.From != p.From || r.To != p.To || r.Depth != p.Depth) {
+			err = errors.Newf("refusal %d is of %s seq %d..%d", id, r.Depth, r.From, r.To)
+		}
+		if err != nil {
+			c.err = errors.Wrapf(ErrBadOptions, "store: a repair of %s seq %d..%d: %v", p.Depth, p.From, p.To, err)
+			return nil
+		}
+	}
 	var invalid error
 	switch {
 	case !c.validate:
@@ -219,7 +236,14 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 			required, p.Depth, &c.claims)
 	}
 	if invalid == nil {
-		return ss.accept(&st, p, c.sum, c.claims, required, &c.res)
+		claims := c.claims
+		if c.validate {
+			// Valid claims name the facts the span requires, no more and no
+			// fewer; the node carries those facts as the raw log recorded
+			// them, never the summarizer's words for them.
+			claims = required.Claims()
+		}
+		return ss.accept(&st, p, c.sum, claims, !c.validate, required, &c.res)
 	}
 	var ie *marker.InvalidError
 	if !errors.As(invalid, &ie) {
@@ -232,11 +256,12 @@ func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
 
 func cloneClaims(c tier.Claims) tier.Claims {
 	return tier.Claims{
-		Resolved:     append([]string(nil), c.Resolved...),
-		Unresolved:   append([]tier.Open(nil), c.Unresolved...),
-		Dispositions: append([]tier.Disposition(nil), c.Dispositions...),
-		Constraints:  append([]tier.Constraint(nil), c.Constraints...),
-		Artifacts:    append([]tier.Artifact(nil), c.Artifacts...),
+		Resolved:     slices.Clone(c.Resolved),
+		Unresolved:   slices.Clone(c.Unresolved),
+		Failures:     slices.Clone(c.Failures),
+		Dispositions: slices.Clone(c.Dispositions),
+		Constraints:  slices.Clone(c.Constraints),
+		Artifacts:    slices.Clone(c.Artifacts),
 	}
 }
 
@@ -250,7 +275,12 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 	c := &sum.Claims
 	total := 0
 	var fields []string
-	fields = append(fields, c.Resolved...)
+	for _, x := range c.Resolved {
+		fields = append(fields, x.ID, x.Name, x.Reason)
+	}
+	for _, x := range c.Failures {
+		fields = append(fields, x.ID, x.Name, x.Reason)
+	}
 	for _, x := range c.Unresolved {
 		fields = append(fields, x.ID, x.Name)
 	}
@@ -343,10 +373,11 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 
 // accept writes the node of p, valid against required, and everything its
 // commit changes.
-func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, required *tier.Required, res *CommitResult) error {
+func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, unchecked bool, required *tier.Required, res *CommitResult) error {
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
-		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash}
+		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash,
+		Unchecked: unchecked, Repairs: sum.Repairs}
 	for _, c := range p.Children {
 		n.Children = append(n.Children, c.ID)
 	}
@@ -414,14 +445,15 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, r
 		st.CompactedTo = p.To
 	case PlanFold, PlanDigest:
 		if p.From <= st.FoldRefusedTo && st.FoldRefusedTo <= p.To {
-			// The roots of the refused fold are folded now (a retry, or
-			// a digest): the policy may fold them and what comes after.
-			// A fold refused before, over roots before these, stays
-			// refused (folds are planned over roots after a refusal).
-			st.FoldRefusedTo = p.From - 1
+			// The roots of the refused fold are folded now (a retry, or a
+			// digest): the policy goes on as before that refusal — over the
+			// roots after an earlier refused fold, and never over roots
+			// this node now covers.
+			st.FoldRefusedTo = min(st.FoldRefusedPrev, p.From-1)
+			st.FoldRefusedPrev = 0
 		}
 	}
-	m := marker.Marker{ID: n.ID, Node: n.ID, Depth: n.Depth, FrameVersion: st.FrameVersion, Boundary: n.To, Status: marker.StatusValid}
+	m := marker.Marker{ID: n.ID, Node: n.ID, Depth: n.Depth, FrameVersion: st.FrameVersion, Boundary: n.To, Status: marker.StatusValid, Unchecked: unchecked}
 	if err := ss.putMarker(&m); err != nil {
 		return err
 	}
@@ -520,6 +552,11 @@ func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *
 		st.RefusedTo = p.To
 		st.RefusedTurn = lastTurn
 	case PlanFold, PlanDigest:
+		if st.FoldRefusedTo < p.From {
+			// Not a retry of the fold refused last: what a commit of this
+			// one restores.
+			st.FoldRefusedPrev = st.FoldRefusedTo
+		}
 		st.FoldRefusedTo = p.To
 	}
 	res.Checkpoint, res.Refusal = ck, &r

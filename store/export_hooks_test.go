@@ -118,3 +118,31 @@ func SpoilFacts(db *DB, session string, id uint64) error {
 		return ss.putNodeRecord(&r)
 	})
 }
+
+// RewordClaims rewrites the texts of node id's constraint claims as
+// rewrite says, as a hand that edits a record (and fixes its checksum)
+// would.
+func RewordClaims(db *DB, session string, id uint64, rewrite func(string) string) error {
+	return db.update(func(tx *bolt.Tx) error {
+		ss, err := db.openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		r, err := ss.nodeRecord(id)
+		if err != nil {
+			return err
+		}
+		if len(r.Claims.Constraints) == 0 {
+			return errors.Newf("node %d claims no constraint", id)
+		}
+		f := r.facts()
+		r.Claims = cloneClaims(r.Claims)
+		for i := range r.Claims.Constraints {
+			r.Claims.Constraints[i].Text = rewrite(r.Claims.Constraints[i].Text)
+		}
+		if f != nil {
+			r.setFacts(f)
+		}
+		return ss.putNodeRecord(&r)
+	})
+}

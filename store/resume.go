@@ -11,8 +11,16 @@ import (
 )
 
 // Latest asks Resume for the newest valid marker, or else the newest usable
-// checkpoint.
+// checkpoint. A frame holding a node committed without validation
+// (CommitUnchecked) makes Latest fall back to the checkpoint before that
+// node.
 const Latest uint64 = 0
+
+// LatestUnchecked asks Resume for the newest valid marker even when it, or a
+// root before it, was committed without validation: what a scheme that
+// trusts every summary resumes (package eval's naive arm). The context's
+// header says which nodes are unchecked.
+const LatestUnchecked uint64 = 1<<64 - 1
 
 // Resume returns the context a resuming agent gets for session, from marker
 // markerID or, with Latest, from the newest valid marker. It never calls a
@@ -43,7 +51,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 
 	var m marker.Marker
 	fallbackAt := ^uint64(0)
-	if markerID == Latest {
+	if markerID == Latest || markerID == LatestUnchecked {
 		roots, err := ss.roots(^uint64(0))
 		if err != nil {
 			return nil, err
@@ -57,6 +65,24 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 			}
 		} else if m, err = ss.marker(roots[len(roots)-1].Node); err != nil {
 			return nil, err
+		}
+		// A frame holding a node committed without validation promises
+		// nothing from that node on: the latest resume falls back to
+		// before it. Naming its marker uses it, said so in the header.
+		for _, r := range roots {
+			if markerID == LatestUnchecked {
+				break
+			}
+			um, err := ss.marker(r.Node)
+			if err != nil {
+				return nil, err
+			}
+			if um.Unchecked {
+				ctx.Marker = m.ID
+				ctx.Reason = fmt.Sprintf("marker %d unchecked: node %d was committed without validation", um.ID, r.Node)
+				m, fallbackAt = marker.Marker{}, r.From-1
+				break
+			}
 		}
 	} else {
 		if m, err = ss.marker(markerID); err != nil {

@@ -269,6 +269,10 @@ type stateRec struct {
 	RefusedTo     uint64 `msgpack:"x,omitempty"` // end of the last refused depth-1 span starting at CompactedTo+1
 	RefusedTurn   uint64 `msgpack:"y,omitempty"` // turn of the event at RefusedTo
 	FoldRefusedTo uint64 `msgpack:"z,omitempty"` // end of the last refused fold: the policy folds only roots after it
+	// FoldRefusedPrev is FoldRefusedTo before the refusal that set it: a
+	// retry of that fold that commits restores it, so that the policy goes
+	// on as if the fold had committed the first time.
+	FoldRefusedPrev uint64 `msgpack:"zp,omitempty"`
 }
 
 type eventRec struct {
@@ -284,16 +288,17 @@ type eventRec struct {
 	By     string    `msgpack:"b,omitempty"`
 	Text   string    `msgpack:"x,omitempty"`
 	Opener uint64    `msgpack:"o,omitempty"`
+	Prior  uint64    `msgpack:"pf,omitempty"` // tier.Event.PriorFailure
 }
 
 func toEventRec(e *tier.Event) eventRec {
 	return eventRec{V: recordVersion, Seq: e.Seq, Turn: e.Turn, Time: e.Time, Kind: e.Kind,
-		ID: e.ID, Key: e.Key, Name: e.Name, Failed: e.Failed, By: e.By, Text: e.Text, Opener: e.Opener}
+		ID: e.ID, Key: e.Key, Name: e.Name, Failed: e.Failed, By: e.By, Text: e.Text, Opener: e.Opener, Prior: e.PriorFailure}
 }
 
 func (r *eventRec) event() tier.Event {
 	return tier.Event{Seq: r.Seq, Turn: r.Turn, Time: r.Time, Kind: r.Kind,
-		ID: r.ID, Key: r.Key, Name: r.Name, Failed: r.Failed, By: r.By, Text: r.Text, Opener: r.Opener}
+		ID: r.ID, Key: r.Key, Name: r.Name, Failed: r.Failed, By: r.By, Text: r.Text, Opener: r.Opener, PriorFailure: r.Prior}
 }
 
 type nodeRec struct {
@@ -312,6 +317,8 @@ type nodeRec struct {
 	SpanHash     []byte      `msgpack:"h,omitempty"`
 	Parent       uint64      `msgpack:"p,omitempty"`
 	SupersededBy uint64      `msgpack:"sb,omitempty"`
+	Unchecked    bool        `msgpack:"uc,omitempty"`
+	Repairs      uint64      `msgpack:"rp,omitempty"`
 	// Facts, on a node over a prefix 1..To, is what its raw span required
 	// (less what only validation needs), computed when it was committed:
 	// the prefix a digest extends (tier.ExtendPrefix). Older versions of
@@ -326,7 +333,7 @@ type nodeRec struct {
 // facts returns the facts recorded with a node over a prefix, or nil.
 func (r *nodeRec) facts() *factsRec {
 	if r.FactsInClaims {
-		return &factsRec{Unresolved: r.Claims.Unresolved, Dispositions: r.Claims.Dispositions,
+		return &factsRec{Unresolved: r.Claims.Unresolved, Failures: r.Claims.Failures, Dispositions: r.Claims.Dispositions,
 			Constraints: r.Claims.Constraints, Artifacts: r.Claims.Artifacts}
 	}
 	return r.Facts
@@ -335,7 +342,7 @@ func (r *nodeRec) facts() *factsRec {
 // setFacts records f with the node: as a flag when they are its claims.
 func (r *nodeRec) setFacts(f *factsRec) {
 	c := &r.Claims
-	if slices.Equal(f.Unresolved, c.Unresolved) && slices.Equal(f.Dispositions, c.Dispositions) &&
+	if slices.Equal(f.Unresolved, c.Unresolved) && slices.Equal(f.Failures, c.Failures) && slices.Equal(f.Dispositions, c.Dispositions) &&
 		slices.Equal(f.Constraints, c.Constraints) && slices.Equal(f.Artifacts, c.Artifacts) {
 		r.Facts, r.FactsInClaims = nil, true
 		return
@@ -347,31 +354,34 @@ func (r *nodeRec) setFacts(f *factsRec) {
 // is open before seq 1) and ResolvedInside.
 type factsRec struct {
 	Unresolved   []tier.Open        `msgpack:"u,omitempty"`
+	Failures     []tier.Resolution  `msgpack:"f,omitempty"`
 	Dispositions []tier.Disposition `msgpack:"d,omitempty"`
 	Constraints  []tier.Constraint  `msgpack:"c,omitempty"`
 	Artifacts    []tier.Artifact    `msgpack:"a,omitempty"`
 }
 
 func toFactsRec(r *tier.Required) *factsRec {
-	return &factsRec{Unresolved: r.Unresolved, Dispositions: r.Dispositions, Constraints: r.Constraints, Artifacts: r.Artifacts}
+	return &factsRec{Unresolved: r.Unresolved, Failures: r.Failures, Dispositions: r.Dispositions, Constraints: r.Constraints, Artifacts: r.Artifacts}
 }
 
 // required returns the Required of the span 1..to that f records.
 func (f *factsRec) required(to uint64) tier.Required {
-	return tier.Required{From: 1, To: to, Unresolved: f.Unresolved, Dispositions: f.Dispositions,
+	return tier.Required{From: 1, To: to, Unresolved: f.Unresolved, Failures: f.Failures, Dispositions: f.Dispositions,
 		Constraints: f.Constraints, Artifacts: f.Artifacts}
 }
 
 func toNodeRec(n *tier.Node) nodeRec {
 	return nodeRec{V: recordVersion, ID: n.ID, Depth: n.Depth, From: n.From, To: n.To, Children: n.Children,
 		Narrative: n.Narrative, Claims: n.Claims, FrameVersion: n.FrameVersion, Summarizer: n.Summarizer,
-		Tokens: n.Tokens, Budget: n.Budget, SpanHash: n.SpanHash, Parent: n.Parent, SupersededBy: n.SupersededBy}
+		Tokens: n.Tokens, Budget: n.Budget, SpanHash: n.SpanHash, Parent: n.Parent, SupersededBy: n.SupersededBy,
+		Unchecked: n.Unchecked, Repairs: n.Repairs}
 }
 
 func (r *nodeRec) node() tier.Node {
 	return tier.Node{ID: r.ID, Depth: r.Depth, From: r.From, To: r.To, Children: r.Children,
 		Narrative: r.Narrative, Claims: r.Claims, FrameVersion: r.FrameVersion, Summarizer: r.Summarizer,
-		Tokens: r.Tokens, Budget: r.Budget, SpanHash: r.SpanHash, Parent: r.Parent, SupersededBy: r.SupersededBy}
+		Tokens: r.Tokens, Budget: r.Budget, SpanHash: r.SpanHash, Parent: r.Parent, SupersededBy: r.SupersededBy,
+		Unchecked: r.Unchecked, Repairs: r.Repairs}
 }
 
 type rootRec struct {
@@ -392,6 +402,7 @@ type markerRec struct {
 	Status        marker.Status `msgpack:"s"`
 	Reason        string        `msgpack:"r,omitempty"`
 	InvalidatedAt uint64        `msgpack:"x,omitempty"`
+	Unchecked     bool          `msgpack:"u,omitempty"`
 }
 
 type checkpointRec struct {

@@ -308,12 +308,12 @@ func (s *sess) marker(id uint64) (marker.Marker, error) {
 		return marker.Marker{}, corrupt(s.id, "markers", u64(id), errors.Newf("record holds marker %d", r.ID))
 	}
 	return marker.Marker{ID: r.ID, Node: r.Node, Depth: r.Depth, FrameVersion: r.FrameVersion, Boundary: r.Boundary,
-		Status: r.Status, Reason: r.Reason, InvalidatedAt: r.InvalidatedAt}, nil
+		Status: r.Status, Reason: r.Reason, InvalidatedAt: r.InvalidatedAt, Unchecked: r.Unchecked}, nil
 }
 
 func (s *sess) putMarker(m *marker.Marker) error {
 	r := markerRec{V: recordVersion, ID: m.ID, Node: m.Node, Depth: m.Depth, FrameVersion: m.FrameVersion,
-		Boundary: m.Boundary, Status: m.Status, Reason: m.Reason, InvalidatedAt: m.InvalidatedAt}
+		Boundary: m.Boundary, Status: m.Status, Reason: m.Reason, InvalidatedAt: m.InvalidatedAt, Unchecked: m.Unchecked}
 	return s.put(bucketMarkers, recMarker, u64(m.ID), &r, false)
 }
 
@@ -433,4 +433,20 @@ func (s *sess) refusalLast() (*Refusal, error) {
 		return nil, corrupt(s.id, "audit", k, err)
 	}
 	return &r.Refusal, nil
+}
+
+// refusal returns audit record id.
+func (s *sess) refusal(id uint64) (Refusal, error) {
+	var r auditRec
+	found, err := s.get(bucketAudit, recAudit, u64(id), &r)
+	if err != nil {
+		return Refusal{}, err
+	}
+	if !found {
+		return Refusal{}, errors.Wrapf(ErrNotFound, "session %q refusal %d", s.id, id)
+	}
+	if r.ID != id {
+		return Refusal{}, corrupt(s.id, "audit", u64(id), errors.Newf("record holds refusal %d", r.ID))
+	}
+	return r.Refusal, nil
 }

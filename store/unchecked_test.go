@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -13,8 +14,10 @@ import (
 )
 
 // TestDB_CommitUnchecked commits a summary that Commit refuses: the node
-// and its marker are written exactly as for a valid one, resume serves
-// them, and Verify — which re-validates every root — reports the lie.
+// and its marker are written as for a valid one, marked unchecked; resume
+// of the latest marker passes over them, resume that names the marker
+// serves them and says so in the header, and Verify — which re-validates
+// every root — reports the lie.
 func TestDB_CommitUnchecked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "unchecked.db")
 	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
@@ -53,15 +56,43 @@ func TestDB_CommitUnchecked(t *testing.T) {
 	if res.Node == nil || res.Marker != res.Node.ID || res.Checkpoint == 0 || res.Refusal != nil {
 		t.Fatalf("CommitUnchecked result %+v", res)
 	}
+	if !res.Node.Unchecked {
+		t.Error("the node committed unchecked does not say so")
+	}
 	ctx, err := db.Resume("s", store.Latest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ctx.Source != checkpoint.SourceMarker || ctx.Marker != res.Marker || ctx.Boundary != plan.To {
-		t.Fatalf("resume: source %s marker %d boundary %d", ctx.Source, ctx.Marker, ctx.Boundary)
+	if ctx.Source != checkpoint.SourceCheckpoint || ctx.Boundary != 0 || len(ctx.Nodes) != 0 ||
+		!strings.Contains(ctx.Reason, "unchecked") {
+		t.Fatalf("resume latest: source %s boundary %d, %d nodes, reason %q; want the checkpoint before the unchecked node",
+			ctx.Source, ctx.Boundary, len(ctx.Nodes), ctx.Reason)
 	}
-	if len(ctx.Nodes) != 1 || len(ctx.Nodes[0].Claims.Dispositions) != 0 {
-		t.Fatalf("resumed nodes %+v", ctx.Nodes)
+	for _, id := range []uint64{res.Marker, store.LatestUnchecked} {
+		ctx, err = db.Resume("s", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Source != checkpoint.SourceMarker || ctx.Marker != res.Marker || ctx.Boundary != plan.To {
+			t.Fatalf("resume %d: source %s marker %d boundary %d", id, ctx.Source, ctx.Marker, ctx.Boundary)
+		}
+		if len(ctx.Nodes) != 1 || len(ctx.Nodes[0].Claims.Dispositions) != 0 {
+			t.Fatalf("resumed nodes %+v", ctx.Nodes)
+		}
+		text := string(ctx.Text())
+		if !strings.Contains(text, "UNCHECKED: node 1 was committed without validation") || !strings.Contains(text, "(UNCHECKED)\n") {
+			t.Errorf("resume %d of an unchecked marker does not say so:\n%s", id, text)
+		}
+	}
+	if err := db.View(func(s *store.Snapshot) error {
+		return s.Markers("s", func(m marker.Marker) error {
+			if !m.Unchecked {
+				t.Errorf("marker %d: not marked unchecked", m.ID)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// The plan-consistency checks are not validation: they stay.

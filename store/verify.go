@@ -560,7 +560,7 @@ func (v *verifier) checkRawAndLedger() {
 			v.fail("l0: seq %d turn %d after turn %d", seq, e.Turn, turn)
 		}
 		turn = e.Turn
-		stored := e.Opener
+		stored, prior := e.Opener, e.PriorFailure
 		if ri < len(v.roots) && seq == v.roots[ri].From {
 			rb = tier.NewRequiredBuilder(l.OpenList())
 		}
@@ -570,8 +570,11 @@ func (v *verifier) checkRawAndLedger() {
 		if e.Opener != stored {
 			v.fail("l0: seq %d records opener %d, the replay says %d", seq, stored, e.Opener)
 		}
+		if e.PriorFailure != prior {
+			v.fail("l0: seq %d records a prior failure at seq %d, the replay says %d", seq, prior, e.PriorFailure)
+		}
 		if rb != nil {
-			e.Opener = stored
+			e.Opener, e.PriorFailure = stored, prior
 			if err := rb.Add(e); err != nil {
 				v.fail("l0: seq %d: %v", seq, err)
 				rb = nil
@@ -633,6 +636,12 @@ func (v *verifier) validateRoot(r rootRec, req tier.Required) {
 	err = marker.Validate(marker.Frame{Version: 0, RootDepth: n.Depth}, marker.Frame{Version: 0, RootDepth: n.Depth}, &req, n.Depth, &n.Claims)
 	if err != nil {
 		v.fail("root node %d (seq %d..%d): its claims no longer validate against the raw span: %v", n.ID, n.From, n.To, err)
+		return
+	}
+	// A checked node carries the raw log's facts word for word: a text
+	// changed in the file since is damage, never served as a claim.
+	if want := req.Claims(); !n.Unchecked && !want.Equal(&n.Claims) {
+		v.fail("root node %d (seq %d..%d): its claims' texts differ from the raw span's", n.ID, n.From, n.To)
 	}
 }
 

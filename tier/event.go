@@ -16,7 +16,7 @@ const (
 	KindAssistant  Kind = 2  // an assistant message
 	KindSystem     Kind = 3  // a system message
 	KindToolCall   Kind = 4  // opens call ID (Name = tool, Text = arguments)
-	KindToolResult Kind = 5  // resolves call ID; Failed with a Key also records failed for Key
+	KindToolResult Kind = 5  // resolves call ID; with a Key also records its outcome for Key
 	KindOpen       Kind = 6  // opens resource ID (Name = file, process, ...)
 	KindClose      Kind = 7  // closes resource ID
 	KindConstraint Kind = 8  // a user constraint Key, active until withdrawn
@@ -91,7 +91,7 @@ func (k Kind) NeedsKey() bool { return k >= KindConstraint && k <= KindArtifact 
 func (k Kind) IsDisposition() bool { return k >= KindRejected && k <= KindSuperseded }
 
 // Event is one raw record (L0). The store assigns Seq, Turn and Time where
-// they are zero, and Opener on events that resolve an id.
+// they are zero, Opener on events that resolve an id, and PriorFailure.
 type Event struct {
 	Seq    uint64 // 1, 2, 3… gapless per session
 	Turn   uint64 // turn number; each user event starts one when absent
@@ -108,6 +108,11 @@ type Event struct {
 	// tool_result and close events. It lets the ledger at an earlier seq be
 	// recomputed from the raw events after it.
 	Opener uint64
+	// PriorFailure is, on a successful tool_result with a key, the seq of
+	// the failure of that key it clears (the key's disposition becomes
+	// StateSucceeded); 0 otherwise. The store sets it, as it sets Opener,
+	// so that a span's facts follow from its own events.
+	PriorFailure uint64
 }
 
 // Limits bounds the size of an event. The zero value of a field means its

@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,14 +16,88 @@ type Open struct {
 	Seq  uint64 `msgpack:"q,omitempty" json:"seq,omitempty"` // the opening event; 0 in a claim that does not say
 }
 
-// Disposition is a negative fact about an item: its final state
-// (KindRejected, KindFailed or KindSuperseded), why, and by what.
+// Disposition is a fact about an item's outcome: its final state
+// (KindRejected, KindFailed, KindSuperseded, or StateSucceeded for a key
+// whose tool_result succeeded after it had failed), why, and by what.
 type Disposition struct {
 	Key    string `msgpack:"y" json:"key"`
 	State  Kind   `msgpack:"s" json:"state"`
 	Reason string `msgpack:"r,omitempty" json:"reason,omitempty"`
 	By     string `msgpack:"b,omitempty" json:"by,omitempty"`
 	Seq    uint64 `msgpack:"q,omitempty" json:"seq,omitempty"`
+	// FailedAt is the seq of the failure a StateSucceeded key had.
+	FailedAt uint64 `msgpack:"fa,omitempty" json:"failed_at,omitempty"`
+}
+
+// MarshalJSON encodes d with its state by name (StateName).
+func (d Disposition) MarshalJSON() ([]byte, error) {
+	if !d.State.IsDisposition() && d.State != StateSucceeded {
+		return nil, ErrUnknownKind
+	}
+	type plain Disposition
+	return json.Marshal(struct {
+		State string `json:"state"`
+		plain
+	}{StateName(d.State), plain(d)})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (d *Disposition) UnmarshalJSON(b []byte) error {
+	type plain Disposition
+	var w struct {
+		State string `json:"state"`
+		plain
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*d = Disposition(w.plain)
+	if w.State == StateName(StateSucceeded) {
+		d.State = StateSucceeded
+		return nil
+	}
+	k, err := ParseKind(w.State)
+	if err != nil || !k.IsDisposition() {
+		return ErrUnknownKind
+	}
+	d.State = k
+	return nil
+}
+
+// StateSucceeded is the disposition state of a key whose tool_result
+// succeeded ("ok": true) after the key had failed: the failure is no longer
+// its state, and the disposition keeps it in FailedAt and FailedReason. It is
+// the tool_result kind, since only a tool_result makes it; it is never the
+// kind of a disposition event.
+const StateSucceeded = KindToolResult
+
+// StateName returns the name of a disposition state: the kind's name, or
+// "succeeded" for StateSucceeded.
+func StateName(k Kind) string {
+	if k == StateSucceeded {
+		return "succeeded"
+	}
+	return k.String()
+}
+
+// Resolution is a call, handle or process resolved inside a span: which
+// invocation it was (ID and the seq that opened it, since an id may be
+// opened again once resolved), how it ended, and, for a failure, the reason
+// its result gave.
+type Resolution struct {
+	ID     string `msgpack:"i" json:"id"`
+	Kind   Kind   `msgpack:"k" json:"kind"` // what opened it: KindToolCall or KindOpen
+	Name   string `msgpack:"n,omitempty" json:"name,omitempty"`
+	Seq    uint64 `msgpack:"q,omitempty" json:"seq,omitempty"` // the opening event; 0 in a claim that does not say
+	At     uint64 `msgpack:"a,omitempty" json:"at,omitempty"`  // the resolving event
+	Failed bool   `msgpack:"f,omitempty" json:"failed,omitempty"`
+	Reason string `msgpack:"r,omitempty" json:"reason,omitempty"` // a failure's text
+}
+
+// Matches reports whether claim names the invocation r: the same id, and
+// the same opening seq unless the claim gives none.
+func (r Resolution) Matches(claim Resolution) bool {
+	return claim.ID == r.ID && (claim.Seq == 0 || claim.Seq == r.Seq)
 }
 
 // Constraint is a user constraint. In the ledger every Constraint is active;
@@ -66,7 +141,7 @@ func (e *Event) Refs() []Ref {
 	switch {
 	case e.Kind.Opens():
 		return []Ref{{ClassOpen, e.ID}}
-	case e.Kind == KindToolResult && e.Failed && e.Key != "":
+	case e.Kind == KindToolResult && e.Key != "":
 		return []Ref{{ClassOpen, e.ID}, {ClassDisposition, e.Key}}
 	case e.Kind.Resolves():
 		return []Ref{{ClassOpen, e.ID}}
@@ -105,7 +180,8 @@ func NewLedger() *Ledger {
 
 // Apply checks e against the ledger and, if it is accepted, applies it. On
 // error the ledger is unchanged and the error is an *EventError. On a
-// tool_result or close, Apply sets e.Opener to the seq that opened the id.
+// tool_result or close, Apply sets e.Opener to the seq that opened the id,
+// and on a tool_result with a key e.PriorFailure.
 func (l *Ledger) Apply(e *Event) error {
 	switch {
 	case e.Kind.Opens():
@@ -128,9 +204,8 @@ func (l *Ledger) Apply(e *Event) error {
 		}
 		delete(l.Open, e.ID)
 		e.Opener = o.Seq
-		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
-			l.makeMaps()
-			l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Reason: e.Text, Seq: e.Seq}
+		if e.Kind == KindToolResult && e.Key != "" {
+			l.keyResult(e)
 		}
 	case e.Kind == KindConstraint:
 		l.makeMaps()
@@ -148,6 +223,24 @@ func (l *Ledger) Apply(e *Event) error {
 		l.Artifacts[e.Key] = Artifact{Key: e.Key, Text: e.Text, Seq: e.Seq}
 	}
 	return nil
+}
+
+// keyResult records the outcome of a tool_result with a key: a failure is
+// the key's disposition failed; a success after a failure makes it
+// StateSucceeded (Reason the result's text, FailedAt the failure's seq) and
+// sets e.PriorFailure. A success changes no other state: a key the user
+// rejected stays rejected however its tool later ran.
+func (l *Ledger) keyResult(e *Event) {
+	l.makeMaps()
+	e.PriorFailure = 0
+	if e.Failed {
+		l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Reason: e.Text, Seq: e.Seq}
+		return
+	}
+	if d, ok := l.Dispositions[e.Key]; ok && d.State == KindFailed {
+		e.PriorFailure = d.Seq
+		l.Dispositions[e.Key] = Disposition{Key: e.Key, State: StateSucceeded, Reason: e.Text, Seq: e.Seq, FailedAt: d.Seq}
+	}
 }
 
 // makeMaps makes the maps a zero Ledger lacks.

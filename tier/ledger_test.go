@@ -211,7 +211,8 @@ func TestEvent_Refs(t *testing.T) {
 		{tier.Event{Kind: tier.KindToolCall, ID: "c"}, []tier.Ref{{Class: tier.ClassOpen, Name: "c"}}},
 		{tier.Event{Kind: tier.KindOpen, ID: "h"}, []tier.Ref{{Class: tier.ClassOpen, Name: "h"}}},
 		{tier.Event{Kind: tier.KindToolResult, ID: "c"}, []tier.Ref{{Class: tier.ClassOpen, Name: "c"}}},
-		{tier.Event{Kind: tier.KindToolResult, ID: "c", Key: "k"}, []tier.Ref{{Class: tier.ClassOpen, Name: "c"}}},
+		// A success with a key can clear the key's failure: it reads it.
+		{tier.Event{Kind: tier.KindToolResult, ID: "c", Key: "k"}, []tier.Ref{{Class: tier.ClassOpen, Name: "c"}, {Class: tier.ClassDisposition, Name: "k"}}},
 		{tier.Event{Kind: tier.KindToolResult, ID: "c", Key: "k", Failed: true}, []tier.Ref{{Class: tier.ClassOpen, Name: "c"}, {Class: tier.ClassDisposition, Name: "k"}}},
 		{tier.Event{Kind: tier.KindClose, ID: "h", Failed: true}, []tier.Ref{{Class: tier.ClassOpen, Name: "h"}}},
 		{tier.Event{Kind: tier.KindConstraint, Key: "k"}, []tier.Ref{{Class: tier.ClassConstraint, Name: "k"}}},
@@ -327,15 +328,19 @@ func TestComputeRequired_Closure(t *testing.T) {
 	if !reflect.DeepEqual(req.Unresolved, wantOpen) {
 		t.Errorf("unresolved:\n got %+v\nwant %+v", req.Unresolved, wantOpen)
 	}
-	if want := []string{"early"}; !reflect.DeepEqual(req.Resolved, want) {
-		t.Errorf("resolved = %v, want %v", req.Resolved, want)
+	// "reopened" is two invocations: the one opened at seq 3 is resolved,
+	// the one opened at seq 10 is open.
+	early := tier.Resolution{ID: "early", Kind: tier.KindToolCall, Name: "bash", Seq: 1, At: 5}
+	reopened := tier.Resolution{ID: "reopened", Kind: tier.KindToolCall, Seq: 3, At: 9}
+	if want := []tier.Resolution{early, reopened}; !reflect.DeepEqual(req.Resolved, want) {
+		t.Errorf("resolved = %+v, want %+v", req.Resolved, want)
 	}
-	// What a node may claim resolved: not "reopened", open again at the end.
-	if want := []string{"early", "inside"}; !reflect.DeepEqual(req.ResolvedInside, want) {
-		t.Errorf("resolved inside = %v, want %v", req.ResolvedInside, want)
+	inside := tier.Resolution{ID: "inside", Kind: tier.KindToolCall, Seq: 6, At: 7}
+	if want := []tier.Resolution{early, inside, reopened}; !reflect.DeepEqual(req.ResolvedInside, want) {
+		t.Errorf("resolved inside = %+v, want %+v", req.ResolvedInside, want)
 	}
-	if req.Count() != 4 {
-		t.Errorf("Count = %d, want 4", req.Count())
+	if req.Count() != 5 {
+		t.Errorf("Count = %d, want 5", req.Count())
 	}
 	// The builder gives the same, one event at a time.
 	b := tier.NewRequiredBuilder(before)
@@ -426,14 +431,14 @@ func TestComputeRequired_Errors(t *testing.T) {
 	if !errors.Is(err, tier.ErrNotOpen) {
 		t.Errorf("result without its call: %v, want ErrNotOpen", err)
 	}
-	if req, err := tier.ComputeRequired([]tier.Open{{ID: "c", Kind: tier.KindToolCall, Seq: 2}}, span); err != nil || !reflect.DeepEqual(req.Resolved, []string{"c"}) {
+	if req, err := tier.ComputeRequired([]tier.Open{{ID: "c", Kind: tier.KindToolCall, Seq: 2}}, span); err != nil || !reflect.DeepEqual(req.Resolved, []tier.Resolution{{ID: "c", Kind: tier.KindToolCall, Seq: 2, At: 5}}) {
 		t.Errorf("with its call open before: %+v, %v", req, err)
 	}
 }
 
 func TestClaims_Normalize(t *testing.T) {
 	c := tier.Claims{
-		Resolved:     []string{"b", "a", "b"},
+		Resolved:     []tier.Resolution{{ID: "b", Seq: 2}, {ID: "a"}, {ID: "b", Seq: 1}, {ID: "b", Seq: 2}},
 		Unresolved:   []tier.Open{{ID: "z"}, {ID: "a"}, {ID: "z"}},
 		Dispositions: []tier.Disposition{{Key: "y"}, {Key: "x"}},
 		Constraints:  []tier.Constraint{{Key: "2"}, {Key: "1"}, {Key: "1"}},
@@ -441,7 +446,7 @@ func TestClaims_Normalize(t *testing.T) {
 	}
 	c.Normalize()
 	want := tier.Claims{
-		Resolved:     []string{"a", "b"},
+		Resolved:     []tier.Resolution{{ID: "a"}, {ID: "b", Seq: 1}, {ID: "b", Seq: 2}},
 		Unresolved:   []tier.Open{{ID: "a"}, {ID: "z"}},
 		Dispositions: []tier.Disposition{{Key: "x"}, {Key: "y"}},
 		Constraints:  []tier.Constraint{{Key: "1"}, {Key: "2"}},
@@ -450,7 +455,7 @@ func TestClaims_Normalize(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Normalize:\n got %+v\nwant %+v", c, want)
 	}
-	if c.Count() != 10 {
+	if c.Count() != 11 {
 		t.Errorf("Count = %d", c.Count())
 	}
 	n := tier.Node{Depth: 2}
@@ -467,8 +472,7 @@ func TestClaims_Normalize(t *testing.T) {
 // resolved in it, opened again and resolved again in it is Resolved — its
 // last resolution closes an opening from inside the span, but the first
 // closes one from before it, which an earlier node may have claimed
-// UNRESOLVED. (Found by TestCompactor_Random_NoFalseMarker: a valid marker
-// whose node left such a claim standing.)
+// UNRESOLVED.
 func TestComputeRequired_ResolvedTwiceInSpan(t *testing.T) {
 	evs := []tier.Event{
 		/* 1 */ {Kind: tier.KindToolCall, ID: "c2", Name: "bash"},
@@ -482,10 +486,99 @@ func TestComputeRequired_ResolvedTwiceInSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"c2"}; !reflect.DeepEqual(req.Resolved, want) {
+	if want := []tier.Resolution{{ID: "c2", Kind: tier.KindToolCall, Name: "bash", Seq: 1, At: 3}}; !reflect.DeepEqual(req.Resolved, want) {
 		t.Errorf("resolved %v, want %v", req.Resolved, want)
 	}
 	if len(req.Unresolved) != 0 {
 		t.Errorf("unresolved %v, want none", req.Unresolved)
+	}
+}
+
+// TestLedger_KeySucceedsAfterFailing: a key's failed tool_result makes it
+// failed; a later successful one makes it succeeded, keeping the seq of the
+// failure, and sets PriorFailure on the event; a success of a rejected key,
+// or of a key that never failed, changes nothing.
+func TestLedger_KeySucceedsAfterFailing(t *testing.T) {
+	l := tier.NewLedger()
+	evs := []tier.Event{
+		{Seq: 1, Kind: tier.KindToolCall, ID: "c1", Name: "bash"},
+		{Seq: 2, Kind: tier.KindToolResult, ID: "c1", Key: "deploy", Failed: true, Text: "timeout"},
+		{Seq: 3, Kind: tier.KindToolCall, ID: "c1", Name: "bash"},
+		{Seq: 4, Kind: tier.KindToolResult, ID: "c1", Key: "deploy", Text: "deployed"},
+		{Seq: 5, Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
+		{Seq: 6, Kind: tier.KindToolCall, ID: "c2"},
+		{Seq: 7, Kind: tier.KindToolResult, ID: "c2", Key: "approach/x", Text: "ran anyway"},
+		{Seq: 8, Kind: tier.KindToolCall, ID: "c3"},
+		{Seq: 9, Kind: tier.KindToolResult, ID: "c3", Key: "fresh", Text: "fine"},
+	}
+	for i := range evs {
+		if err := l.Apply(&evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := l.Dispositions["deploy"], (tier.Disposition{Key: "deploy", State: tier.StateSucceeded, Reason: "deployed", Seq: 4, FailedAt: 2}); got != want {
+		t.Errorf("deploy: %+v, want %+v", got, want)
+	}
+	if evs[3].PriorFailure != 2 {
+		t.Errorf("the success's PriorFailure = %d, want 2", evs[3].PriorFailure)
+	}
+	if got := l.Dispositions["approach/x"]; got.State != tier.KindRejected || evs[6].PriorFailure != 0 {
+		t.Errorf("a rejected key's success: %+v, PriorFailure %d", got, evs[6].PriorFailure)
+	}
+	if _, ok := l.Dispositions["fresh"]; ok {
+		t.Error("a success of a key that never failed made a disposition")
+	}
+	if tier.StateName(tier.StateSucceeded) != "succeeded" || tier.StateName(tier.KindRejected) != "rejected" {
+		t.Error("StateName")
+	}
+
+	// A span that starts after the failure knows it from PriorFailure
+	// alone, and requires the key succeeded.
+	req, err := tier.ComputeRequired(nil, evs[2:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tier.Disposition{{Key: "deploy", State: tier.StateSucceeded, Reason: "deployed", Seq: 4, FailedAt: 2}}
+	if !reflect.DeepEqual(req.Dispositions, want) {
+		t.Errorf("span 3..4 requires %+v, want %+v", req.Dispositions, want)
+	}
+}
+
+// TestComputeRequired_FailuresAreFacts: every failed result in the span is
+// a required failure — with or without a key, opened before the span or in
+// it, with the result's text as its reason — and a failed resolution of a
+// call opened before the span says it failed.
+func TestComputeRequired_FailuresAreFacts(t *testing.T) {
+	evs := []tier.Event{
+		/* 1 */ {Kind: tier.KindToolCall, ID: "c1", Name: "deploy"},
+		/* 2 */ {Kind: tier.KindUser, Text: "span starts"},
+		/* 3 */ {Kind: tier.KindToolResult, ID: "c1", Failed: true, Text: "permission denied"},
+		/* 4 */ {Kind: tier.KindToolCall, ID: "c2", Name: "bash"},
+		/* 5 */ {Kind: tier.KindToolResult, ID: "c2", Failed: true, Text: "exit 1"},
+		/* 6 */ {Kind: tier.KindOpen, ID: "p1", Name: "process"},
+		/* 7 */ {Kind: tier.KindClose, ID: "p1", Failed: true, Text: "killed"},
+		/* 8 */ {Kind: tier.KindToolCall, ID: "c3", Name: "ls"},
+		/* 9 */ {Kind: tier.KindToolResult, ID: "c3", Text: "a b"},
+	}
+	before, span := spanOf(t, evs, 2, 9)
+	req, err := tier.ComputeRequired(before, span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantF := []tier.Resolution{
+		{ID: "c1", Kind: tier.KindToolCall, Name: "deploy", Seq: 1, At: 3, Failed: true, Reason: "permission denied"},
+		{ID: "c2", Kind: tier.KindToolCall, Name: "bash", Seq: 4, At: 5, Failed: true, Reason: "exit 1"},
+		{ID: "p1", Kind: tier.KindOpen, Name: "process", Seq: 6, At: 7, Failed: true, Reason: "killed"},
+	}
+	if !reflect.DeepEqual(req.Failures, wantF) {
+		t.Errorf("failures:\n got %+v\nwant %+v", req.Failures, wantF)
+	}
+	wantR := []tier.Resolution{{ID: "c1", Kind: tier.KindToolCall, Name: "deploy", Seq: 1, At: 3, Failed: true}}
+	if !reflect.DeepEqual(req.Resolved, wantR) {
+		t.Errorf("resolved:\n got %+v\nwant %+v", req.Resolved, wantR)
+	}
+	c := req.Claims()
+	if len(c.Failures) != 3 || c.Count() != req.Count() {
+		t.Errorf("Claims carries %d failures, %d claims of %d", len(c.Failures), c.Count(), req.Count())
 	}
 }

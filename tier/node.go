@@ -1,6 +1,7 @@
 package tier
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +17,18 @@ func (d Depth) String() string { return fmt.Sprintf("L%d", int(d)) }
 // Claims is what a summary node asserts about the state at its boundary.
 // Every list is kept sorted by id or key (see Normalize) so that a node
 // encodes and renders the same way every time.
+//
+// A summarizer's claims are identities and states: which calls are open or
+// were resolved, which items are rejected, failed or superseded, which
+// constraints stand. Validation compares those. The texts a committed node
+// carries — a constraint's wording, a disposition's reason, a tool's name —
+// are the raw log's: the store commits Required.Claims() in place of the
+// summarizer's claims once they are valid, so that no word of a claim line
+// comes from the summarizer.
 type Claims struct {
-	Resolved     []string      `msgpack:"r,omitempty" json:"resolved,omitempty"`   // calls the span resolved
+	Resolved     []Resolution  `msgpack:"r,omitempty" json:"resolved,omitempty"`   // calls the span resolved
 	Unresolved   []Open        `msgpack:"u,omitempty" json:"unresolved,omitempty"` // open at the boundary: UNRESOLVED
+	Failures     []Resolution  `msgpack:"f,omitempty" json:"failures,omitempty"`   // calls that failed in the span
 	Dispositions []Disposition `msgpack:"d,omitempty" json:"dispositions,omitempty"`
 	Constraints  []Constraint  `msgpack:"c,omitempty" json:"constraints,omitempty"`
 	Artifacts    []Artifact    `msgpack:"a,omitempty" json:"artifacts,omitempty"`
@@ -26,12 +36,14 @@ type Claims struct {
 
 // Normalize sorts every list and removes exact duplicates.
 func (c *Claims) Normalize() {
-	slices.Sort(c.Resolved)
-	c.Resolved = slices.Compact(c.Resolved)
+	sortResolutions(c.Resolved)
+	sortResolutions(c.Failures)
 	sortBy(c.Unresolved, func(o Open) string { return o.ID })
 	sortBy(c.Dispositions, func(d Disposition) string { return d.Key })
 	sortBy(c.Constraints, func(x Constraint) string { return x.Key })
 	sortBy(c.Artifacts, func(a Artifact) string { return a.Key })
+	c.Resolved = slices.Compact(c.Resolved)
+	c.Failures = slices.Compact(c.Failures)
 	c.Unresolved = slices.Compact(c.Unresolved)
 	c.Dispositions = slices.Compact(c.Dispositions)
 	c.Constraints = slices.Compact(c.Constraints)
@@ -40,7 +52,25 @@ func (c *Claims) Normalize() {
 
 // Count returns the number of claims.
 func (c *Claims) Count() int {
-	return len(c.Resolved) + len(c.Unresolved) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts)
+	return len(c.Resolved) + len(c.Unresolved) + len(c.Failures) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts)
+}
+
+// Equal reports whether c and o claim the same, texts included (an empty
+// list and a nil one are the same).
+func (c *Claims) Equal(o *Claims) bool {
+	return slices.Equal(c.Resolved, o.Resolved) && slices.Equal(c.Unresolved, o.Unresolved) &&
+		slices.Equal(c.Failures, o.Failures) && slices.Equal(c.Dispositions, o.Dispositions) &&
+		slices.Equal(c.Constraints, o.Constraints) && slices.Equal(c.Artifacts, o.Artifacts)
+}
+
+// sortResolutions sorts by id, then by the opening seq.
+func sortResolutions(s []Resolution) {
+	slices.SortStableFunc(s, func(a, b Resolution) int {
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
 }
 
 func sortBy[V any](s []V, key func(V) string) {
@@ -51,8 +81,11 @@ func sortBy[V any](s []V, key func(V) string) {
 // To, which a node covering the span must claim:
 //
 //   - Unresolved: every call, handle or process open at To (closure);
-//   - Resolved: every id opened before From and resolved inside the span, so
-//     that an earlier node's UNRESOLVED claim is not left standing (closure);
+//   - Resolved: every invocation opened before From and resolved inside the
+//     span — its id, the seq that opened it and whether it failed — so that
+//     an earlier node's UNRESOLVED claim is not left standing (closure);
+//   - Failures: every call or resource whose result failed ("ok": false)
+//     inside the span, with the result's text (negative-fact retention);
 //   - Dispositions: the final disposition of every key whose disposition
 //     changed inside the span (negative-fact retention);
 //   - Constraints: the final state — active with its text, or withdrawn — of
@@ -63,11 +96,12 @@ func sortBy[V any](s []V, key func(V) string) {
 type Required struct {
 	From, To   uint64
 	Unresolved []Open
-	Resolved   []string
-	// ResolvedInside lists every id the span resolved and left resolved
-	// (Resolved and those both opened and resolved inside it): a node may
-	// claim these resolved, and nothing else.
-	ResolvedInside []string
+	Resolved   []Resolution
+	// ResolvedInside lists every invocation the span resolved (Resolved
+	// and those both opened and resolved inside it): a node may claim
+	// these resolved, and nothing else.
+	ResolvedInside []Resolution
+	Failures       []Resolution
 	Dispositions   []Disposition
 	Constraints    []Constraint
 	Artifacts      []Artifact
@@ -98,14 +132,14 @@ type RequiredBuilder struct {
 	disp     map[string]bool
 	constr   map[string]bool
 	art      map[string]bool
-	resolved map[string]bool
+	resolved []Resolution // in the order the span resolved them
 }
 
 // NewRequiredBuilder starts a span on top of the calls and resources open
 // before it.
 func NewRequiredBuilder(openBefore []Open) *RequiredBuilder {
 	b := &RequiredBuilder{l: NewLedger(), disp: map[string]bool{}, constr: map[string]bool{},
-		art: map[string]bool{}, resolved: map[string]bool{}}
+		art: map[string]bool{}}
 	for _, o := range openBefore {
 		b.l.Open[o.ID] = o
 	}
@@ -120,21 +154,29 @@ func (b *RequiredBuilder) Add(e Event) error {
 		return fmt.Errorf("tier: span not consecutive: seq %d after %d", e.Seq, b.to)
 	}
 	b.to = e.Seq
+	// The builder holds only the open set from before the span; the
+	// store's ledger already accepted these events against the rest.
 	if _, ok := b.l.Constraints[e.Key]; e.Kind == KindWithdrawn && !ok {
-		// Stated before the span: the builder holds only the open set, and
-		// the store's ledger already accepted this withdrawal.
-		b.l.Constraints[e.Key] = Constraint{Key: e.Key}
+		b.l.Constraints[e.Key] = Constraint{Key: e.Key} // stated before the span
+	}
+	if _, ok := b.l.Dispositions[e.Key]; e.Kind == KindToolResult && e.PriorFailure != 0 && !ok {
+		b.l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Seq: e.PriorFailure} // failed before it
+	}
+	var opened Open
+	if e.Kind.Resolves() {
+		opened = b.l.Open[e.ID]
 	}
 	if err := b.l.Apply(&e); err != nil {
 		return err
 	}
 	switch {
 	case e.Kind.Resolves():
-		// Opened before the span, if any of its resolutions in the span
-		// closes an opening from before it: an id resolved, opened again
-		// and resolved again must still clear an earlier node's UNRESOLVED.
-		b.resolved[e.ID] = b.resolved[e.ID] || e.Opener < b.from
-		if e.Kind == KindToolResult && e.Failed && e.Key != "" {
+		r := Resolution{ID: e.ID, Kind: opened.Kind, Name: opened.Name, Seq: e.Opener, At: e.Seq, Failed: e.Failed}
+		if e.Failed {
+			r.Reason = e.Text
+		}
+		b.resolved = append(b.resolved, r)
+		if e.Kind == KindToolResult && e.Key != "" && (e.Failed || e.PriorFailure != 0) {
 			b.disp[e.Key] = true
 		}
 	case e.Kind.IsDisposition():
@@ -153,15 +195,19 @@ func (b *RequiredBuilder) Open() []Open { return b.l.OpenList() }
 // Required returns what a node over the events added so far must claim.
 func (b *RequiredBuilder) Required() Required {
 	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList()}
-	for _, k := range sortedKeys(b.resolved) {
-		if _, open := b.l.Open[k]; open {
-			continue // resolved, then opened again inside the span
+	for _, x := range b.resolved {
+		if x.Failed {
+			r.Failures = append(r.Failures, x)
 		}
-		r.ResolvedInside = append(r.ResolvedInside, k)
-		if b.resolved[k] {
-			r.Resolved = append(r.Resolved, k)
+		x.Reason = "" // a resolution says how it ended; the failure says why
+		r.ResolvedInside = append(r.ResolvedInside, x)
+		if x.Seq < b.from {
+			r.Resolved = append(r.Resolved, x)
 		}
 	}
+	sortResolutions(r.Resolved)
+	sortResolutions(r.ResolvedInside)
+	sortResolutions(r.Failures)
 	for _, k := range sortedKeys(b.disp) {
 		r.Dispositions = append(r.Dispositions, b.l.Dispositions[k])
 	}
@@ -187,12 +233,14 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// Claims returns claims that carry r exactly: what an extractive summarizer
-// emits.
+// Claims returns claims that carry r exactly, with the raw log's texts:
+// what an extractive summarizer emits, and what the store commits for a
+// valid summary.
 func (r *Required) Claims() Claims {
 	c := Claims{
 		Resolved:     slices.Clone(r.Resolved),
 		Unresolved:   slices.Clone(r.Unresolved),
+		Failures:     slices.Clone(r.Failures),
 		Dispositions: slices.Clone(r.Dispositions),
 		Constraints:  slices.Clone(r.Constraints),
 		Artifacts:    slices.Clone(r.Artifacts),
@@ -203,7 +251,7 @@ func (r *Required) Claims() Claims {
 
 // Count returns the number of required facts.
 func (r *Required) Count() int {
-	return len(r.Unresolved) + len(r.Resolved) + len(r.Dispositions) + len(r.Constraints) + len(r.Artifacts)
+	return len(r.Unresolved) + len(r.Resolved) + len(r.Failures) + len(r.Dispositions) + len(r.Constraints) + len(r.Artifacts)
 }
 
 // Node is a summary at depth ≥ 1 covering the raw span [From, To] and, for
@@ -226,6 +274,15 @@ type Node struct {
 	// that re-compacted it; 0 while the node is a root.
 	Parent       uint64 `json:"parent,omitempty"`
 	SupersededBy uint64 `json:"superseded_by,omitempty"`
+
+	// Unchecked says the node was committed without validation
+	// (store.DB.CommitUnchecked): its claims are the summarizer's, and its
+	// marker promises nothing.
+	Unchecked bool `json:"unchecked,omitempty"`
+	// Repairs is the audit id of the refused attempt whose missing claims
+	// this node's claims, computed from the raw span, make good (a repair
+	// at compaction time); 0 for none.
+	Repairs uint64 `json:"repairs,omitempty"`
 }
 
 // IsRoot reports whether n is neither covered by a parent nor superseded.
@@ -257,11 +314,12 @@ func (s Status) String() string {
 func (s Status) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
 
 // Equal reports whether r and o require the same: the same span, open set,
-// resolved ids (both lists), dispositions, constraints and artifacts, in
+// resolutions (both lists), failures, dispositions, constraints and artifacts, in
 // the same order (an empty list and a nil one are the same).
 func (r *Required) Equal(o *Required) bool {
 	return r.From == o.From && r.To == o.To && slices.Equal(r.Unresolved, o.Unresolved) &&
 		slices.Equal(r.Resolved, o.Resolved) && slices.Equal(r.ResolvedInside, o.ResolvedInside) &&
+		slices.Equal(r.Failures, o.Failures) &&
 		slices.Equal(r.Dispositions, o.Dispositions) && slices.Equal(r.Constraints, o.Constraints) &&
 		slices.Equal(r.Artifacts, o.Artifacts)
 }
@@ -272,34 +330,26 @@ func (r *Required) Equal(o *Required) bool {
 // events when a node over it was committed (its ResolvedInside is not used),
 // and next, the Required of the span right after it, computed from its raw
 // events on top of the calls open at its start. The open set at the end is
-// next's; a disposition, constraint or artifact takes next's state where next
-// changed it and prefix's otherwise; and nothing is open before seq 1, so no
-// id is Resolved.
+// next's; the failures are both spans'; a disposition, constraint or
+// artifact takes next's state where next changed it and prefix's otherwise;
+// and nothing is open before seq 1, so nothing is Resolved.
 //
-// ResolvedInside is what a node over the prefix may claim resolved: the ids
-// claimedResolved (what the node over 1..next.From−1 claims, validated when
-// it was committed) and next's, less those open at the end. It is a subset
-// of the exact set — an id resolved deep in the prefix that no node claimed
-// is not in it — and equal to it when claimedResolved is prefix's exact
+// ResolvedInside is what a node over the prefix may claim resolved: the
+// invocations claimedResolved (what the node over 1..next.From−1 claims,
+// validated when it was committed) and next's. It is a subset of the exact
+// set — an invocation resolved deep in the prefix that no node claimed is not
+// in it — and equal to it when claimedResolved is prefix's exact
 // ResolvedInside.
-func ExtendPrefix(prefix *Required, claimedResolved []string, next *Required) (Required, error) {
+func ExtendPrefix(prefix *Required, claimedResolved []Resolution, next *Required) (Required, error) {
 	if prefix.From != 1 || next.From != prefix.To+1 || next.To < next.From {
 		return Required{}, fmt.Errorf("tier: cannot extend the span %d..%d with %d..%d", prefix.From, prefix.To, next.From, next.To)
 	}
 	r := Required{From: 1, To: next.To, Unresolved: slices.Clone(next.Unresolved)}
-	open := make(map[string]bool, len(r.Unresolved))
-	for _, o := range r.Unresolved {
-		open[o.ID] = true
-	}
-	resolved := map[string]bool{}
-	for _, ids := range [][]string{claimedResolved, next.ResolvedInside} {
-		for _, id := range ids {
-			if !open[id] {
-				resolved[id] = true
-			}
-		}
-	}
-	r.ResolvedInside = sortedKeys(resolved)
+	r.ResolvedInside = append(slices.Clone(claimedResolved), next.ResolvedInside...)
+	sortResolutions(r.ResolvedInside)
+	r.ResolvedInside = slices.Compact(r.ResolvedInside)
+	r.Failures = append(slices.Clone(prefix.Failures), next.Failures...)
+	sortResolutions(r.Failures)
 	r.Dispositions = mergeByKey(prefix.Dispositions, next.Dispositions, func(d Disposition) string { return d.Key })
 	r.Constraints = mergeByKey(prefix.Constraints, next.Constraints, func(c Constraint) string { return c.Key })
 	r.Artifacts = mergeByKey(prefix.Artifacts, next.Artifacts, func(a Artifact) string { return a.Key })

@@ -31,8 +31,18 @@ func randomLog(r *rand.Rand, n int) []tier.Event {
 			e = tier.Event{Kind: tier.KindToolResult, ID: o.ID}
 			if o.Kind == tier.KindOpen {
 				e.Kind = tier.KindClose
-			} else if r.IntN(3) == 0 {
-				e.Failed, e.Key = true, fmt.Sprintf("k%d", r.IntN(6))
+			} else {
+				// Failures with and without a key, and keyed successes
+				// that clear a key's failure.
+				switch r.IntN(4) {
+				case 0:
+					e.Failed, e.Key = true, fmt.Sprintf("k%d", r.IntN(6))
+				case 1:
+					e.Failed = true
+				case 2:
+					e.Key = fmt.Sprintf("k%d", r.IntN(6))
+				}
+				e.Text = fmt.Sprint(seq)
 			}
 		case 4:
 			e = tier.Event{Kind: tier.KindConstraint, Key: fmt.Sprintf("c%d", r.IntN(4)), Text: fmt.Sprint(seq)}
@@ -113,7 +123,7 @@ func TestExtendPrefix_SameAsRaw(t *testing.T) {
 			}
 			for _, id := range less.ResolvedInside {
 				if !slices.Contains(want.ResolvedInside, id) {
-					t.Fatalf("round %d: %s may be claimed resolved, the raw log says not", round, id)
+					t.Fatalf("round %d: %+v may be claimed resolved, the raw log says not", round, id)
 				}
 			}
 		}

@@ -19,7 +19,7 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 		t.Fatalf("no extractive part:\n%s", out)
 	}
 	for _, want := range []string{
-		"refused session=incident-lossy depth=1 seq=1..23 checkpoint=1 reasons=retention:approach/add-column-then-backfill,artifact:migrations/003_down.sql",
+		"refused session=incident-lossy depth=1 seq=1..23 checkpoint=1 reasons=retention:approach/add-column-then-backfill,retention:c5@17,artifact:migrations/003_down.sql",
 		"resume: source=checkpoint checkpoint=1",
 		"rejected approach/add-column-then-backfill: held as raw event [20 t4]",
 		"artifact migrations/003_down.sql: held as raw event [12 t2]",

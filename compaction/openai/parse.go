@@ -98,7 +98,8 @@ func contentText(raw json.RawMessage) (string, error) {
 // wireClaims is the "claims" object of an answer: tier.Claims with kinds
 // and states as names, read leniently (case, spaces) but with strict types.
 type wireClaims struct {
-	Resolved   []string `json:"resolved"`
+	Resolved   []wireInvocation `json:"resolved"`
+	Failures   []wireInvocation `json:"failures"`
 	Unresolved []struct {
 		ID   string `json:"id"`
 		Kind string `json:"kind"`
@@ -159,6 +160,31 @@ func parseSummary(content string, in *compaction.Input) (compaction.Output, erro
 	return compaction.Output{Narrative: narrative, Claims: claims}, nil
 }
 
+// wireInvocation is a resolved or failed call in an answer: an id, or an
+// object with the id and the seq that opened it (the form the required
+// claims are given in).
+type wireInvocation struct {
+	ID  string
+	Seq uint64
+}
+
+// UnmarshalJSON reads "c1" or {"id": "c1", "seq": 5, ...}; other fields
+// (name, reason) are the raw log's and are not read.
+func (w *wireInvocation) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &w.ID); err == nil {
+		return nil
+	}
+	var o struct {
+		ID  string `json:"id"`
+		Seq uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	w.ID, w.Seq = o.ID, o.Seq
+	return nil
+}
+
 // parseClaims decodes the "claims" value; absent or null is no claims.
 func parseClaims(raw json.RawMessage) (tier.Claims, error) {
 	var c tier.Claims
@@ -173,7 +199,12 @@ func parseClaims(raw json.RawMessage) (tier.Claims, error) {
 		}
 		return c, errors.Newf(`"claims" is %s, want an object: %v`, jsonType(raw), err)
 	}
-	c.Resolved = w.Resolved
+	for _, r := range w.Resolved {
+		c.Resolved = append(c.Resolved, tier.Resolution{ID: r.ID, Seq: r.Seq})
+	}
+	for _, r := range w.Failures {
+		c.Failures = append(c.Failures, tier.Resolution{ID: r.ID, Seq: r.Seq, Failed: true})
+	}
 	for i, o := range w.Unresolved {
 		k, err := tier.ParseKind(strings.ToLower(strings.TrimSpace(o.Kind)))
 		if err != nil || !k.Opens() {
@@ -182,9 +213,13 @@ func parseClaims(raw json.RawMessage) (tier.Claims, error) {
 		c.Unresolved = append(c.Unresolved, tier.Open{ID: o.ID, Kind: k, Name: o.Name, Seq: o.Seq})
 	}
 	for i, d := range w.Dispositions {
-		k, err := tier.ParseKind(strings.ToLower(strings.TrimSpace(d.State)))
-		if err != nil || !k.IsDisposition() {
-			return c, errors.Newf(`"claims.dispositions[%d].state" is %q, want "rejected", "failed" or "superseded"`, i, d.State)
+		state := strings.ToLower(strings.TrimSpace(d.State))
+		k, err := tier.ParseKind(state)
+		if state == tier.StateName(tier.StateSucceeded) {
+			k, err = tier.StateSucceeded, nil
+		}
+		if err != nil || !k.IsDisposition() && k != tier.StateSucceeded {
+			return c, errors.Newf(`"claims.dispositions[%d].state" is %q, want "rejected", "failed", "superseded" or "succeeded"`, i, d.State)
 		}
 		c.Dispositions = append(c.Dispositions, tier.Disposition{Key: d.Key, State: k, Reason: d.Reason, By: d.By, Seq: d.Seq})
 	}

@@ -39,6 +39,9 @@
 //     a main session, unknown record types, roles and blocks: skipped.
 //   - Ids with control characters or over the size limit, texts over it,
 //     bad timestamps: repaired, clipped or dropped.
+//   - Bytes that are not UTF-8, and escaped lone surrogates ("\ud800"):
+//     read as U+FFFD, as encoding/json reads them, and counted
+//     (Report.InvalidUTF8).
 //
 // Invalid JSON is an error, a *LineError naming the file and line.
 //

@@ -3,6 +3,7 @@ package transcript_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -392,5 +393,52 @@ func TestReport_AddAndFields(t *testing.T) {
 	var clean transcript.Report
 	if clean.String() != "records=0 events=0" || clean.Quirks() != 0 {
 		t.Errorf("empty report %q", clean.String())
+	}
+}
+
+// Invalid UTF-8 and escaped lone surrogates are read as U+FFFD, as
+// encoding/json reads them: each is counted as a quirk, and the events
+// are valid.
+func TestRead_InvalidUTF8Counted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    transcript.Format
+		in   string
+		want int
+	}{
+		{"bytes", transcript.OpenAI, "{\"role\":\"user\",\"content\":\"caf\xe9 \xff\xfe\"}", 3},
+		{"lone surrogates", transcript.OpenAI, `{"role":"user","content":"a\ud800 b\uDFFF c\ud83d\u0041"}`, 3},
+		{"in an id", transcript.OpenAI, `{"role":"assistant","tool_calls":[{"id":"c\ud800","function":{"name":"sh","arguments":"{}"}}]}`, 1},
+		{"in a tool result", transcript.Anthropic, `[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"\udc00"}]}]`, 1},
+		{"claude-code", transcript.ClaudeCode, "{\"type\":\"user\",\"message\":{\"content\":\"\\ud800 \xc3\"}}", 2},
+		{"pairs and escaped backslashes", transcript.OpenAI, `{"role":"user","content":"\ud83d\ude00 \\ud800 \\\\udc00"}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, rep, err := transcript.Read(tc.f, strings.NewReader(tc.in), transcript.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.InvalidUTF8 != tc.want || rep.Quirks() != tc.want+rep.FixedIDs {
+				t.Errorf("report %s: invalid_utf8 %d, quirks %d; want %d", rep, rep.InvalidUTF8, rep.Quirks(), tc.want)
+			}
+			if (tc.want > 0) != strings.Contains(rep.String(), fmt.Sprintf("invalid_utf8=%d", tc.want)) {
+				t.Errorf("report %q does not say invalid_utf8=%d", rep, tc.want)
+			}
+			if len(evs) == 0 {
+				t.Fatal("no events")
+			}
+			for _, e := range evs {
+				if err := e.Check(tier.Limits{}); err != nil {
+					t.Errorf("event %+v: %v", e, err)
+				}
+			}
+		})
+	}
+	var sum transcript.Report
+	sum.Add(transcript.Report{InvalidUTF8: 2})
+	sum.Add(transcript.Report{InvalidUTF8: 3})
+	if sum.InvalidUTF8 != 5 {
+		t.Errorf("Add: %d", sum.InvalidUTF8)
 	}
 }

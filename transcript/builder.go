@@ -123,8 +123,9 @@ func (b *builder) message(kind tier.Kind, text string, t int64) {
 }
 
 // call opens a call. input is the arguments as JSON (or the raw string a
-// model produced).
-func (b *builder) call(id, name string, input []byte, t int64) {
+// model produced). It returns the id a result names the call by: id, or
+// the "noid-N" it was given.
+func (b *builder) call(id, name string, input []byte, t int64) string {
 	if id == "" {
 		b.noID++
 		b.rep.MissingIDs++
@@ -148,6 +149,7 @@ func (b *builder) call(id, name string, input []byte, t int64) {
 	b.open[id] = &call{orig: orig, name: name, input: input}
 	b.queues[orig] = append(b.queues[orig], id)
 	b.emit(tier.Event{Kind: tier.KindToolCall, Time: t, ID: id, Name: name, Text: b.text(string(input), len(id)+len(name))})
+	return orig
 }
 
 // resultInfo is what a format says about a result beyond its text.

@@ -66,7 +66,11 @@ func (e *EventError) Error() string {
 		s += fmt.Sprintf(" seq %d", e.Seq)
 	}
 	if e.Kind != "" {
-		s += " kind " + e.Kind
+		if _, err := ParseKind(e.Kind); err == nil {
+			s += " kind " + e.Kind
+		} else {
+			s += fmt.Sprintf(" kind %q", clip(e.Kind)) // the input's: any bytes, any length
+		}
 	}
 	if e.ID != "" {
 		s += fmt.Sprintf(" id %q", clip(e.ID))
@@ -76,7 +80,7 @@ func (e *EventError) Error() string {
 	}
 	s += ": " + e.Err.Error()
 	if e.Detail != "" {
-		s += " (" + e.Detail + ")"
+		s += " (" + clipDetail(e.Detail) + ")"
 	}
 	return s
 }
@@ -84,17 +88,27 @@ func (e *EventError) Error() string {
 // Unwrap returns the cause, one of the sentinels of this package.
 func (e *EventError) Unwrap() error { return e.Err }
 
-// clipBytes bounds an id or key quoted in an error message: a hostile one
-// can be megabytes long (the full value stays in the EventError's field).
-const clipBytes = 128
+// clipBytes bounds an id, key or other input value quoted in an error
+// message: a hostile one can be megabytes long (the full value stays in the
+// EventError's field). maxDetailBytes bounds a Detail as a whole, whoever
+// wrote it, so that no message grows with its input.
+const (
+	clipBytes      = 128
+	maxDetailBytes = 4 * clipBytes
+)
 
 // clip returns s cut to about clipBytes bytes, at a rune boundary, with
 // the number of bytes left out.
-func clip(s string) string {
-	if len(s) <= clipBytes {
+func clip(s string) string { return clipTo(s, clipBytes) }
+
+// clipDetail returns a Detail cut like clip, to maxDetailBytes.
+func clipDetail(s string) string { return clipTo(s, maxDetailBytes) }
+
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := TruncateUTF8(s, clipBytes)
+	cut := TruncateUTF8(s, n)
 	return fmt.Sprintf("%s…(%d more bytes)", cut, len(s)-len(cut))
 }
 

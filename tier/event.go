@@ -115,6 +115,19 @@ type Event struct {
 	PriorFailure uint64
 }
 
+// The largest Seq and Turn an event may carry: 2^53. It is the largest
+// integer every JSON reader holds exactly — those that read numbers as
+// float64 (JavaScript, jq) round anything above — so a log dumped, piped
+// through such a tool and replayed keeps its numbers; and it leaves the
+// store 2^64−2^53 of room to count on from them (the next turn, the turn a
+// span of N turns ends on) without wrapping a uint64. No real session comes
+// near it: a gapless seq of 2^53 is a million events a second for 285
+// years.
+const (
+	MaxSeq  = 1 << 53
+	MaxTurn = 1 << 53
+)
+
 // Limits bounds the size of an event. The zero value of a field means its
 // default.
 type Limits struct {
@@ -139,12 +152,21 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Check applies the rules that need no ledger: a known kind, the id or key
-// the kind requires, valid UTF-8, no control characters in identifiers, and
-// the size limits. It returns an *EventError.
+// the kind requires, a superseded event's by other than its key, Seq and
+// Turn at most MaxSeq and MaxTurn, valid UTF-8, no control characters in
+// identifiers, and the size limits. It returns an *EventError. (Time needs
+// no bound: every int64 of Unix nanoseconds is a time the JSONL form writes
+// and reads back, and nothing counts on from it.)
 func (e *Event) Check(lim Limits) error {
 	lim = lim.withDefaults()
 	if !e.Kind.Valid() {
 		return eventErr(e, ErrUnknownKind, "")
+	}
+	if e.Seq > MaxSeq {
+		return eventErr(e, ErrBadField, fmt.Sprintf("seq %d is over the limit %d (2^53)", e.Seq, uint64(MaxSeq)))
+	}
+	if e.Turn > MaxTurn {
+		return eventErr(e, ErrBadField, fmt.Sprintf("turn %d is over the limit %d (2^53)", e.Turn, uint64(MaxTurn)))
 	}
 	ids := [...]struct{ name, v string }{{"id", e.ID}, {"key", e.Key}, {"name", e.Name}, {"by", e.By}}
 	total := len(e.Text)
@@ -174,6 +196,9 @@ func (e *Event) Check(lim Limits) error {
 	}
 	if e.By != "" && e.Kind != KindSuperseded {
 		return eventErr(e, ErrBadField, "by is only for superseded")
+	}
+	if e.Kind == KindSuperseded && e.By != "" && e.By == e.Key {
+		return eventErr(e, ErrBadField, "superseded by its own key")
 	}
 	if e.Failed && !e.Kind.Resolves() {
 		return eventErr(e, ErrBadField, "ok is only for tool_result and close")

@@ -3,6 +3,7 @@ package tier_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -115,6 +116,17 @@ func TestEvent_Check_Valid(t *testing.T) {
 	if err := e.Check(tier.Limits{}); err != nil {
 		t.Errorf("control characters in text: %v", err)
 	}
+	// A superseded event may leave out what replaced it (the real sessions'
+	// undone commits name none).
+	e = tier.Event{Kind: tier.KindSuperseded, Key: "commit:8742503", Text: "/undo"}
+	if err := e.Check(tier.Limits{}); err != nil {
+		t.Errorf("superseded without by: %v", err)
+	}
+	// The largest seq and turn.
+	e = tier.Event{Kind: tier.KindUser, Seq: tier.MaxSeq, Turn: tier.MaxTurn}
+	if err := e.Check(tier.Limits{}); err != nil {
+		t.Errorf("seq MaxSeq, turn MaxTurn: %v", err)
+	}
 	// Exactly at the limits is fine.
 	lim := tier.Limits{MaxEventBytes: 20, MaxIDBytes: 5}
 	e = tier.Event{Kind: tier.KindToolCall, ID: "12345", Name: "abcde", Text: strings.Repeat("x", 10)}
@@ -155,6 +167,9 @@ func TestEvent_Check_BadInput(t *testing.T) {
 		{"C1 control in key", tier.Event{Kind: tier.KindArtifact, Key: "a\u0085b"}, tier.Limits{}, tier.ErrBadField},
 		{"escape in name", tier.Event{Kind: tier.KindToolCall, ID: "c", Name: "\x1b[31m"}, tier.Limits{}, tier.ErrBadField},
 		{"tab in by", tier.Event{Kind: tier.KindSuperseded, Key: "k", By: "a\tb"}, tier.Limits{}, tier.ErrBadField},
+		{"superseded by itself", tier.Event{Kind: tier.KindSuperseded, Key: "plan@v1", By: "plan@v1"}, tier.Limits{}, tier.ErrBadField},
+		{"turn over MaxTurn", tier.Event{Kind: tier.KindUser, Turn: tier.MaxTurn + 1}, tier.Limits{}, tier.ErrBadField},
+		{"turn 2^64-40", tier.Event{Kind: tier.KindAssistant, Turn: math.MaxUint64 - 39}, tier.Limits{}, tier.ErrBadField},
 		{"by on rejected", tier.Event{Kind: tier.KindRejected, Key: "k", By: "other"}, tier.Limits{}, tier.ErrBadField},
 		{"by on user", tier.Event{Kind: tier.KindUser, By: "other"}, tier.Limits{}, tier.ErrBadField},
 		{"failed on tool_call", tier.Event{Kind: tier.KindToolCall, ID: "c", Failed: true}, tier.Limits{}, tier.ErrBadField},
@@ -195,6 +210,56 @@ func TestEvent_Check_BadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Seq and turn are bounded so that the store can count on from them: the
+// error names the field.
+func TestEvent_Check_Bounds(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		e     tier.Event
+	}{
+		{"seq", tier.Event{Kind: tier.KindUser, Seq: tier.MaxSeq + 1}},
+		{"seq", tier.Event{Kind: tier.KindUser, Seq: math.MaxUint64}},
+		{"turn", tier.Event{Kind: tier.KindUser, Turn: tier.MaxTurn + 1}},
+		{"turn", tier.Event{Kind: tier.KindToolCall, ID: "c", Turn: math.MaxUint64 - 39}},
+		{"turn", tier.Event{Kind: tier.KindUser, Turn: math.MaxUint64}},
+	} {
+		err := tc.e.Check(tier.Limits{})
+		var ee *tier.EventError
+		if !errors.As(err, &ee) || !errors.Is(err, tier.ErrBadField) {
+			t.Errorf("%s %d/%d: Check = %v, want an *EventError that Is ErrBadField", tc.field, tc.e.Seq, tc.e.Turn, err)
+			continue
+		}
+		if !strings.HasPrefix(ee.Detail, tc.field+" ") || !strings.Contains(ee.Detail, "9007199254740992") {
+			t.Errorf("detail %q does not name %s and the limit", ee.Detail, tc.field)
+		}
+	}
+	if tier.MaxSeq != 1<<53 || tier.MaxTurn != 1<<53 {
+		t.Errorf("MaxSeq %d, MaxTurn %d: the bounds are 2^53", uint64(tier.MaxSeq), uint64(tier.MaxTurn))
+	}
+}
+
+// Whatever an EventError holds, its message quotes at most a clipped part
+// of each value: a hostile kind, id, key or detail can be megabytes.
+func TestEventError_Clipped(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	err := &tier.EventError{Seq: 1, Kind: big + "\n", ID: big, Key: big, Err: tier.ErrUnknownKind, Detail: big}
+	msg := err.Error()
+	if len(msg) > 2048 {
+		t.Errorf("message is %d bytes", len(msg))
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("an unknown kind is printed unquoted: %.200q", msg)
+	}
+	for _, want := range []string{`kind "xxx`, `id "xxx`, `key "xxx`, "more bytes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %.300q lacks %q", msg, want)
+		}
+	}
+	if ee := (&tier.EventError{Kind: "tool_call", Err: tier.ErrMissingID}); ee.Error() != "event kind tool_call: tier: missing id" {
+		t.Errorf("a known kind: %q", ee.Error())
 	}
 }
 

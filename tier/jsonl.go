@@ -68,7 +68,7 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 	}
 	k, err := ParseKind(j.Kind)
 	if err != nil {
-		ee := eventErr(&e, ErrUnknownKind, fmt.Sprintf("%q", j.Kind))
+		ee := eventErr(&e, ErrUnknownKind, fmt.Sprintf("%q", clip(j.Kind)))
 		ee.Kind = j.Kind
 		return e, ee
 	}
@@ -82,12 +82,12 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 	if j.Time != "" {
 		t, err := time.Parse(time.RFC3339Nano, j.Time)
 		if err != nil {
-			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is not RFC 3339", j.Time))
+			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is not RFC 3339", clip(j.Time)))
 		}
 		// UnixNano is undefined outside int64 nanoseconds (years 1678 to
 		// 2262): refuse rather than store a wrapped-around time.
 		if t.Before(minTime) || t.After(maxTime) {
-			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is outside the years 1678 to 2262", j.Time))
+			return e, eventErr(&e, ErrBadField, fmt.Sprintf("time %q is outside the years 1678 to 2262", clip(j.Time)))
 		}
 		e.Time = t.UnixNano()
 	}
@@ -223,14 +223,116 @@ func (rd *Reader) parse(b []byte) (Record, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return Record{}, rd.lineErr(errors.Wrap(ErrBadJSON, err.Error()))
+		return Record{}, rd.lineErr(errors.Wrap(ErrBadJSON, jsonDetail(err)))
 	}
 	if dec.More() {
 		return Record{}, rd.lineErr(errors.Wrap(ErrBadJSON, "more than one JSON value on the line"))
+	}
+	// encoding/json decodes an escaped lone surrogate ("\ud800") to U+FFFD:
+	// the text would be stored altered. Refuse it as the invalid UTF-8 it
+	// stands for.
+	if field, esc, ok := loneSurrogate(b); ok {
+		ee := &EventError{Kind: j.Kind, ID: j.ID, Key: j.Key, Err: ErrInvalidUTF8,
+			Detail: fmt.Sprintf("lone surrogate %s in %s", esc, field)}
+		if j.Seq != nil {
+			ee.Seq = *j.Seq
+		}
+		return Record{}, rd.lineErr(ee)
 	}
 	e, err := j.Event(rd.lim)
 	if err != nil {
 		return Record{}, rd.lineErr(err)
 	}
 	return Record{Line: rd.line, Session: j.Session, Event: e}, nil
+}
+
+// jsonDetail describes an error of encoding/json without the input it
+// quotes whole: a number of a million digits, a field name of a megabyte.
+func jsonDetail(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Type != nil {
+		if te.Field == "" {
+			return fmt.Sprintf("json: cannot unmarshal %s into %s", clip(te.Value), te.Type)
+		}
+		return fmt.Sprintf("json: cannot unmarshal %s into field %s of type %s", clip(te.Value), clip(te.Field), te.Type)
+	}
+	return clipDetail(err.Error())
+}
+
+// loneSurrogate finds the first \u escape in the JSON line b that encodes
+// half of a UTF-16 surrogate pair without its other half, and returns the
+// name of the field it is in and the escape. b must be one valid JSON
+// object whose values are scalars (what decoding an EventJSON accepted).
+func loneSurrogate(b []byte) (field, esc string, found bool) {
+	if !bytes.Contains(b, []byte(`\ud`)) && !bytes.Contains(b, []byte(`\uD`)) {
+		return "", "", false // no escape of a surrogate at all: the common line
+	}
+	inString, isKey, expectKey := false, false, false
+	start := 0 // of the string being read, its quote included
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inString {
+			switch c {
+			case '{', ',':
+				expectKey = true
+			case '"':
+				inString, isKey, expectKey, start = true, expectKey, false, i
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+			if isKey {
+				field = string(b[start : i+1])
+			}
+		case '\\':
+			if i+1 < len(b) && b[i+1] != 'u' {
+				i++ // \n, \", \\ …: one escaped byte
+				continue
+			}
+			r, ok := hex4(b, i+2)
+			if !ok {
+				continue // not valid JSON: the decoder refused it already
+			}
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if lo, ok := hex4(b, i+8); ok && b[i+6] == '\\' && b[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+					i += 11 // a pair: one rune
+					continue
+				}
+			case r >= 0xdc00 && r < 0xe000:
+			default:
+				i += 5
+				continue
+			}
+			var name string
+			if isKey || json.Unmarshal([]byte(field), &name) != nil {
+				name = "a field name"
+			}
+			return clip(name), string(b[i : i+6]), true
+		}
+	}
+	return "", "", false
+}
+
+// hex4 returns the value of the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

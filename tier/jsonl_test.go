@@ -119,6 +119,20 @@ func TestReader_BadInput(t *testing.T) {
 		{"trailing garbage", `{"kind":"user"} x`, tier.ErrBadJSON, false},
 		{"truncated", `{"kind":"user","text":"unfinished`, tier.ErrBadJSON, false},
 		{"id over the size limit", `{"kind":"tool_call","id":"` + strings.Repeat("i", tier.DefaultMaxIDBytes+1) + `"}`, tier.ErrTooLarge, true},
+		{"lone high surrogate in text", `{"kind":"user","text":"a\ud800b"}`, tier.ErrInvalidUTF8, true},
+		{"lone low surrogate in text", `{"kind":"user","text":"\uDC00"}`, tier.ErrInvalidUTF8, true},
+		{"high surrogate before a letter", `{"kind":"user","text":"\ud83d\u0041"}`, tier.ErrInvalidUTF8, true},
+		{"high surrogate at the end of a text", `{"kind":"user","text":"ok \ud83d"}`, tier.ErrInvalidUTF8, true},
+		{"two high surrogates", `{"kind":"user","text":"\ud83d\ud83d\ude00"}`, tier.ErrInvalidUTF8, true},
+		{"lone surrogate after an escaped backslash", `{"kind":"user","text":"\\\ud800"}`, tier.ErrInvalidUTF8, true},
+		{"lone surrogate in an id", `{"kind":"tool_call","id":"c\ud800"}`, tier.ErrInvalidUTF8, true},
+		{"lone surrogate in a key", `{"kind":"artifact","key":"\udfff.txt"}`, tier.ErrInvalidUTF8, true},
+		{"lone surrogate in the session", `{"session":"s\ud800","kind":"user"}`, tier.ErrInvalidUTF8, true},
+		{"turn 2^64-40", `{"kind":"user","turn":18446744073709551576}`, tier.ErrBadField, true},
+		{"turn over 2^53", `{"kind":"user","turn":9007199254740993}`, tier.ErrBadField, true},
+		{"seq over 2^53", `{"kind":"user","seq":9007199254740993}`, tier.ErrBadField, true},
+		{"turn over uint64", `{"kind":"user","turn":18446744073709551616}`, tier.ErrBadJSON, false},
+		{"superseded by itself", `{"kind":"superseded","key":"plan@v1","by":"plan@v1","text":"x"}`, tier.ErrBadField, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,6 +210,68 @@ func TestReader_LineTooLong(t *testing.T) {
 	recs, err := readAll(t, `{"kind":"user","text":"`+esc+`"}`, lim)
 	if err != nil || len(recs) != 1 || len(recs[0].Event.Text) != 100 {
 		t.Fatalf("escaped text: %v", err)
+	}
+}
+
+// Surrogate pairs, escaped in any case, are one rune; an escaped backslash
+// before "ud800" is text, not an escape.
+func TestReader_SurrogatePairs(t *testing.T) {
+	in := `{"kind":"user","text":"\ud83d\ude00 \uD83D\uDE00 \\ud800 \\\\ud800 \u00e9\ud7ff\ue000","key":""}` + "\n" +
+		`{"kind":"artifact","key":"\ud834\udd1e","text":"\""}`
+	recs, err := readAll(t, in, tier.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := recs[0].Event.Text, "😀 😀 \\ud800 \\\\ud800 é\ud7ff\ue000"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	if got := recs[1].Event.Key; got != "𝄞" {
+		t.Errorf("key %q, want U+1D11E", got)
+	}
+}
+
+// The error for a lone surrogate names the field and the escape.
+func TestReader_LoneSurrogateNamed(t *testing.T) {
+	_, err := readAll(t, `{"kind":"tool_call","id":"c1","name":"bash","text":"echo \udead"}`, tier.Limits{})
+	var ee *tier.EventError
+	if !errors.As(err, &ee) || !errors.Is(err, tier.ErrInvalidUTF8) {
+		t.Fatalf("err = %v, want an *EventError that Is ErrInvalidUTF8", err)
+	}
+	if ee.Detail != `lone surrogate \udead in text` || ee.Kind != "tool_call" || ee.ID != "c1" {
+		t.Errorf("error %+v", ee)
+	}
+}
+
+// A value an error quotes is clipped: a million-digit seq, a megabyte of
+// time, kind or field name does not come back whole in the message, and
+// the message still says which field is wrong.
+func TestReader_ErrorsAreClipped(t *testing.T) {
+	big := strings.Repeat("9", 1<<20)
+	for _, tc := range []struct {
+		name, line, field string
+		want              error
+	}{
+		{"million-digit seq", `{"kind":"user","seq":` + big + `}`, "seq", tier.ErrBadJSON},
+		{"million-digit turn", `{"kind":"user","turn":-` + big + `}`, "turn", tier.ErrBadJSON},
+		{"seq of a megabyte string", `{"kind":"user","seq":"` + big + `"}`, "seq", tier.ErrBadJSON},
+		{"megabyte time", `{"kind":"user","time":"` + big + `"}`, "time", tier.ErrBadField},
+		{"megabyte kind", `{"kind":"` + big + `"}`, "kind", tier.ErrUnknownKind},
+		{"megabyte field name", `{"kind":"user","` + big + `":1}`, "unknown field", tier.ErrBadJSON},
+		{"megabyte session with a lone surrogate", `{"kind":"user","session":"` + big + `\ud800"}`, "session", tier.ErrInvalidUTF8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readAll(t, tc.line, tier.Limits{})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %.300v, want %v", err, tc.want)
+			}
+			msg := err.Error()
+			if len(msg) > 1024 {
+				t.Errorf("the message is %d bytes: %.200q…", len(msg), msg)
+			}
+			if !strings.Contains(msg, tc.field) {
+				t.Errorf("message %q does not name %s", msg, tc.field)
+			}
+		})
 	}
 }
 
@@ -358,6 +434,8 @@ func FuzzReader(f *testing.F) {
 		"{\"kind\":\"user\",\"text\":\"\xff\"}",
 		`{"kind":"user","seq":0}`,
 		`{"kind":"user","time":"9999-12-31T23:59:59Z"}`,
+		`{"kind":"user","text":"\ud800 \ud83d\ude00 \\ud800","turn":18446744073709551576}`,
+		`{"kind":"superseded","key":"a","by":"a"}`,
 		`{"kind":"user"} {"kind":"user"}`,
 		"\xdd\xff\xff\xff\xff",
 		"",

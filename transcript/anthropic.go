@@ -150,7 +150,7 @@ func (r *anthropicReader) content(kind tier.Kind, raw json.RawMessage, t int64, 
 		case typ == "tool_result" || typ == "mcp_tool_result" || strings.HasSuffix(typ, "_tool_result"):
 			flush()
 			ri := info
-			ri.failed = ri.failed || bl.IsError
+			ri.failed = ri.failed || bl.IsError || serverToolError(bl.Content)
 			b.result(bl.ToolUseID, contentText(b, bl.Content), ri, t)
 		case typ == "thinking" || typ == "redacted_thinking" || typ == "image" || typ == "document":
 			b.rep.skip(&b.rep.Skipped, typ)
@@ -159,6 +159,20 @@ func (r *anthropicReader) content(kind tier.Kind, raw json.RawMessage, t int64, 
 		}
 	}
 	flush()
+}
+
+// serverToolError reports whether a server tool's result content is the
+// error object the Messages API gives in place of a result
+// ({"type": "web_search_tool_result_error", "error_code": …}).
+func serverToolError(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var c struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &c) == nil && strings.HasSuffix(c.Type, "_tool_result_error")
 }
 
 // textMessage emits text as a message of kind; a user's interrupt notice

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -122,8 +123,9 @@ func (b *builder) message(kind tier.Kind, text string, t int64) {
 }
 
 // call opens a call. input is the arguments as JSON (or the raw string a
-// model produced).
-func (b *builder) call(id, name string, input []byte, t int64) {
+// model produced). It returns the id a result names the call by: id, or
+// the "noid-N" it was given.
+func (b *builder) call(id, name string, input []byte, t int64) string {
 	if id == "" {
 		b.noID++
 		b.rep.MissingIDs++
@@ -147,6 +149,7 @@ func (b *builder) call(id, name string, input []byte, t int64) {
 	b.open[id] = &call{orig: orig, name: name, input: input}
 	b.queues[orig] = append(b.queues[orig], id)
 	b.emit(tier.Event{Kind: tier.KindToolCall, Time: t, ID: id, Name: name, Text: b.text(string(input), len(id)+len(name))})
+	return orig
 }
 
 // resultInfo is what a format says about a result beyond its text.
@@ -220,7 +223,8 @@ func (b *builder) finish() {
 func (b *builder) openList() []tier.Open { return b.ledger.OpenList() }
 
 // text makes s valid UTF-8 and clips it so that the event, with other
-// bytes of ids and names, stays within the size limit.
+// bytes of ids and names, stays within the size limit. (Invalid bytes were
+// counted in the record they came in: Report.InvalidUTF8.)
 func (b *builder) text(s string, other int) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -305,4 +309,70 @@ func (b *builder) parseTime(raw []byte) int64 {
 		return 0
 	}
 	return t.UnixNano()
+}
+
+// replacements counts what encoding/json reads as U+FFFD in the JSON value
+// raw: each byte that is not part of valid UTF-8, and each \u escape of
+// half a surrogate pair without the other half.
+func replacements(raw []byte) int {
+	n := 0
+	if !utf8.Valid(raw) {
+		for i := 0; i < len(raw); {
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 {
+				n++
+			}
+			i += size
+		}
+	}
+	if !bytes.Contains(raw, []byte(`\ud`)) && !bytes.Contains(raw, []byte(`\uD`)) {
+		return n
+	}
+	// Backslashes are in strings only, in valid JSON: no need to track them.
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 >= len(raw) {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // \n, \", \\ …: one escaped byte
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		switch {
+		case !ok:
+		case r >= 0xd800 && r < 0xdc00:
+			if lo, ok := hex4(raw, i+8); ok && raw[i+6] == '\\' && raw[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+				i += 11 // a pair: one rune
+				continue
+			}
+			n++
+		case r >= 0xdc00 && r < 0xe000:
+			n++
+		}
+		if ok {
+			i += 5
+		}
+	}
+	return n
+}
+
+// hex4 returns the value of the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

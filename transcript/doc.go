@@ -8,7 +8,10 @@
 //	user / assistant / system text       → user / assistant / system events
 //	OpenAI tool_calls, Anthropic tool_use → tool_call (id, name, text = arguments)
 //	OpenAI role "tool", tool_result       → tool_result resolving the call; ok:false on
-//	                                       is_error (Claude Code: also an "Error…" toolUseResult)
+//	                                       is_error (Claude Code: also an "Error…" toolUseResult;
+//	                                       Anthropic server tools: a *_tool_result_error content)
+//	Responses API mcp_call                → tool_call and its tool_result; ok:false on an error
+//	                                       or status "failed"
 //	a refused tool use                    → tool_result ok:false, then rejected with key
 //	                                       "tool/<name>:<file or command>" and the user's reason
 //	a successful Write, Edit, MultiEdit,  → artifact, key = the file (relative to the
@@ -39,13 +42,17 @@
 //     a main session, unknown record types, roles and blocks: skipped.
 //   - Ids with control characters or over the size limit, texts over it,
 //     bad timestamps: repaired, clipped or dropped.
+//   - Bytes that are not UTF-8, and escaped lone surrogates ("\ud800"):
+//     read as U+FFFD, as encoding/json reads them, and counted
+//     (Report.InvalidUTF8).
 //
 // Invalid JSON is an error, a *LineError naming the file and line.
 //
 // # Caveats
 //
-// OpenAI messages carry no failure flag: a tool message is ok:false only
-// when it carries a (non-standard) "is_error": true. Calls left open at the
+// OpenAI messages carry no failure flag: a tool message (or a
+// function_call_output item) is ok:false only when it carries a
+// (non-standard) "is_error": true; an mcp_call item says so in its "error". Calls left open at the
 // end of a transcript stay open in the ledger: that is what the transcript
 // says. An "id#2" in a later file of the same session is found by its
 // first id only when the decoder is given the open calls (Options.Open).

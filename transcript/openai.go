@@ -19,11 +19,15 @@ type openaiMessage struct {
 	IsError      bool              `json:"is_error"` // not OpenAI's: some frameworks log it on tool messages
 
 	// Responses API items.
-	Type      string          `json:"type"`
-	CallID    string          `json:"call_id"`
-	Arguments json.RawMessage `json:"arguments"`
-	Input     json.RawMessage `json:"input"`
-	Output    json.RawMessage `json:"output"`
+	Type        string          `json:"type"`
+	ID          json.RawMessage `json:"id"`
+	CallID      string          `json:"call_id"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Input       json.RawMessage `json:"input"`
+	Output      json.RawMessage `json:"output"`
+	ServerLabel json.RawMessage `json:"server_label"` // mcp_call
+	Error       json.RawMessage `json:"error"`        // mcp_call: the tool's error, null when none
+	Status      json.RawMessage `json:"status"`
 
 	Timestamp json.RawMessage `json:"timestamp"`
 	CreatedAt json.RawMessage `json:"created_at"`
@@ -178,6 +182,23 @@ func (r *openaiReader) item(m *openaiMessage, t int64) {
 		b.call(m.CallID, m.Name, argText(m.Input), t)
 	case "function_call_output", "custom_tool_call_output":
 		b.result(m.CallID, r.text(m.Output), resultInfo{failed: m.IsError}, t)
+	case "mcp_call": // a call to a tool on an MCP server and its result, in one item
+		id, name := str(m.ID), m.Name
+		if label := str(m.ServerLabel); label != "" {
+			name = "mcp__" + label + "__" + name // as Claude Code names MCP tools
+		}
+		id = b.call(id, name, argText(m.Arguments), t)
+		failed := m.IsError || str(m.Status) == "failed"
+		text := r.text(m.Output)
+		if e := bytes.TrimSpace(m.Error); len(e) > 0 && string(e) != "null" && string(e) != `""` {
+			failed = true
+			msg := str(e) // a string, or an object ({"message": …}) kept as JSON
+			if msg == "" {
+				msg = string(compactJSON(e))
+			}
+			text = strings.TrimSpace(text + "\n" + msg)
+		}
+		b.result(id, text, resultInfo{failed: failed}, t)
 	case "reasoning":
 		b.rep.skip(&b.rep.Skipped, m.Type)
 	case "":

@@ -102,6 +102,7 @@ type Report struct {
 	BadTimes         int // timestamps that are not RFC 3339 or Unix seconds, or out of range: the store's clock applies
 	Clipped          int // texts cut to the event size limit
 	FixedIDs         int // ids, names or keys with control characters or over the size limit: repaired
+	InvalidUTF8      int // bytes of invalid UTF-8 and escaped lone surrogates ("\ud800") in the input: each read as U+FFFD
 	MissingIDs       int // calls without an id: given "noid-N"
 	Unresolved       int // calls of this transcript still open at its end: they stay open in the ledger
 
@@ -120,7 +121,7 @@ func (r *Report) skip(m *map[string]int, what string) {
 // transcript read exactly as written.
 func (r *Report) Quirks() int {
 	n := r.RenamedCalls + r.OrphanResults + r.DuplicateRecords + r.Malformed + r.BadTimes +
-		r.Clipped + r.FixedIDs + r.MissingIDs
+		r.Clipped + r.FixedIDs + r.MissingIDs + r.InvalidUTF8
 	for _, v := range r.Unknown {
 		n += v
 	}
@@ -147,6 +148,7 @@ func (r *Report) Add(o Report) {
 	r.BadTimes += o.BadTimes
 	r.Clipped += o.Clipped
 	r.FixedIDs += o.FixedIDs
+	r.InvalidUTF8 += o.InvalidUTF8
 	r.MissingIDs += o.MissingIDs
 	r.Unresolved += o.Unresolved
 	for _, m := range []struct{ to, from *map[string]int }{{&r.Skipped, &o.Skipped}, {&r.Unknown, &o.Unknown}} {
@@ -176,7 +178,7 @@ func (r *Report) Fields() []string {
 		{"interrupts", r.Interrupts}, {"renamed_calls", r.RenamedCalls}, {"orphan_results", r.OrphanResults},
 		{"duplicate_records", r.DuplicateRecords}, {"sidechain", r.Sidechain}, {"malformed", r.Malformed},
 		{"bad_times", r.BadTimes}, {"clipped", r.Clipped}, {"fixed_ids", r.FixedIDs},
-		{"missing_ids", r.MissingIDs}, {"unresolved", r.Unresolved},
+		{"missing_ids", r.MissingIDs}, {"invalid_utf8", r.InvalidUTF8}, {"unresolved", r.Unresolved},
 	} {
 		if f.n != 0 {
 			out = append(out, f.name+"="+strconv.Itoa(f.n))
@@ -287,6 +289,7 @@ func (d *Decoder) Next() (tier.Event, error) {
 		} else {
 			d.b.line = line
 			d.b.rep.Records++
+			d.b.rep.InvalidUTF8 += replacements(raw)
 			if err := d.handle(raw); err != nil {
 				var le *LineError
 				if !errors.As(err, &le) {

@@ -3,8 +3,10 @@ package transcript_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -158,8 +160,26 @@ func TestRead_OpenAIForms(t *testing.T) {
 func TestRead_OpenAIResponses(t *testing.T) {
 	evs, rep := readFile(t, transcript.OpenAI, "testdata/openai/responses.jsonl", transcript.Options{})
 	checkLedger(t, stored(t, evs), ledgerWant{artifacts: []string{"strings.go"}})
-	if rep.Calls != 2 || rep.Results != 2 || rep.Skipped["reasoning"] != 1 || rep.Messages != 2 {
+	if rep.Calls != 4 || rep.Results != 4 || rep.Failed != 1 || rep.Skipped["reasoning"] != 1 || rep.Messages != 2 || rep.Quirks() != 0 {
 		t.Errorf("report %s", rep)
+	}
+	// The mcp_call with an error is a failed call of the MCP tool, its error
+	// the result's text; the other one succeeded.
+	var got []string
+	for _, e := range evs {
+		if e.Kind == tier.KindToolCall && strings.HasPrefix(e.ID, "mcp_") {
+			got = append(got, e.ID+" "+e.Name)
+		}
+		if e.Kind == tier.KindToolResult && strings.HasPrefix(e.ID, "mcp_") {
+			got = append(got, fmt.Sprintf("%s failed=%v %s", e.ID, e.Failed, e.Text))
+		}
+	}
+	want := []string{
+		"mcp_1 mcp__github__create_pull_request", "mcp_1 failed=true 403 Forbidden: token lacks repo scope",
+		"mcp_2 mcp__github__list_branches", "mcp_2 failed=false main\nrename-util",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("mcp calls and results:\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -170,8 +190,8 @@ func TestRead_Anthropic(t *testing.T) {
 		artifacts: []string{"config.py", "tests/test_settings.py"}, // the view call wrote nothing
 		rejected:  map[string]string{"tool/bash:git push --force origin main": "never force-push to main"},
 	})
-	if got := count(evs, tier.KindToolResult, failed); got != 2 {
-		t.Errorf("%d failed results, want 2 (pytest, the rejected push)", got)
+	if got := count(evs, tier.KindToolResult, failed); got != 3 {
+		t.Errorf("%d failed results, want 3 (pytest, the rejected push, the web search's error)", got)
 	}
 	if evs[0].Kind != tier.KindSystem || !strings.Contains(evs[0].Text, "careful engineer") {
 		t.Errorf("first event %+v, want the system prompt", evs[0])
@@ -392,5 +412,182 @@ func TestReport_AddAndFields(t *testing.T) {
 	var clean transcript.Report
 	if clean.String() != "records=0 events=0" || clean.Quirks() != 0 {
 		t.Errorf("empty report %q", clean.String())
+	}
+}
+
+// isErrors counts the failures a transcript's raw JSON states: every
+// object with "is_error": true (a tool_result block, an OpenAI tool
+// message), every server tool's *_tool_result_error content and every
+// mcp_call item with an error. In a Claude Code file, records seen before
+// (the same uuid) and the sidechain records of a main session are left
+// out, as the importer leaves them out.
+func isErrors(t *testing.T, f transcript.Format, raw []byte) int {
+	t.Helper()
+	var walk func(v any) int
+	walk = func(v any) int {
+		n := 0
+		switch x := v.(type) {
+		case map[string]any:
+			if x["is_error"] == true {
+				n++
+			}
+			if typ, _ := x["type"].(string); strings.HasSuffix(typ, "_tool_result_error") ||
+				typ == "mcp_call" && x["error"] != nil {
+				n++
+			}
+			for _, e := range x {
+				n += walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				n += walk(e)
+			}
+		}
+		return n
+	}
+	var docs []any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		var v any
+		if err := dec.Decode(&v); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, v)
+	}
+	n := 0
+	seen := map[string]bool{}
+	started, subagent := false, false
+	for _, d := range docs {
+		if rec, ok := d.(map[string]any); ok && f == transcript.ClaudeCode {
+			if uuid, _ := rec["uuid"].(string); uuid != "" {
+				if seen[uuid] {
+					continue
+				}
+				seen[uuid] = true
+			}
+			side, _ := rec["isSidechain"].(bool)
+			if typ := rec["type"]; !started && (typ == "user" || typ == "assistant") {
+				started, subagent = true, side
+			}
+			if side && !subagent {
+				continue
+			}
+		}
+		n += walk(d)
+	}
+	return n
+}
+
+// Every failure a transcript states gives a tool_result with ok:false, in
+// each format's fixtures.
+func TestRead_FailedResults(t *testing.T) {
+	for _, tc := range []struct {
+		f    transcript.Format
+		path string
+		want int // failures in the fixture, as a check on isErrors
+	}{
+		{transcript.OpenAI, "testdata/openai/chat.json", 1},
+		{transcript.OpenAI, "testdata/openai/responses.jsonl", 1},
+		{transcript.Anthropic, "testdata/anthropic/messages.json", 3},
+		{transcript.ClaudeCode, "testdata/claude-code/session.jsonl", 2},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			raw, err := os.ReadFile(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := isErrors(t, tc.f, raw); n != tc.want {
+				t.Fatalf("the fixture states %d failures, want %d", n, tc.want)
+			}
+			evs, rep := readFile(t, tc.f, tc.path, transcript.Options{})
+			if got := count(evs, tier.KindToolResult, failed); got != tc.want || rep.Failed != tc.want {
+				t.Errorf("%d failed tool_result events (report: %d), want %d", got, rep.Failed, tc.want)
+			}
+			// In the JSONL form a failed result is "ok": false.
+			for _, e := range evs {
+				if e.Kind != tier.KindToolResult {
+					continue
+				}
+				b, _ := json.Marshal(e.ToJSON("s"))
+				if e.Failed != bytes.Contains(b, []byte(`"ok":false`)) {
+					t.Errorf("event %+v in JSONL: %s", e, b)
+				}
+			}
+		})
+	}
+}
+
+// The real Claude Code transcripts of ../shared/data/claude-code: as many
+// failed tool_result events as tool results the files mark is_error.
+func TestRead_ClaudeCodeRealFailures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "data", "claude-code", "*.jsonl"))
+	if len(files) == 0 {
+		t.Skip("../shared/data/claude-code is absent")
+	}
+	total := 0
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := isErrors(t, transcript.ClaudeCode, raw)
+		total += want
+		evs, rep := readFile(t, transcript.ClaudeCode, name, transcript.Options{})
+		if got := count(evs, tier.KindToolResult, failed); got != want || rep.Failed != want {
+			t.Errorf("%s: %d failed tool_result events (report: %d), want the %d is_error results", filepath.Base(name), got, rep.Failed, want)
+		}
+		stored(t, evs)
+	}
+	if total == 0 {
+		t.Errorf("no is_error result in %d files: the check checks nothing", len(files))
+	}
+}
+
+// Invalid UTF-8 and escaped lone surrogates are read as U+FFFD, as
+// encoding/json reads them: each is counted as a quirk, and the events
+// are valid.
+func TestRead_InvalidUTF8Counted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    transcript.Format
+		in   string
+		want int
+	}{
+		{"bytes", transcript.OpenAI, "{\"role\":\"user\",\"content\":\"caf\xe9 \xff\xfe\"}", 3},
+		{"lone surrogates", transcript.OpenAI, `{"role":"user","content":"a\ud800 b\uDFFF c\ud83d\u0041"}`, 3},
+		{"in an id", transcript.OpenAI, `{"role":"assistant","tool_calls":[{"id":"c\ud800","function":{"name":"sh","arguments":"{}"}}]}`, 1},
+		{"in a tool result", transcript.Anthropic, `[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"\udc00"}]}]`, 1},
+		{"claude-code", transcript.ClaudeCode, "{\"type\":\"user\",\"message\":{\"content\":\"\\ud800 \xc3\"}}", 2},
+		{"pairs and escaped backslashes", transcript.OpenAI, `{"role":"user","content":"\ud83d\ude00 \\ud800 \\\\udc00"}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs, rep, err := transcript.Read(tc.f, strings.NewReader(tc.in), transcript.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.InvalidUTF8 != tc.want || rep.Quirks() != tc.want+rep.FixedIDs {
+				t.Errorf("report %s: invalid_utf8 %d, quirks %d; want %d", rep, rep.InvalidUTF8, rep.Quirks(), tc.want)
+			}
+			if (tc.want > 0) != strings.Contains(rep.String(), fmt.Sprintf("invalid_utf8=%d", tc.want)) {
+				t.Errorf("report %q does not say invalid_utf8=%d", rep, tc.want)
+			}
+			if len(evs) == 0 {
+				t.Fatal("no events")
+			}
+			for _, e := range evs {
+				if err := e.Check(tier.Limits{}); err != nil {
+					t.Errorf("event %+v: %v", e, err)
+				}
+			}
+		})
+	}
+	var sum transcript.Report
+	sum.Add(transcript.Report{InvalidUTF8: 2})
+	sum.Add(transcript.Report{InvalidUTF8: 3})
+	if sum.InvalidUTF8 != 5 {
+		t.Errorf("Add: %d", sum.InvalidUTF8)
 	}
 }

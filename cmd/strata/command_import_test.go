@@ -324,3 +324,25 @@ func TestProgress_SharedTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Text that is not UTF-8 in a transcript is read as U+FFFD and counted,
+// both on stderr (to stdout) and on the line of an import into a database;
+// replay then takes the events as they are.
+func TestImport_InvalidUTF8Counted(t *testing.T) {
+	file := writeFile(t, "chat.jsonl", "{\"role\":\"user\",\"content\":\"caf\xe9\"}\n"+
+		`{"role":"assistant","content":"half a pair: \ud83d"}`+"\n")
+	r := cli(t, "", "import", "--format", "openai", file)
+	wantCode(t, r, exitOK, "import")
+	if !strings.Contains(r.stderr, "invalid_utf8=2") {
+		t.Errorf("stderr %q lacks invalid_utf8=2", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "caf\uFFFD") || strings.Contains(r.stdout, `\ud83d`) {
+		t.Errorf("stdout %q: want U+FFFD in place of each", r.stdout)
+	}
+	db := tempDB(t)
+	wantCode(t, cli(t, r.stdout, "replay", "--db", db, "-"), exitOK, "replay")
+	out := mustCLI(t, "import", "--format", "openai", "--db", tempDB(t), file)
+	if !strings.Contains(out, " invalid_utf8=2") {
+		t.Errorf("summary line %q lacks invalid_utf8=2", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/tier"
@@ -42,6 +43,11 @@ func TestReplay_HostileInput(t *testing.T) {
 		{"two objects on a line", `{"kind":"user"} {"kind":"user"}`, tier.ErrBadJSON.Error()},
 		{"bad time", `{"kind":"user","time":"yesterday"}`, tier.ErrBadField.Error()},
 		{"ok on a message", `{"kind":"user","ok":false}`, tier.ErrBadField.Error()},
+		{"superseded by itself", `{"kind":"superseded","key":"plan@v1","by":"plan@v1"}`, "superseded by its own key"},
+		{"turn over 2^53", `{"kind":"assistant","turn":9007199254740993}`, "turn 9007199254740993 is over the limit"},
+		{"seq over 2^53", `{"kind":"assistant","seq":9007199254740993}`, "seq 9007199254740993 is over the limit"},
+		{"lone surrogate in text", `{"kind":"assistant","text":"caf\ud800"}`, `lone surrogate \ud800 in text`},
+		{"lone surrogate in an id", `{"kind":"tool_call","id":"c\udc01"}`, tier.ErrInvalidUTF8.Error()},
 		// Hostile input.
 		{"huge id", `{"kind":"tool_call","id":"` + strings.Repeat("i", tier.DefaultMaxIDBytes+1) + `"}`, tier.ErrTooLarge.Error()},
 		{"huge key", `{"kind":"artifact","key":"` + strings.Repeat("k", 1<<20) + `"}`, tier.ErrTooLarge.Error()},
@@ -50,6 +56,10 @@ func TestReplay_HostileInput(t *testing.T) {
 		{"newline in a name", `{"kind":"open","id":"h","name":"a\nb"}`, tier.ErrBadField.Error()},
 		{"session id with a control character", `{"session":"s\u0007","kind":"user"}`, "bad session id"},
 		{"session id too long", `{"session":"` + strings.Repeat("s", 300) + `","kind":"user"}`, "bad session id"},
+		{"million-digit seq", `{"kind":"assistant","seq":` + strings.Repeat("7", 1e6) + `}`, "field seq of type uint64"},
+		{"megabyte time", `{"kind":"assistant","time":"` + strings.Repeat("7", 1<<20) + `"}`, "is not RFC 3339"},
+		{"megabyte kind", `{"kind":"` + strings.Repeat("k", 1<<20) + `"}`, tier.ErrUnknownKind.Error()},
+		{"megabyte field name", `{"kind":"user","` + strings.Repeat("f", 1<<20) + `":1}`, "unknown field"},
 		{"empty session id", `{"session":"","kind":"user","text":"x"}` + "\n" + `{"session":"\u0085","kind":"user"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,4 +134,41 @@ func TestReplay_PathLikeSessionIDs(t *testing.T) {
 
 func jsonString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// A turn near 2^64 would make the policy's turn boundaries wrap around: it
+// is refused on its line, at once, with the default policy, and nothing is
+// stored.
+func TestReplay_TurnNearWrap(t *testing.T) {
+	t.Parallel()
+	for _, turn := range []string{"18446744073709551576", "18446744073709551615", "9007199254740993"} {
+		file := writeFile(t, "in.jsonl", `{"session":"s","kind":"user","turn":`+turn+`,"text":"a"}`+"\n"+
+			`{"kind":"assistant","text":"b"}`+"\n"+`{"kind":"user","text":"c"}`+"\n")
+		db := tempDB(t)
+		done := make(chan result, 1)
+		go func() { done <- cli(t, "", "replay", "--db", db, file) }()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("turn %s: replay still runs after 20s", turn)
+		}
+		wantCode(t, r, exitError)
+		if !strings.Contains(r.stderr, "Error: "+file+":1: ") || !strings.Contains(r.stderr, "turn "+turn+" is over the limit") {
+			t.Errorf("turn %s: stderr %q", turn, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "replayed files=1 events=0 sessions=0 compacted=0") {
+			t.Errorf("turn %s: summary %q", turn, r.stdout)
+		}
+		if ids := sessionsOf(t, db); len(ids) != 0 {
+			t.Errorf("turn %s: sessions %q stored", turn, ids)
+		}
+	}
+	// The largest turn is fine, and so are the turns counted on from it.
+	file := writeFile(t, "max.jsonl", `{"session":"s","kind":"user","turn":9007199254740992,"text":"a"}`+"\n"+
+		`{"kind":"assistant","text":"b"}`+"\n")
+	db := tempDB(t)
+	r := cli(t, "", "replay", "--db", db, file)
+	wantCode(t, r, exitOK)
+	dbtest.MustVerify(t, db)
 }

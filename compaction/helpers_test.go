@@ -525,14 +525,22 @@ func checkContextHoldsFactsOf(t testing.TB, events []tier.Event, ctx *checkpoint
 	disp := map[string]last{}
 	constr := map[string]last{}
 	art := map[string]last{}
+	var failures []last // every failed result, as a fact of its own
 	for _, e := range events {
 		switch {
 		case e.Kind.Opens():
 			open[e.ID] = last{e.Seq, e}
 		case e.Kind.Resolves():
+			if e.Failed {
+				failures = append(failures, last{open[e.ID].seq, e})
+			}
 			delete(open, e.ID)
-			if e.Kind == tier.KindToolResult && e.Failed && e.Key != "" {
+			switch {
+			case e.Kind != tier.KindToolResult || e.Key == "":
+			case e.Failed:
 				disp[e.Key] = last{e.Seq, tier.Event{Kind: tier.KindFailed, Key: e.Key}}
+			case disp[e.Key].e.Kind == tier.KindFailed:
+				disp[e.Key] = last{e.Seq, tier.Event{Kind: tier.StateSucceeded, Key: e.Key}}
 			}
 		case e.Kind.IsDisposition():
 			disp[e.Key] = last{e.Seq, e}
@@ -562,6 +570,17 @@ func checkContextHoldsFactsOf(t testing.TB, events []tier.Event, ctx *checkpoint
 			return d.Key == k && d.State == l.e.Kind && d.By == l.e.By
 		}) {
 			t.Errorf("disposition %s %s (seq %d) is not claimed by the node covering it", l.e.Kind, k, l.seq)
+		}
+	}
+	for _, l := range failures {
+		if l.e.Seq > ctx.Boundary {
+			continue
+		}
+		n := covering(l.e.Seq)
+		if n == nil || !slices.ContainsFunc(n.Claims.Failures, func(r tier.Resolution) bool {
+			return r.ID == l.e.ID && r.Seq == l.seq && r.At == l.e.Seq
+		}) {
+			t.Errorf("failed call %s@%d (seq %d) is not claimed by the node covering it", l.e.ID, l.seq, l.e.Seq)
 		}
 	}
 	for _, k := range sortedKeys(constr) {

@@ -102,11 +102,14 @@ func (g *eventGen) next() tier.Event {
 			id := g.pick(calls)
 			delete(g.open, id)
 			e := tier.Event{Kind: tier.KindToolResult, ID: id, Text: g.text()}
-			if g.rng.Intn(4) == 0 {
+			switch g.rng.Intn(8) {
+			case 0, 1: // a failure, with or without a key
 				e.Failed = true
 				if g.rng.Intn(2) == 0 {
 					e.Key = g.pick(dispKeys)
 				}
+			case 2: // a keyed success: it clears the key's failure, if any
+				e.Key = g.pick(dispKeys)
 			}
 			return e
 		case r < 53:
@@ -144,7 +147,8 @@ func (g *eventGen) next() tier.Event {
 		case r < 86:
 			e := tier.Event{Kind: tier.KindSuperseded, Key: g.pick(dispKeys)}
 			if g.rng.Intn(4) != 0 {
-				e.By = g.pick(dispKeys)
+				for e.By = g.pick(dispKeys); e.By == e.Key; e.By = g.pick(dispKeys) {
+				}
 			}
 			return e
 		default:

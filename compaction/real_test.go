@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
 )
 
 // dropClass maps a lossy summarizer's drop class to the reason class of
@@ -175,4 +177,80 @@ func splitTurns(events []tier.Event) [][]tier.Event {
 		}
 	}
 	return out
+}
+
+// TestCompactor_ClaudeCodeFailuresSurviveCompaction imports the real Claude
+// Code transcripts of ../shared/data/claude-code and compacts them every 20
+// events: the lossy summarizer that drops negatives is refused for every
+// failed tool call it drops, and with the extractive one every failed call
+// is in the resumed context — claimed FAILED by the node covering it, or in
+// the raw tail.
+func TestCompactor_ClaudeCodeFailuresSurviveCompaction(t *testing.T) {
+	paths, _ := filepath.Glob("../../shared/data/claude-code/*.jsonl")
+	if len(paths) == 0 {
+		t.Skip("../../shared/data/claude-code: no real Claude Code transcripts here")
+	}
+	failedTotal := 0
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, err := transcript.Read(transcript.ClaudeCode, f, transcript.Options{})
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		failed := 0
+		for _, e := range evs {
+			if e.Kind == tier.KindToolResult && e.Failed {
+				failed++
+			}
+		}
+		failedTotal += failed
+		policy := compaction.Policy{EveryEvents: 20, Fold: 4}
+		name := filepath.Base(path)
+
+		db := dbtest.Open(t, store.Options{NoSync: true})
+		lossy := newCompactor(t, db, compaction.Options{Summarizer: mustLossy(t, compaction.DropNegatives), Policy: policy})
+		refusedFor := 0
+		for _, r := range agentLoop(t, db, lossy, "s", evs) {
+			if r.Refused != nil {
+				for _, f := range r.Refused.Failures {
+					if f.Class == marker.ClassRetention && strings.Contains(f.Item, "@") {
+						refusedFor++
+					}
+				}
+			}
+		}
+		if failed > 0 && refusedFor == 0 {
+			t.Errorf("%s: %d failed calls, and the summarizer that drops them was never refused for one", name, failed)
+		}
+
+		db = dbtest.Open(t, store.Options{NoSync: true})
+		ext := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: policy})
+		agentLoop(t, db, ext, "s", evs)
+		ctx := resume(t, db, "s", store.Latest)
+		stored := allEvents(t, db, "s")
+		for _, e := range stored {
+			if e.Kind != tier.KindToolResult || !e.Failed {
+				continue
+			}
+			if e.Seq > ctx.Boundary {
+				continue // in the raw tail
+			}
+			held := false
+			for _, n := range ctx.Nodes {
+				held = held || n.From <= e.Seq && e.Seq <= n.To && slices.ContainsFunc(n.Claims.Failures, func(r tier.Resolution) bool {
+					return r.ID == e.ID && r.At == e.Seq && r.Reason == e.Text
+				})
+			}
+			if !held {
+				t.Errorf("%s: failed call %s at seq %d is not claimed FAILED in the resumed context", name, e.ID, e.Seq)
+			}
+		}
+	}
+	if failedTotal == 0 {
+		t.Error("the real transcripts hold no failed tool call: the test tests nothing")
+	}
 }

@@ -138,21 +138,14 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 	cl := &n.Claims
 	for _, o := range cl.Unresolved {
 		b.WriteString("- UNRESOLVED ")
-		b.WriteString(openNoun(o.Kind))
-		b.WriteByte(' ')
-		b.WriteString(oneLine(o.ID))
-		writeParen(b, o.Name)
-		if o.Seq != 0 {
-			b.WriteString(", opened at seq ")
-			writeUint(b, o.Seq)
-		}
+		writeInvocation(b, o.Kind, o.ID, o.Name, o.Seq)
 		b.WriteByte('\n')
 	}
 	for _, r := range cl.Resolved {
 		// One line per invocation: an id can be resolved here and open
 		// again, and each line says which opening it closes.
 		b.WriteString("- resolved: ")
-		writeInvocation(b, &r)
+		writeInvocation(b, r.Kind, r.ID, r.Name, r.Seq)
 		if r.Failed {
 			b.WriteString(": FAILED")
 		} else {
@@ -166,7 +159,7 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 	}
 	for _, r := range cl.Failures {
 		b.WriteString("- FAILED ")
-		writeInvocation(b, &r)
+		writeInvocation(b, r.Kind, r.ID, r.Name, r.Seq)
 		if r.At != 0 {
 			b.WriteString(", failed at seq ")
 			writeUint(b, r.At)
@@ -286,14 +279,14 @@ func writeDash(b *bytes.Buffer, s string) {
 }
 
 // writeInvocation writes "call c1 (bash), opened at seq 5".
-func writeInvocation(b *bytes.Buffer, r *tier.Resolution) {
-	b.WriteString(openNoun(r.Kind))
+func writeInvocation(b *bytes.Buffer, kind tier.Kind, id, name string, seq uint64) {
+	b.WriteString(openNoun(kind))
 	b.WriteByte(' ')
-	b.WriteString(oneLine(r.ID))
-	writeParen(b, r.Name)
-	if r.Seq != 0 {
+	b.WriteString(oneLine(id))
+	writeParen(b, name)
+	if seq != 0 {
 		b.WriteString(", opened at seq ")
-		writeUint(b, r.Seq)
+		writeUint(b, seq)
 	}
 }
 

@@ -62,9 +62,9 @@ func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
 	return out
 }
 
-// DropFacts removes the facts recorded with node id of session, as a
-// version of strata before digests wrote it.
-func DropFacts(db *DB, session string, id uint64) error {
+// editNode rewrites node id of session's record as edit says, in one
+// write transaction, the way a hand that fixes the checksum would.
+func editNode(db *DB, session string, id uint64, edit func(r *nodeRec) error) error {
 	return db.update(func(tx *bolt.Tx) error {
 		ss, err := db.openSess(tx, session)
 		if err != nil {
@@ -74,11 +74,22 @@ func DropFacts(db *DB, session string, id uint64) error {
 		if err != nil {
 			return err
 		}
+		if err := edit(&r); err != nil {
+			return err
+		}
+		return ss.putNodeRecord(&r)
+	})
+}
+
+// DropFacts removes the facts recorded with node id of session, as a
+// version of strata before digests wrote it.
+func DropFacts(db *DB, session string, id uint64) error {
+	return editNode(db, session, id, func(r *nodeRec) error {
 		if r.facts() == nil {
 			return errors.Newf("node %d has no facts", id)
 		}
 		r.Facts, r.FactsInClaims = nil, false
-		return ss.putNodeRecord(&r)
+		return nil
 	})
 }
 
@@ -99,15 +110,7 @@ func HasFacts(db *DB, session string, id uint64) (has bool, err error) {
 // SpoilFacts drops the dispositions from the facts recorded with node id
 // of session, as damage that still decodes would.
 func SpoilFacts(db *DB, session string, id uint64) error {
-	return db.update(func(tx *bolt.Tx) error {
-		ss, err := db.openSess(tx, session)
-		if err != nil {
-			return err
-		}
-		r, err := ss.nodeRecord(id)
-		if err != nil {
-			return err
-		}
+	return editNode(db, session, id, func(r *nodeRec) error {
 		f := r.facts()
 		if f == nil || len(f.Dispositions) == 0 {
 			return errors.Newf("node %d records no disposition", id)
@@ -115,23 +118,14 @@ func SpoilFacts(db *DB, session string, id uint64) error {
 		spoilt := *f
 		spoilt.Dispositions = nil
 		r.Facts, r.FactsInClaims = &spoilt, false
-		return ss.putNodeRecord(&r)
+		return nil
 	})
 }
 
 // RewordClaims rewrites the texts of node id's constraint claims as
-// rewrite says, as a hand that edits a record (and fixes its checksum)
-// would.
+// rewrite says.
 func RewordClaims(db *DB, session string, id uint64, rewrite func(string) string) error {
-	return db.update(func(tx *bolt.Tx) error {
-		ss, err := db.openSess(tx, session)
-		if err != nil {
-			return err
-		}
-		r, err := ss.nodeRecord(id)
-		if err != nil {
-			return err
-		}
+	return editNode(db, session, id, func(r *nodeRec) error {
 		if len(r.Claims.Constraints) == 0 {
 			return errors.Newf("node %d claims no constraint", id)
 		}
@@ -143,6 +137,6 @@ func RewordClaims(db *DB, session string, id uint64, rewrite func(string) string
 		if f != nil {
 			r.setFacts(f)
 		}
-		return ss.putNodeRecord(&r)
+		return nil
 	})
 }

@@ -291,19 +291,12 @@ func loneSurrogate(b []byte) (field, esc string, found bool) {
 				i++ // \n, \", \\ …: one escaped byte
 				continue
 			}
-			r, ok := hex4(b, i+2)
+			n, lone, ok := SurrogateEscape(b, i)
 			if !ok {
 				continue // not valid JSON: the decoder refused it already
 			}
-			switch {
-			case r >= 0xd800 && r < 0xdc00:
-				if lo, ok := hex4(b, i+8); ok && b[i+6] == '\\' && b[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
-					i += 11 // a pair: one rune
-					continue
-				}
-			case r >= 0xdc00 && r < 0xe000:
-			default:
-				i += 5
+			if !lone {
+				i += n - 1
 				continue
 			}
 			var name string
@@ -314,6 +307,26 @@ func loneSurrogate(b []byte) (field, esc string, found bool) {
 		}
 	}
 	return "", "", false
+}
+
+// SurrogateEscape reads the \u escape at b[i:] (b[i] is '\\', b[i+1] is
+// 'u'): n is the bytes it spans (12 for a surrogate pair, else 6) and lone
+// whether it is a surrogate without its pair — what JSON decoders silently
+// turn into U+FFFD. ok is false when four hex digits do not follow.
+func SurrogateEscape(b []byte, i int) (n int, lone, ok bool) {
+	r, ok := hex4(b, i+2)
+	switch {
+	case !ok:
+		return 0, false, false
+	case r >= 0xd800 && r < 0xdc00:
+		if lo, ok := hex4(b, i+8); ok && b[i+6] == '\\' && b[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+			return 12, false, true
+		}
+		return 6, true, true
+	case r >= 0xdc00 && r < 0xe000:
+		return 6, true, true
+	}
+	return 6, false, true
 }
 
 // hex4 returns the value of the four hex digits at b[i:i+4].

@@ -337,42 +337,14 @@ func replacements(raw []byte) int {
 			i++ // \n, \", \\ …: one escaped byte
 			continue
 		}
-		r, ok := hex4(raw, i+2)
-		switch {
-		case !ok:
-		case r >= 0xd800 && r < 0xdc00:
-			if lo, ok := hex4(raw, i+8); ok && raw[i+6] == '\\' && raw[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
-				i += 11 // a pair: one rune
-				continue
-			}
-			n++
-		case r >= 0xdc00 && r < 0xe000:
+		w, lone, ok := tier.SurrogateEscape(raw, i)
+		if !ok {
+			continue
+		}
+		if lone {
 			n++
 		}
-		if ok {
-			i += 5
-		}
+		i += w - 1
 	}
 	return n
-}
-
-// hex4 returns the value of the four hex digits at b[i:i+4].
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }

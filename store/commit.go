@@ -22,6 +22,9 @@ type Summary struct {
 	Claims     tier.Claims
 	Summarizer string // its name, recorded on the node
 	Attempt    int    // 0 for the first try, n for the n-th retry
+	// Repairs is the audit id of the refused attempt whose missing claims
+	// Claims, computed from the raw span, make good; 0 for none.
+	Repairs uint64
 }
 
 // CommitResult says what a Commit wrote. For a refused compaction Node is

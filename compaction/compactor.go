@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 
@@ -46,6 +47,17 @@ type Options struct {
 	// Retries is how many times a refused summary is asked for again, from
 	// the raw span, told what was missing. 0 = no retry.
 	Retries int
+	// Repair, after the last attempt is refused, commits the summarizer's
+	// narrative with the claims the store computed from the raw span
+	// (tier.Required.Claims), validated as usual, in place of the refusal.
+	// The refused attempts' audit records stay, and the node's summary
+	// names the last one (store.Summary.Repairs), so the summarizer's losses
+	// stay counted while the agent resumes from the node, not from raw. An
+	// answer that could not be used at all (marker.ClassOutput) is repaired
+	// with Extractive's narrative. This is the one repair the design allows:
+	// at compaction time, from the raw log, while it is resident. false =
+	// a refusal stands and resume falls back to the checkpoint.
+	Repair bool
 }
 
 // Compactor runs compactions on a store under a policy.
@@ -85,6 +97,12 @@ type Result struct {
 	// Refused is the validation failure of the last attempt, when no marker
 	// was committed.
 	Refused *marker.InvalidError
+
+	// Repaired is, for a node committed by Options.Repair, the audit id of
+	// the refused attempt it repairs; Missed is what that attempt lacked,
+	// as its audit record lists it. 0 and nil otherwise.
+	Repaired uint64
+	Missed   []marker.Failure
 }
 
 // Committed reports whether a node and marker were committed.
@@ -208,11 +226,13 @@ func (c *Compactor) Recompact(ctx context.Context, session string, node uint64, 
 }
 
 // compact summarizes and commits one plan, retrying a refused summary from
-// the raw span up to Options.Retries times.
+// the raw span up to Options.Retries times, then repairing the last refusal
+// when Options.Repair says so.
 func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, error) {
 	r := Result{Session: plan.Session, Kind: plan.Kind, Depth: plan.Depth, From: plan.From, To: plan.To}
 	in := &Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
 		Events: plan.Events, Children: plan.Children, Required: plan.Required}
+	name := c.opts.Summarizer.Name()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return r, err
@@ -220,7 +240,7 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 		in.Attempt = attempt
 		out, err := c.opts.Summarizer.Summarize(ctx, in)
 		r.Attempts++
-		sum := store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: c.opts.Summarizer.Name(), Attempt: attempt}
+		sum := store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: name, Attempt: attempt}
 		var cr store.CommitResult
 		var unusable *UnusableOutputError
 		switch {
@@ -229,28 +249,69 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 		case errors.As(err, &unusable) && ctx.Err() == nil:
 			// Refused like a summary that fails the conditions: a
 			// checkpoint and an audit record saying why.
-			cr, err = c.db.Refuse(plan, store.Summary{Summarizer: sum.Summarizer, Attempt: attempt}, marker.Failure{
+			cr, err = c.db.Refuse(plan, store.Summary{Summarizer: name, Attempt: attempt}, marker.Failure{
 				Class: marker.ClassOutput, Item: unusable.Reason, Detail: clip(err.Error(), maxOutputDetail)})
+			// A repair has no narrative of the model's to keep.
+			out.Narrative = ""
 		default:
-			return r, errors.Wrapf(err, "compaction: summarizer %s on seq %d..%d", c.opts.Summarizer.Name(), plan.From, plan.To)
+			return r, errors.Wrapf(err, "compaction: summarizer %s on seq %d..%d", name, plan.From, plan.To)
 		}
 		var ie *marker.InvalidError
 		switch {
 		case err == nil:
-			r.Node, r.Marker, r.Checkpoint = cr.Node.ID, cr.Marker, cr.Checkpoint
-			r.InvalidatedMarkers, r.InvalidatedCheckpoints = cr.InvalidatedMarkers, cr.InvalidatedCheckpoints
-			r.Refused = nil
+			r.accepted(&cr)
 			return r, nil
 		case errors.As(err, &ie):
 			r.Checkpoint, r.Refused = cr.Checkpoint, ie
-			if attempt >= c.opts.Retries {
-				return r, nil
+			if attempt < c.opts.Retries {
+				in.Missing = ie.Failures
+				continue
 			}
-			in.Missing = ie.Failures
+			if c.opts.Repair && cr.Refusal != nil {
+				return c.repair(ctx, plan, in, r, out.Narrative, cr.Refusal, attempt+1)
+			}
+			return r, nil
 		default:
 			return r, err
 		}
 	}
+}
+
+// repair commits, after refusal (the last attempt's audit record), the
+// claims the store computed from the raw span with narrative: the
+// summarizer's, or Extractive's when it gave none or one over the size
+// limits (Options.Repair).
+func (c *Compactor) repair(ctx context.Context, plan *store.Plan, in *Input, r Result, narrative string, refusal *store.Refusal, attempt int) (Result, error) {
+	claims := plan.Required.Claims()
+	if narrative == "" || slices.ContainsFunc(refusal.Failures, func(f marker.Failure) bool { return f.Class == marker.ClassSize }) {
+		out, err := Extractive{}.Summarize(ctx, in)
+		if err != nil {
+			return r, err
+		}
+		narrative = out.Narrative
+	}
+	cr, err := c.db.Commit(plan, store.Summary{Narrative: narrative, Claims: claims, Summarizer: c.opts.Summarizer.Name(),
+		Attempt: attempt, Repairs: refusal.ID})
+	var ie *marker.InvalidError
+	switch {
+	case err == nil:
+		r.accepted(&cr)
+		r.Repaired, r.Missed = refusal.ID, refusal.Failures
+		return r, nil
+	case errors.As(err, &ie):
+		// The claims from raw are refused too (over the size limits): the
+		// refusal stands, now recorded twice.
+		r.Checkpoint, r.Refused = cr.Checkpoint, ie
+		return r, nil
+	}
+	return r, err
+}
+
+// accepted records a committed node in r.
+func (r *Result) accepted(cr *store.CommitResult) {
+	r.Node, r.Marker, r.Checkpoint = cr.Node.ID, cr.Marker, cr.Checkpoint
+	r.InvalidatedMarkers, r.InvalidatedCheckpoints = cr.InvalidatedMarkers, cr.InvalidatedCheckpoints
+	r.Refused = nil
 }
 
 // maxOutputDetail bounds the detail an unusable answer leaves in the audit:

@@ -24,45 +24,102 @@ const DropResolved = "resolved"
 // the order it draws them.
 var ProbabilisticClasses = []string{DropOpen, DropResolved, DropNegatives, DropConstraints, DropArtifacts}
 
-// ErrBadRate is returned for a drop probability outside [0, 1].
-var ErrBadRate = errors.New("compaction: drop rate must be in [0, 1]")
+// ErrBadRate is returned for a drop probability or a stickiness outside
+// [0, 1], and ErrBadScale for a negative or infinite bias or pressure.
+var (
+	ErrBadRate  = errors.New("compaction: drop rate must be in [0, 1]")
+	ErrBadScale = errors.New("compaction: bias and pressure must be finite and 0 or more")
+)
+
+// Defaults of Probabilistic's forgetting model, as strata eval uses them.
+const (
+	// DefaultBias drops negatives and artifacts at twice the others' rate:
+	// an assumption, not a measurement — models are seen to drop negative
+	// state ("tried X, it failed") and side products first, and no figure
+	// for how much more often is at hand.
+	DefaultBias = 2
+	// DefaultStickiness re-drops, on a retry, 7 in 10 of the facts the last
+	// attempt dropped whatever their rate: a fact a model left out once it
+	// mostly leaves out again.
+	DefaultStickiness = 0.7
+	// DefaultPressureFacts is the median number of required facts of an L1
+	// span on the 273 real sessions of shared/data/real under strata eval's
+	// documented policy (a span every 20 events or 40 turns: 289 spans,
+	// median 3, mean 3.2): at that size pressure doubles the drop rate.
+	DefaultPressureFacts = 3
+)
 
 // Probabilistic is a deterministic stand-in for a model that forgets: it
-// carries the required claims but drops each required fact independently
-// with probability Rate (or Rates[class]), the way a fluency-tuned model
-// forgets some facts some of the time. Like Lossy, it mentions dropped
-// dispositions in passing, without their state.
+// carries the required claims but drops some, fact by fact, the way a
+// fluency-tuned model forgets some facts some of the time. Like Lossy, it
+// mentions dropped dispositions in passing, without their state.
+//
+// The forgetting model, for a span requiring n facts (n counts every
+// required fact of every class):
+//
+//   - Rate per class. A fact of class c has the base rate Rates[c] when
+//     set, else Rate — times Bias for negatives and artifacts
+//     (DropNegatives, DropArtifacts), which models drop more often.
+//   - Pressure. The more a span asks to carry, the more is lost: the rate
+//     becomes q = min(1, base · (1 + n/PressureFacts)), so a span of
+//     PressureFacts facts doubles it and one of three times as many
+//     quadruples it. PressureFacts 0 turns pressure off (q = base).
+//   - First attempt: each fact is dropped independently with its q.
+//   - Retry (Input.Attempt ≥ 1): every fact the last attempt was not
+//     refused for is carried; a fact named in Input.Missing is dropped again
+//     with probability s = ρ + (1 − ρ)·q, ρ = Stickiness: with probability ρ
+//     the drop sticks (the model cannot or will not carry that fact), else
+//     it is drawn afresh. ρ = 0 makes retries independent draws.
+//
+// So a fact is still missing after r retries with probability q·s^r, and a
+// span is refused after r retries with probability 1 − ∏(1 − q_i·s_i^r)
+// over its facts (RefusalProbability).
 //
 // Drops are reproducible: the coins for one attempt at one span are drawn
 // from a PCG generator seeded with Seed and a hash of the session, the
-// span's depth and bounds and the attempt number, in a fixed order of the
-// required facts (by class, then by id or key). So the same seed, session
-// and span give the same drops whatever order spans are summarized in.
-//
-// On a retry (Input.Attempt ≥ 1) it carries every required fact the last
-// attempt was not refused for, and drops each fact named in Input.Missing
-// again with its probability: a model re-asked for what it forgot mostly
-// gets it right. A fact is therefore still missing after r retries with
-// probability p^(r+1), and a span with required facts of probabilities p_i
-// is refused after r retries with probability 1 − ∏(1 − p_i^(r+1))
-// (RefusalProbability).
+// span's depth and bounds and the attempt number, one coin per candidate
+// fact in a fixed order of the required facts (by class, then by id or
+// key), whatever its rate. So the same seed, session and span give the same
+// drops whatever order spans are summarized in, and two models that differ
+// only in their rates draw the same coins (their runs are paired).
 type Probabilistic struct {
-	// Rate is the drop probability of every fact whose class has no entry
-	// in Rates; 0 drops nothing.
+	// Rate is the base drop probability of every fact whose class has no
+	// entry in Rates; 0 drops nothing.
 	Rate float64
-	// Rates overrides Rate per class (ProbabilisticClasses); nil for none.
+	// Rates overrides the base rate per class (ProbabilisticClasses), Bias
+	// not applied; nil for none.
 	Rates map[string]float64
+	// Bias multiplies Rate for negatives and artifacts; 0 means 1 (no
+	// bias). DefaultBias is strata eval's.
+	Bias float64
+	// Stickiness is ρ: the chance that a fact dropped by the last attempt
+	// is dropped again on a retry whatever its rate; 0 = drawn afresh.
+	Stickiness float64
+	// PressureFacts is the number of required facts at which a span's drop
+	// rates double (see above); 0 = no pressure.
+	PressureFacts float64
 	// Seed selects the drops; runs with the same seed drop the same facts.
 	Seed uint64
 }
 
-// NewProbabilistic returns a Probabilistic dropping each fact with
-// probability rate, rates overriding it per class, drawn from seed.
-func NewProbabilistic(rate float64, rates map[string]float64, seed uint64) (*Probabilistic, error) {
-	if !validRate(rate) {
-		return nil, errors.Wrapf(ErrBadRate, "%v", rate)
+// NewProbabilistic returns a copy of p after checking its values: rates and
+// Stickiness in [0, 1], classes in ProbabilisticClasses, Bias and
+// PressureFacts not negative.
+func NewProbabilistic(p Probabilistic) (*Probabilistic, error) {
+	if !validRate(p.Rate) {
+		return nil, errors.Wrapf(ErrBadRate, "%v", p.Rate)
 	}
-	p := &Probabilistic{Rate: rate, Seed: seed}
+	if !validRate(p.Stickiness) {
+		return nil, errors.Wrapf(ErrBadRate, "stickiness %v", p.Stickiness)
+	}
+	if !(p.Bias >= 0) || math.IsInf(p.Bias, 0) {
+		return nil, errors.Wrapf(ErrBadScale, "bias %v", p.Bias)
+	}
+	if !(p.PressureFacts >= 0) || math.IsInf(p.PressureFacts, 0) {
+		return nil, errors.Wrapf(ErrBadScale, "pressure %v facts", p.PressureFacts)
+	}
+	rates := p.Rates
+	p.Rates = nil
 	for c, r := range rates {
 		if !slices.Contains(ProbabilisticClasses, c) {
 			return nil, errors.WithHintf(errors.Wrapf(ErrUnknownDrop, "%q", c), "use one of %s", strings.Join(ProbabilisticClasses, ", "))
@@ -75,7 +132,7 @@ func NewProbabilistic(rate float64, rates map[string]float64, seed uint64) (*Pro
 		}
 		p.Rates[c] = r
 	}
-	return p, nil
+	return &p, nil
 }
 
 func validRate(r float64) bool { return r >= 0 && r <= 1 && !math.IsNaN(r) }
@@ -83,21 +140,43 @@ func validRate(r float64) bool { return r >= 0 && r <= 1 && !math.IsNaN(r) }
 // Name returns "probabilistic".
 func (p *Probabilistic) Name() string { return "probabilistic" }
 
-// RateOf returns the drop probability of a fact of class c.
+// RateOf returns the base drop probability of a fact of class c: Rates[c],
+// else Rate, times Bias for negatives and artifacts.
 func (p *Probabilistic) RateOf(c string) float64 {
 	if r, ok := p.Rates[c]; ok {
 		return r
 	}
+	if p.Bias > 0 && (c == DropNegatives || c == DropArtifacts) {
+		return min(1, p.Rate*p.Bias)
+	}
 	return p.Rate
+}
+
+// DropRate returns the probability q that a fact of class c is dropped on
+// the first attempt at a span requiring n facts: RateOf(c) under pressure.
+func (p *Probabilistic) DropRate(c string, n int) float64 {
+	q := p.RateOf(c)
+	if p.PressureFacts > 0 {
+		q *= 1 + float64(n)/p.PressureFacts
+	}
+	return min(1, q)
+}
+
+// redropRate returns the probability that a fact of rate q that the last
+// attempt dropped is dropped again.
+func (p *Probabilistic) redropRate(q float64) float64 {
+	return p.Stickiness + (1-p.Stickiness)*q
 }
 
 // RefusalProbability returns the probability that the store refuses
 // Probabilistic's summary of a span requiring req after retries retries:
-// 1 − ∏ over the required facts of (1 − p^(retries+1)).
+// 1 − ∏ over the required facts of (1 − q·s^retries).
 func (p *Probabilistic) RefusalProbability(req *tier.Required, retries int) float64 {
+	facts := requiredFacts(req)
 	keep := 1.0
-	for _, f := range requiredFacts(req) {
-		keep *= 1 - math.Pow(p.RateOf(f.class), float64(retries+1))
+	for _, f := range facts {
+		q := p.DropRate(f.class, len(facts))
+		keep *= 1 - q*math.Pow(p.redropRate(q), float64(retries))
 	}
 	return 1 - keep
 }
@@ -125,7 +204,8 @@ const (
 )
 
 // requiredFacts lists req's facts in ProbabilisticClasses order, each list
-// in its (sorted) order.
+// in its (sorted) order. A new list of required facts is one line here and
+// one in Summarize's claims.
 func requiredFacts(req *tier.Required) []fact {
 	out := make([]fact, 0, req.Count())
 	for i, o := range req.Unresolved {
@@ -173,14 +253,19 @@ func (p *Probabilistic) Summarize(_ context.Context, in *Input) (Output, error) 
 		}
 	}
 	r := p.rng(in)
+	facts := requiredFacts(req)
 	dropped := map[factList]map[int]bool{}
-	for _, f := range requiredFacts(req) {
+	for _, f := range facts {
 		if missing != nil && !missing[marker.Failure{Class: f.reason, Item: f.item}] {
 			continue // carried: the last attempt was not refused for it
 		}
+		q := p.DropRate(f.class, len(facts))
+		if missing != nil {
+			q = p.redropRate(q)
+		}
 		// One draw per candidate fact, whatever its rate, so that a
 		// per-class rate does not shift the other facts' coins.
-		if r.Float64() < p.RateOf(f.class) {
+		if r.Float64() < q {
 			if dropped[f.list] == nil {
 				dropped[f.list] = map[int]bool{}
 			}

@@ -39,9 +39,16 @@ func summarize(t testing.TB, s compaction.Summarizer, in *compaction.Input) comp
 	return out
 }
 
+// mustProbabilistic returns the independent model: no bias, no pressure,
+// no stickiness.
 func mustProbabilistic(t testing.TB, rate float64, rates map[string]float64, seed uint64) *compaction.Probabilistic {
 	t.Helper()
-	p, err := compaction.NewProbabilistic(rate, rates, seed)
+	return mustModel(t, compaction.Probabilistic{Rate: rate, Rates: rates, Seed: seed})
+}
+
+func mustModel(t testing.TB, m compaction.Probabilistic) *compaction.Probabilistic {
+	t.Helper()
+	p, err := compaction.NewProbabilistic(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +107,12 @@ func TestProbabilistic_Reproducible(t *testing.T) {
 	}
 }
 
-// TestProbabilistic_Retry: a retry carries everything the last attempt was
-// not refused for, and drops each missing fact again with probability p.
-func TestProbabilistic_Retry(t *testing.T) {
-	p := mustProbabilistic(t, 0.5, nil, 9)
-	dropped, redropped := 0, 0
+// retryCounts summarizes 200 spans of 4 facts per class with p, then retries
+// each once, told what was missing, and returns the facts dropped by the
+// first attempts and again by the retries. It fails t if a retry drops a
+// fact its first attempt carried.
+func retryCounts(t *testing.T, p *compaction.Probabilistic) (dropped, redropped int) {
+	t.Helper()
 	for span := uint64(0); span < 200; span++ {
 		in := spanOf("s", 1+10*span, 4)
 		first := missing(in, summarize(t, p, in))
@@ -122,14 +130,81 @@ func TestProbabilistic_Retry(t *testing.T) {
 			}
 		}
 	}
-	// 200 spans × 20 facts at p = 0.5: 2000 ± 4σ (σ ≈ 22) dropped, half of
-	// them again.
-	if math.Abs(float64(dropped)-2000) > 4*math.Sqrt(4000*0.25) {
-		t.Errorf("%d of 4000 facts dropped at p=0.5", dropped)
+	return dropped, redropped
+}
+
+// within fails t unless got is within 4σ of a binomial count of n trials at
+// probability q. The coins are seeded, so the check is deterministic: it
+// cannot flake, and 4σ makes it robust to any change of seed.
+func within(t *testing.T, what string, got, n int, q float64) {
+	t.Helper()
+	e := float64(n) * q
+	if sigma := math.Sqrt(e * (1 - q)); math.Abs(float64(got)-e) > 4*sigma+1e-9 {
+		t.Errorf("%s: %d of %d, want %.1f ± %.1f", what, got, n, e, sigma)
 	}
-	if e := float64(dropped) / 2; math.Abs(float64(redropped)-e) > 4*math.Sqrt(e/2) {
-		t.Errorf("%d of %d missing facts dropped again at p=0.5", redropped, dropped)
+}
+
+// TestProbabilistic_Retry: a retry carries everything the last attempt was
+// not refused for, and with no stickiness drops each missing fact again
+// with its rate.
+func TestProbabilistic_Retry(t *testing.T) {
+	dropped, redropped := retryCounts(t, mustProbabilistic(t, 0.5, nil, 9))
+	within(t, "dropped at p=0.5", dropped, 4000, 0.5)
+	within(t, "dropped again at p=0.5, ρ=0", redropped, dropped, 0.5)
+}
+
+// TestProbabilistic_Sticky: with stickiness ρ a missing fact is dropped
+// again with probability ρ + (1−ρ)·p; the first attempt is the same as
+// without stickiness (the same coins).
+func TestProbabilistic_Sticky(t *testing.T) {
+	indep := mustProbabilistic(t, 0.1, nil, 9)
+	sticky := mustModel(t, compaction.Probabilistic{Rate: 0.1, Stickiness: 0.7, Seed: 9})
+	in := spanOf("s", 1, 10)
+	if a, b := summarize(t, indep, in), summarize(t, sticky, in); !reflect.DeepEqual(a, b) {
+		t.Fatal("stickiness changed a first attempt")
 	}
+	dropped, redropped := retryCounts(t, sticky)
+	within(t, "dropped at p=0.1", dropped, 4000, 0.1)
+	within(t, "dropped again at p=0.1, ρ=0.7", redropped, dropped, 0.7+0.3*0.1)
+	if _, again := retryCounts(t, mustModel(t, compaction.Probabilistic{Rate: 0.1, Stickiness: 1, Seed: 9})); again != dropped {
+		t.Errorf("ρ=1: %d of %d missing facts dropped again, want all", again, dropped)
+	}
+}
+
+// TestProbabilistic_BiasAndPressure: negatives and artifacts are dropped at
+// Bias times the rate, and every rate grows with the span's required facts.
+func TestProbabilistic_BiasAndPressure(t *testing.T) {
+	m := mustModel(t, compaction.Probabilistic{Rate: 0.05, Bias: 3, PressureFacts: 10, Seed: 5,
+		Rates: map[string]float64{compaction.DropConstraints: 0.2}})
+	for _, tc := range []struct {
+		class string
+		n     int
+		want  float64
+	}{
+		{compaction.DropOpen, 0, 0.05},
+		{compaction.DropResolved, 10, 0.1},
+		{compaction.DropNegatives, 0, 0.15},
+		{compaction.DropArtifacts, 20, 0.45},
+		{compaction.DropConstraints, 10, 0.4}, // Rates: no bias, pressure still
+		{compaction.DropNegatives, 1000, 1},   // capped
+	} {
+		if got := m.DropRate(tc.class, tc.n); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("DropRate(%s, %d) = %v, want %v", tc.class, tc.n, got, tc.want)
+		}
+	}
+	// Measured: 400 spans of 4 facts per class (n = 20, pressure ×3).
+	count := map[string]int{}
+	for span := uint64(0); span < 400; span++ {
+		in := spanOf("s", 1+10*span, 4)
+		for _, f := range missing(in, summarize(t, m, in)) {
+			count[f.Class]++
+		}
+	}
+	within(t, "negatives dropped", count[marker.ClassRetention], 1600, 0.45)
+	within(t, "artifacts dropped", count[marker.ClassArtifact], 1600, 0.45)
+	within(t, "constraints dropped", count[marker.ClassConstraint], 1600, 0.6)
+	// Open and resolved calls both fail as closure.
+	within(t, "calls dropped", count[marker.ClassClosure], 3200, 0.15)
 }
 
 func TestProbabilistic_RefusalProbability(t *testing.T) {
@@ -146,22 +221,36 @@ func TestProbabilistic_RefusalProbability(t *testing.T) {
 	if got := p.RefusalProbability(&tier.Required{From: 1, To: 2}, 0); got != 0 {
 		t.Errorf("no facts: %v", got)
 	}
+	// Bias 2, pressure ×2 (5 facts, PressureFacts 5), ρ = 0.5: calls and
+	// constraints at q = 0.2, negatives and artifacts at 0.4; a missing
+	// fact is dropped again at s = 0.5 + 0.5q.
+	m := mustModel(t, compaction.Probabilistic{Rate: 0.1, Bias: 2, PressureFacts: 5, Stickiness: 0.5, Seed: 1})
+	miss := func(q float64, r int) float64 { return q * math.Pow(0.5+0.5*q, float64(r)) }
+	for _, r := range []int{0, 1, 3} {
+		want := 1 - math.Pow(1-miss(0.2, r), 3)*math.Pow(1-miss(0.4, r), 2)
+		if got := m.RefusalProbability(&in.Required, r); math.Abs(got-want) > 1e-12 {
+			t.Errorf("biased, pressed, sticky, retries %d: %v, want %v", r, got, want)
+		}
+	}
 }
 
 func TestNewProbabilistic_Errors(t *testing.T) {
 	for _, tc := range []struct {
-		rate  float64
-		rates map[string]float64
-		want  error
+		m    compaction.Probabilistic
+		want error
 	}{
-		{-0.1, nil, compaction.ErrBadRate},
-		{1.5, nil, compaction.ErrBadRate},
-		{math.NaN(), nil, compaction.ErrBadRate},
-		{0.1, map[string]float64{"nope": 0.1}, compaction.ErrUnknownDrop},
-		{0.1, map[string]float64{compaction.DropOpen: 2}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: -0.1}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: 1.5}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: math.NaN()}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: 0.1, Rates: map[string]float64{"nope": 0.1}}, compaction.ErrUnknownDrop},
+		{compaction.Probabilistic{Rate: 0.1, Rates: map[string]float64{compaction.DropOpen: 2}}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: 0.1, Stickiness: 1.1}, compaction.ErrBadRate},
+		{compaction.Probabilistic{Rate: 0.1, Bias: -1}, compaction.ErrBadScale},
+		{compaction.Probabilistic{Rate: 0.1, Bias: math.Inf(1)}, compaction.ErrBadScale},
+		{compaction.Probabilistic{Rate: 0.1, PressureFacts: math.NaN()}, compaction.ErrBadScale},
 	} {
-		if _, err := compaction.NewProbabilistic(tc.rate, tc.rates, 1); !errors.Is(err, tc.want) {
-			t.Errorf("NewProbabilistic(%v, %v): %v, want %v", tc.rate, tc.rates, err, tc.want)
+		if _, err := compaction.NewProbabilistic(tc.m); !errors.Is(err, tc.want) {
+			t.Errorf("NewProbabilistic(%+v): %v, want %v", tc.m, err, tc.want)
 		}
 	}
 }

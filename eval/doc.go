@@ -1,22 +1,32 @@
 // Package eval measures strata's promise on recorded sessions: what a
-// summary committed without validation loses, and what validation costs.
+// summary committed without validation loses, what validation costs, and
+// what repairing a refused summary from raw at compaction time gives back.
 //
-// Run replays each session twice, event by event, into temporary databases,
-// compacting under a policy with a compaction.Probabilistic summarizer (each
-// required fact dropped independently with probability p, reproducibly from
-// a seed):
+// Run replays each session event by event into temporary databases,
+// compacting under a policy with a compaction.Probabilistic summarizer — a
+// stand-in for a model that forgets: each required fact dropped with a
+// probability that is higher for negatives and artifacts (Bias), grows with
+// the facts the span requires (PressureFacts) and, on a retry, sticks to
+// the facts dropped before (Stickiness), all reproducible from a seed —
+// through three arms:
 //
 //   - naive — as every compaction scheme in the field works today: each
 //     summary is committed and trusted without validation
 //     (store.DB.CommitUnchecked, no retries);
-//   - strata — as built: compaction.Compactor, which commits a marker only
-//     when the summary carries the required claims, re-asking the
-//     summarizer from the raw span up to Retries times.
+//   - strata-refuse — as built: compaction.Compactor, which commits a marker
+//     only when the summary carries the required claims, re-asking the
+//     summarizer from the raw span up to Retries times; a summary still
+//     refused leaves the span to resume from the raw checkpoint;
+//   - strata-repair — the same with compaction.Options.Repair: after the
+//     last refused retry the summarizer's narrative is committed with the
+//     claims the store computed from the raw span.
 //
-// Both arms see the same summarizer and the same seed, so they are asked
-// for the same spans the same way until strata's first refusal makes its
-// spans differ (a refused L1 span is asked for again, longer, at the next
-// boundary).
+// Options.DropRates, Stickiness and Retries make a grid: every combination
+// runs every arm, side by side on the same sessions (an arm with no retry
+// does not depend on the stickiness and runs once per drop rate). All arms
+// see the same summarizer and seed, so they are asked for the same spans the
+// same way until a refusal makes strata-refuse's spans differ (a refused L1
+// span is asked for again, longer, at the next boundary).
 //
 // After every compaction round — each append after which the compactor
 // made at least one node or refusal — Run resumes the session
@@ -57,18 +67,22 @@
 //     counts the latter label. A refused fold keeps its children, which
 //     still cover the span: it is a refusal, not a fallback.
 //   - Refusals per reason class: every refused attempt in the store's audit
-//     counts once in each class it failed (strata); for naive, the markers
-//     committed whose node would have failed validation (Unsound), per
-//     class.
+//     counts once in each class it failed (strata arms; strata-repair's
+//     repaired attempts included, so the summarizer's losses stay
+//     measured); for naive, the markers committed whose node would have
+//     failed validation (Unsound), per class. Arm.Refused counts the
+//     compactions still refused after the retries, Arm.Repaired those
+//     strata-repair committed from raw.
 //   - Context size: tier.EstimateTokens of the resumed context's text
 //     rendering, against that of the raw log 1..head rendered as a context
 //     with no nodes (a checkpoint at seq 0).
 //
-// The harness is checked by its own prediction: for each compaction the
-// strata arm asks for, compaction.Probabilistic.RefusalProbability gives the
-// chance that it ends refused after the retries, from the number of facts
-// the span requires; Arm.PredictedRefused sums it (and Arm.PredictedVar the
-// Bernoulli variances), to compare with Arm.Refused.
+// The harness and the model are checked by their own prediction: for each
+// compaction an arm asks for, compaction.Probabilistic.RefusalProbability
+// gives the chance that it ends refused after the retries (for
+// strata-repair: repaired; for naive: unsound), from the span's required
+// facts; Arm.PredictedRefused sums it (and Arm.PredictedVar the Bernoulli
+// variances), to compare with the counts measured.
 //
 // # Caveats
 //
@@ -76,4 +90,9 @@
 // store.Options{NoSync: true} in a temporary directory, removed afterwards.
 // A naive database fails store.Verify by design (Verify re-validates every
 // root's claims); Options.Verify checks the strata databases only.
+//
+// A fold refused once keeps the roots before it out of later folds (the
+// store's rule for refused folds), and a fold that was refused and then
+// committed — retried or repaired — does too: the strata arms can make
+// fewer deep nodes than naive over the same spans.
 package eval

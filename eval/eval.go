@@ -22,29 +22,42 @@ import (
 
 // Arm names.
 const (
-	ArmNaive  = "naive"
-	ArmStrata = "strata"
+	// ArmNaive commits every summary unchecked, as compaction schemes in
+	// the field do.
+	ArmNaive = "naive"
+	// ArmRefuse is strata as built: a refused summary stays refused after
+	// the retries, and resume falls back to the raw checkpoint.
+	ArmRefuse = "strata-refuse"
+	// ArmRepair is strata with compaction.Options.Repair: after the last
+	// refused retry the claims computed from raw are committed with the
+	// summarizer's narrative.
+	ArmRepair = "strata-repair"
 )
 
 // ErrBadOptions is returned by Run for options it cannot run with.
 var ErrBadOptions = errors.New("eval: bad options")
 
 // Options configures Run. The zero value runs a drop rate of 0 (nothing
-// dropped) under a zero policy (nothing compacted): set Policy and DropRate.
+// dropped) under a zero policy (nothing compacted): set Policy and
+// DropRates.
 type Options struct {
 	// Policy says when to compact, as compaction.Policy; a zero Budget
 	// means compaction.DefaultBudget.
 	Policy compaction.Policy
-	// DropRate is the probability that the summarizer drops each required
-	// fact; Rates overrides it per class (compaction.ProbabilisticClasses).
-	DropRate float64
-	Rates    map[string]float64
-	// Seed selects the drops (compaction.Probabilistic.Seed).
-	Seed uint64
-	// Retries lists the strata arm's retry counts: one strata run per
-	// value, so that the fallback-versus-retries curve can be read off. Nil
-	// means {0}. The naive arm never retries: it never refuses.
+	// Model is the summarizer's forgetting model. Its Rate and Stickiness
+	// are replaced by each cell's of the grid (DropRates × Stickiness);
+	// its Rates, Bias, PressureFacts and Seed hold in every cell.
+	Model compaction.Probabilistic
+	// DropRates lists the base drop rates p to run (nil: {Model.Rate}), and
+	// Stickiness the ρ of the retries (nil: {Model.Stickiness}).
+	DropRates  []float64
+	Stickiness []float64
+	// Retries lists the strata arms' retry counts: one run of each strata
+	// arm per value. Nil means {0}. The naive arm never retries: it never
+	// refuses. An arm with no retry does not depend on ρ and runs once per p.
 	Retries []int
+	// Repair adds the strata-repair arm beside every strata-refuse arm.
+	Repair bool
 	// Parallel is how many runs (one arm of one session each) go at once;
 	// zero means GOMAXPROCS.
 	Parallel int
@@ -61,28 +74,39 @@ type Options struct {
 	// Verify runs store.Verify on every strata database after its run and
 	// makes any problem an error. (Naive databases fail Verify by design.)
 	Verify bool
+	// Progress, when not nil, is called after each run ends with the runs
+	// done and their total, from one goroutine at a time.
+	Progress func(done, total int)
 }
 
 // Arm is what one arm measured: per session, or summed over sessions.
 type Arm struct {
-	Arm     string `json:"arm"`     // ArmNaive or ArmStrata
-	Retries int    `json:"retries"` // strata: the retry count; naive: 0
+	Arm      string  `json:"arm"`       // ArmNaive, ArmRefuse or ArmRepair
+	DropRate float64 `json:"drop_rate"` // the base drop rate p
+	// Stickiness is the ρ the arm's retries ran with; an arm that never
+	// retries (naive, retries 0) does not depend on it and carries 0.
+	Stickiness float64 `json:"stickiness"`
+	Retries    int     `json:"retries"` // strata: the retry count; naive: 0
 
 	Compactions int `json:"compactions"` // compactions asked for (L1 spans and folds)
-	Committed   int `json:"committed"`   // nodes and markers committed
-	Refused     int `json:"refused"`     // compactions refused after every retry
+	Committed   int `json:"committed"`   // nodes and markers committed, repaired ones included
+	Refused     int `json:"refused"`     // compactions refused after every retry (and not repaired)
+	Repaired    int `json:"repaired"`    // strata-repair: compactions committed by the repair
 	Attempts    int `json:"attempts"`    // summarizer calls
 	// RefusedAttempts counts every refused attempt (the store's audit),
-	// retried ones included; RefusalsByClass counts each of them once in
-	// every reason class it failed. For naive, which refuses nothing, both
-	// count the markers committed whose node fails validation (Unsound).
+	// retried and repaired ones included; RefusalsByClass counts each of
+	// them once in every reason class it failed. For naive, which refuses
+	// nothing, both count the markers committed whose node fails validation
+	// (Unsound).
 	RefusedAttempts int            `json:"refused_attempts"`
 	RefusalsByClass map[string]int `json:"refusals_by_class"`
 	Unsound         int            `json:"unsound"` // naive: markers committed that validation would refuse
 	RequiredFacts   int            `json:"required_facts"`
-	// PredictedRefused is the expected number of refused compactions (for
-	// naive: of unsound markers) that independent drops predict from each
-	// compaction's required facts; PredictedVar is its variance.
+	// PredictedRefused is the expected number of compactions refused after
+	// the retries (strata-repair: repaired; naive: unsound markers) that
+	// the model predicts from each compaction's required facts
+	// (compaction.Probabilistic.RefusalProbability); PredictedVar is its
+	// variance.
 	PredictedRefused float64 `json:"predicted_refused"`
 	PredictedVar     float64 `json:"predicted_var"`
 
@@ -101,6 +125,7 @@ func (a *Arm) add(o *Arm) {
 	a.Compactions += o.Compactions
 	a.Committed += o.Committed
 	a.Refused += o.Refused
+	a.Repaired += o.Repaired
 	a.Attempts += o.Attempts
 	a.RefusedAttempts += o.RefusedAttempts
 	for c, n := range o.RefusalsByClass {
@@ -121,16 +146,24 @@ func (a *Arm) add(o *Arm) {
 	a.RawTokens += o.RawTokens
 }
 
-func newArm(name string, retries int) Arm {
-	return Arm{Arm: name, Retries: retries, RefusalsByClass: map[string]int{}}
+// empty returns an Arm with a's name and parameters and nothing counted.
+func (a *Arm) empty() Arm {
+	return Arm{Arm: a.Arm, DropRate: a.DropRate, Stickiness: a.Stickiness, Retries: a.Retries, RefusalsByClass: map[string]int{}}
 }
 
-// SessionReport is what both arms measured on one session.
+// Is reports whether a is the arm called name at drop rate p, stickiness
+// rho and retries retries (rho is not compared for an arm that does not
+// retry).
+func (a *Arm) Is(name string, p, rho float64, retries int) bool {
+	return a.Arm == name && a.DropRate == p && a.Retries == retries && (retries == 0 || a.Arm == ArmNaive || a.Stickiness == rho)
+}
+
+// SessionReport is what the arms measured on one session, in the order of
+// Report.Arms.
 type SessionReport struct {
 	Session string `json:"session"`
 	Events  int    `json:"events"`
-	Naive   Arm    `json:"naive"`
-	Strata  []Arm  `json:"strata"` // one per Options.Retries value
+	Arms    []Arm  `json:"arms"`
 }
 
 // Policy is the compaction policy as a report states it.
@@ -138,25 +171,92 @@ type Policy struct {
 	EveryTurns  int `json:"every_turns"`
 	EveryEvents int `json:"every_events"`
 	Fold        int `json:"fold"`
+	MaxRoots    int `json:"max_roots,omitempty"`
 	Budget      int `json:"budget"`
 }
 
-// Report is what Run measured: the totals, then each session.
-type Report struct {
-	Sessions int                `json:"sessions"`
-	Events   int                `json:"events"`
-	Policy   Policy             `json:"policy"`
-	DropRate float64            `json:"drop_rate"`
-	Rates    map[string]float64 `json:"rates,omitempty"`
-	Seed     uint64             `json:"seed"`
-	Retries  []int              `json:"retries"`
+// Model is the forgetting model as a report states it: what holds in every
+// cell of the grid.
+type Model struct {
+	Rates         map[string]float64 `json:"rates,omitempty"`
+	Bias          float64            `json:"bias"`
+	PressureFacts float64            `json:"pressure_facts"`
+	Seed          uint64             `json:"seed"`
+}
 
-	Naive      Arm             `json:"naive"`
-	Strata     []Arm           `json:"strata"` // one per Retries value
+// Report is what Run measured: the totals, one per arm, then each session.
+type Report struct {
+	Sessions   int       `json:"sessions"`
+	Events     int       `json:"events"`
+	Policy     Policy    `json:"policy"`
+	Model      Model     `json:"model"`
+	DropRates  []float64 `json:"drop_rates"`
+	Stickiness []float64 `json:"stickiness"`
+	Retries    []int     `json:"retries"`
+	Repair     bool      `json:"repair"`
+
+	// Arms lists the totals of every arm run: for each drop rate, naive,
+	// then for each retry count the strata-refuse and strata-repair arms —
+	// once for no retry, else once per stickiness.
+	Arms       []Arm           `json:"arms"`
 	PerSession []SessionReport `json:"per_session"`
 }
 
-// Run replays every session through both arms and returns what they
+// Find returns the arm of r that Arm.Is, or nil.
+func (r *Report) Find(name string, p, rho float64, retries int) *Arm {
+	for i := range r.Arms {
+		if r.Arms[i].Is(name, p, rho, retries) {
+			return &r.Arms[i]
+		}
+	}
+	return nil
+}
+
+// armSpec is one arm to run: its parameters and its summarizer.
+type armSpec struct {
+	arm Arm // parameters only
+	sum *compaction.Probabilistic
+}
+
+// arms lists the arms opts asks for, in Report.Arms order.
+func arms(opts *Options) ([]armSpec, error) {
+	var out []armSpec
+	for _, p := range opts.DropRates {
+		model := func(rho float64) (*compaction.Probabilistic, error) {
+			m := opts.Model
+			m.Rate, m.Stickiness = p, rho
+			s, err := compaction.NewProbabilistic(m)
+			return s, errmark.Mark(err, ErrBadOptions)
+		}
+		sum, err := model(0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, armSpec{Arm{Arm: ArmNaive, DropRate: p}, sum})
+		for _, r := range opts.Retries {
+			rhos := opts.Stickiness
+			if r == 0 {
+				rhos = []float64{0}
+			}
+			for _, rho := range rhos {
+				sum, err := model(rho)
+				if err != nil {
+					return nil, err
+				}
+				names := []string{ArmRefuse}
+				if opts.Repair {
+					names = append(names, ArmRepair)
+				}
+				for _, name := range names {
+					out = append(out, armSpec{Arm{Arm: name, DropRate: p, Stickiness: rho, Retries: r}, sum})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Run replays every session through every arm and returns what they
 // measured (see the package documentation). Sessions and arms run
 // concurrently, each in its own database; the report does not depend on
 // Parallel.
@@ -167,18 +267,38 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 	if opts.Retries == nil {
 		opts.Retries = []int{0}
 	}
+	if opts.DropRates == nil {
+		opts.DropRates = []float64{opts.Model.Rate}
+	}
+	if opts.Stickiness == nil {
+		opts.Stickiness = []float64{opts.Model.Stickiness}
+	}
 	for _, r := range opts.Retries {
 		if r < 0 {
 			return nil, errors.Wrapf(ErrBadOptions, "retries %d", r)
 		}
 	}
-	p := opts.Policy
-	if p.EveryTurns < 0 || p.EveryEvents < 0 || p.Fold < 0 || p.Fold == 1 {
-		return nil, errors.Wrapf(ErrBadOptions, "policy every %d turns, every %d events, fold %d", p.EveryTurns, p.EveryEvents, p.Fold)
+	for _, l := range []struct {
+		name string
+		n    int
+		dup  bool
+	}{
+		{"retries", len(opts.Retries), hasDup(opts.Retries)},
+		{"drop rates", len(opts.DropRates), hasDup(opts.DropRates)},
+		{"stickiness", len(opts.Stickiness), hasDup(opts.Stickiness)},
+	} {
+		if l.n == 0 || l.dup {
+			return nil, errors.Wrapf(ErrBadOptions, "%s: none, or one given twice", l.name)
+		}
 	}
-	sum, err := compaction.NewProbabilistic(opts.DropRate, opts.Rates, opts.Seed)
+	p := opts.Policy
+	if p.EveryTurns < 0 || p.EveryEvents < 0 || p.Fold < 0 || p.Fold == 1 || p.MaxRoots < 0 {
+		return nil, errors.Wrapf(ErrBadOptions, "policy every %d turns, every %d events, fold %d, max roots %d",
+			p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots)
+	}
+	specs, err := arms(&opts)
 	if err != nil {
-		return nil, errmark.Mark(err, ErrBadOptions)
+		return nil, err
 	}
 	parallel := opts.Parallel
 	if parallel <= 0 {
@@ -190,13 +310,13 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 	}
 	defer os.RemoveAll(dir)
 
-	rep := &Report{Sessions: len(sessions), Policy: Policy{p.EveryTurns, p.EveryEvents, p.Fold, p.Budget},
-		DropRate: opts.DropRate, Rates: sum.Rates, Seed: opts.Seed, Retries: slices.Clone(opts.Retries),
-		PerSession: make([]SessionReport, len(sessions))}
+	rep := &Report{Sessions: len(sessions), Policy: Policy{p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots, p.Budget},
+		Model:     Model{Rates: specs[0].sum.Rates, Bias: opts.Model.Bias, PressureFacts: opts.Model.PressureFacts, Seed: opts.Model.Seed},
+		DropRates: slices.Clone(opts.DropRates), Stickiness: slices.Clone(opts.Stickiness), Retries: slices.Clone(opts.Retries),
+		Repair: opts.Repair, PerSession: make([]SessionReport, len(sessions))}
 
-	// One job per arm of each session: naive, then strata per retry count.
+	// One job per arm of each session.
 	type job struct{ session, arm int }
-	arms := 1 + len(opts.Retries)
 	jobs := make(chan job)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -204,33 +324,30 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
+		done     int
 	)
+	total := len(sessions) * len(specs)
 	for i := range sessions {
-		rep.PerSession[i] = SessionReport{Session: sessions[i].ID, Events: len(sessions[i].Events),
-			Strata: make([]Arm, len(opts.Retries))}
+		rep.PerSession[i] = SessionReport{Session: sessions[i].ID, Events: len(sessions[i].Events), Arms: make([]Arm, len(specs))}
 	}
 	for w := 0; w < parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				r := &runner{s: &sessions[j.session], opts: &opts, sum: sum,
+				spec := &specs[j.arm]
+				r := &runner{s: &sessions[j.session], opts: &opts, sum: spec.sum, arm: spec.arm.empty(),
 					path: filepath.Join(dir, fmt.Sprintf("s%d-a%d.db", j.session, j.arm))}
-				if j.arm == 0 {
-					r.arm = newArm(ArmNaive, 0)
-				} else {
-					r.arm = newArm(ArmStrata, opts.Retries[j.arm-1])
-				}
 				err := r.run(ctx)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = errors.Wrapf(err, "eval: session %q, %s arm", r.s.ID, r.arm.Arm)
 					cancel()
 				}
-				if j.arm == 0 {
-					rep.PerSession[j.session].Naive = r.arm
-				} else {
-					rep.PerSession[j.session].Strata[j.arm-1] = r.arm
+				rep.PerSession[j.session].Arms[j.arm] = r.arm
+				done++
+				if opts.Progress != nil && err == nil {
+					opts.Progress(done, total)
 				}
 				mu.Unlock()
 			}
@@ -238,7 +355,7 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 	}
 feed:
 	for i := range sessions {
-		for a := 0; a < arms; a++ {
+		for a := range specs {
 			select {
 			case jobs <- job{i, a}:
 			case <-ctx.Done():
@@ -255,20 +372,29 @@ feed:
 		return nil, err
 	}
 
-	rep.Naive = newArm(ArmNaive, 0)
-	rep.Strata = make([]Arm, len(opts.Retries))
-	for j, r := range opts.Retries {
-		rep.Strata[j] = newArm(ArmStrata, r)
+	rep.Arms = make([]Arm, len(specs))
+	for j := range specs {
+		rep.Arms[j] = specs[j].arm.empty()
 	}
 	for i := range rep.PerSession {
 		s := &rep.PerSession[i]
 		rep.Events += s.Events
-		rep.Naive.add(&s.Naive)
-		for j := range s.Strata {
-			rep.Strata[j].add(&s.Strata[j])
+		for j := range s.Arms {
+			rep.Arms[j].add(&s.Arms[j])
 		}
 	}
 	return rep, nil
+}
+
+func hasDup[T comparable](s []T) bool {
+	seen := map[T]bool{}
+	for _, x := range s {
+		if seen[x] {
+			return true
+		}
+		seen[x] = true
+	}
+	return false
 }
 
 // clock stamps events that carry no time, so that a run's databases do not
@@ -284,7 +410,7 @@ type runner struct {
 	arm  Arm
 
 	db    *store.DB
-	comp  *compaction.Compactor // strata
+	comp  *compaction.Compactor // strata arms
 	rec   *recorder
 	truth *tier.Ledger
 	raw   []tier.Event // as stored: seq and turn assigned
@@ -296,8 +422,9 @@ func (r *runner) open() error {
 		return err
 	}
 	r.db = db
-	if r.arm.Arm == ArmStrata {
-		r.comp, err = compaction.NewCompactor(db, compaction.Options{Summarizer: r.rec, Policy: r.opts.Policy, Retries: r.arm.Retries})
+	if r.arm.Arm != ArmNaive {
+		r.comp, err = compaction.NewCompactor(db, compaction.Options{Summarizer: r.rec, Policy: r.opts.Policy,
+			Retries: r.arm.Retries, Repair: r.arm.Arm == ArmRepair})
 	}
 	return err
 }
@@ -333,7 +460,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		r.raw = append(r.raw, e)
 
 		var results []compaction.Result
-		if r.arm.Arm == ArmStrata {
+		if r.comp != nil {
 			results, err = r.comp.Run(ctx, r.s.ID)
 		} else {
 			results, err = r.naiveRun(ctx)
@@ -353,7 +480,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if r.arm.Arm == ArmStrata {
+	if r.comp != nil {
 		return r.audit()
 	}
 	return nil
@@ -367,7 +494,7 @@ func (r *runner) runCountOnly(ctx context.Context) error {
 	}
 	var results []compaction.Result
 	var err error
-	if r.arm.Arm == ArmStrata {
+	if r.comp != nil {
 		results, err = r.comp.Run(ctx, r.s.ID)
 	} else {
 		results, err = r.naiveRun(ctx)
@@ -378,7 +505,7 @@ func (r *runner) runCountOnly(ctx context.Context) error {
 	for _, x := range results {
 		r.count(x)
 	}
-	if r.arm.Arm == ArmStrata {
+	if r.comp != nil {
 		return r.audit()
 	}
 	return nil
@@ -390,6 +517,9 @@ func (r *runner) count(x compaction.Result) {
 	r.arm.Attempts += x.Attempts
 	if x.Committed() {
 		r.arm.Committed++
+		if x.Repaired != 0 {
+			r.arm.Repaired++
+		}
 	} else {
 		r.arm.Refused++
 	}
@@ -475,8 +605,8 @@ func (r *runner) measure(to uint64) error {
 	return nil
 }
 
-// audit counts the refused attempts of the strata arm from the store's
-// audit, and verifies the database when asked.
+// audit counts the refused attempts of a strata arm from the store's audit,
+// and verifies the database when asked.
 func (r *runner) audit() error {
 	err := r.db.View(func(s *store.Snapshot) error {
 		return s.Refusals(r.s.ID, func(x store.Refusal) error {

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
@@ -73,85 +76,148 @@ func run(t testing.TB, sessions []eval.Session, opts eval.Options) *eval.Report 
 	return rep
 }
 
-// checkPromise checks what eval exists to show: strata loses no state and
-// never diverges, on every session, at every retry count; and naive, which
-// committed unsound markers, lost state.
+// checkPromise checks what eval exists to show: the strata arms lose no
+// state and never diverge, on every session, at every retry count; the
+// repair arm never falls back; and naive, which committed unsound markers,
+// lost state.
 func checkPromise(t *testing.T, rep *eval.Report) {
 	t.Helper()
 	for _, s := range rep.PerSession {
-		for _, a := range s.Strata {
-			if a.StateLoss != 0 || a.LossyResumes != 0 {
-				t.Errorf("%s: strata (retries %d) lost %d facts in %d resumes: %+v", s.Session, a.Retries, a.StateLoss, a.LossyResumes, a.LossByClass)
-			}
+		for _, a := range s.Arms {
 			if a.Divergent != 0 {
-				t.Errorf("%s: strata (retries %d): %d divergent resumes", s.Session, a.Retries, a.Divergent)
+				t.Errorf("%s: %s (retries %d): %d divergent resumes (resume is deterministic whatever it serves)", s.Session, a.Arm, a.Retries, a.Divergent)
+			}
+			switch a.Arm {
+			case eval.ArmNaive:
+				if a.Refused != 0 || a.Fallbacks != 0 || a.Repaired != 0 {
+					t.Errorf("%s: naive refused %d, fell back %d, repaired %d: it trusts every summary", s.Session, a.Refused, a.Fallbacks, a.Repaired)
+				}
+				continue
+			case eval.ArmRepair:
+				if a.Refused != 0 || a.Fallbacks != 0 {
+					t.Errorf("%s: strata-repair (retries %d) refused %d, fell back %d", s.Session, a.Retries, a.Refused, a.Fallbacks)
+				}
+			case eval.ArmRefuse:
+				if a.Repaired != 0 {
+					t.Errorf("%s: strata-refuse repaired %d", s.Session, a.Repaired)
+				}
+			}
+			if a.StateLoss != 0 || a.LossyResumes != 0 {
+				t.Errorf("%s: %s (retries %d) lost %d facts in %d resumes: %+v", s.Session, a.Arm, a.Retries, a.StateLoss, a.LossyResumes, a.LossByClass)
 			}
 			if a.Unsound != 0 {
-				t.Errorf("%s: strata committed %d unsound markers", s.Session, a.Unsound)
+				t.Errorf("%s: %s committed %d unsound markers", s.Session, a.Arm, a.Unsound)
 			}
 			if a.Refused != a.Compactions-a.Committed {
-				t.Errorf("%s: strata: %d compactions, %d committed, %d refused", s.Session, a.Compactions, a.Committed, a.Refused)
+				t.Errorf("%s: %s: %d compactions, %d committed, %d refused", s.Session, a.Arm, a.Compactions, a.Committed, a.Refused)
 			}
 		}
-		if s.Naive.Divergent != 0 {
-			t.Errorf("%s: naive: %d divergent resumes (resume is deterministic whatever it serves)", s.Session, s.Naive.Divergent)
+	}
+	for _, a := range rep.Arms {
+		if a.Arm == eval.ArmNaive {
+			if a.Unsound == 0 {
+				t.Fatalf("naive at p=%g committed no unsound marker: nothing was dropped, the test proves nothing", a.DropRate)
+			}
+			if a.StateLoss == 0 || a.LossyResumes == 0 {
+				t.Errorf("naive at p=%g committed %d unsound markers and lost no state", a.DropRate, a.Unsound)
+			}
 		}
-		if s.Naive.Refused != 0 || s.Naive.Fallbacks != 0 {
-			t.Errorf("%s: naive refused %d, fell back %d: it trusts every summary", s.Session, s.Naive.Refused, s.Naive.Fallbacks)
-		}
-	}
-	if rep.Naive.Unsound == 0 {
-		t.Fatalf("naive committed no unsound marker: nothing was dropped, the test proves nothing")
-	}
-	if rep.Naive.StateLoss == 0 || rep.Naive.LossyResumes == 0 {
-		t.Errorf("naive committed %d unsound markers and lost no state", rep.Naive.Unsound)
-	}
-	for _, a := range rep.Strata {
 		if a.Resumes == 0 {
-			t.Errorf("strata (retries %d): no resume measured", a.Retries)
+			t.Errorf("%s (p=%g, retries %d): no resume measured", a.Arm, a.DropRate, a.Retries)
 		}
 	}
 }
 
 func TestRun_Incident(t *testing.T) {
-	rep := run(t, incidentSessions(t), eval.Options{
-		Policy:   compaction.Policy{EveryEvents: 6, Fold: 2},
-		DropRate: 0.3, Seed: 7, Retries: []int{0, 1, 3}, Verify: true,
-	})
+	opts := eval.Options{
+		Policy:     compaction.Policy{EveryEvents: 6, Fold: 2},
+		Model:      compaction.Probabilistic{Seed: 7, Bias: compaction.DefaultBias, PressureFacts: compaction.DefaultPressureFacts},
+		DropRates:  []float64{0.3},
+		Stickiness: []float64{0, 0.7},
+		Retries:    []int{0, 1, 3}, Repair: true, Verify: true,
+	}
+	rep := run(t, incidentSessions(t), opts)
 	checkPromise(t, rep)
 	if rep.Sessions != 2 || rep.Events != 136 {
 		t.Errorf("%d sessions, %d events; want the 2 fixtures' 136", rep.Sessions, rep.Events)
 	}
+	// naive; refuse and repair at 0 retries; both at 1 and 3 retries, per ρ.
+	if len(rep.Arms) != 1+2+2*2*2 {
+		t.Fatalf("%d arms: %+v", len(rep.Arms), rep.Arms)
+	}
+	naive := rep.Find(eval.ArmNaive, 0.3, 0, 0)
 	// Every session that naive left unsound lost state there.
 	for _, s := range rep.PerSession {
-		if s.Naive.Unsound > 0 && s.Naive.StateLoss == 0 {
-			t.Errorf("%s: naive committed %d unsound markers, lost nothing", s.Session, s.Naive.Unsound)
+		if n := s.Arms[0]; n.Unsound > 0 && n.StateLoss == 0 {
+			t.Errorf("%s: naive committed %d unsound markers, lost nothing", s.Session, n.Unsound)
 		}
 	}
-	// Retries cut refusals; at 0 retries some are refused at this rate.
-	if rep.Strata[0].Refused == 0 || rep.Strata[0].Fallbacks == 0 {
-		t.Errorf("strata at 0 retries: %d refused, %d fallbacks at p=0.3", rep.Strata[0].Refused, rep.Strata[0].Fallbacks)
+	refuse0, repair0 := rep.Find(eval.ArmRefuse, 0.3, 0, 0), rep.Find(eval.ArmRepair, 0.3, 0, 0)
+	if refuse0.Refused == 0 || refuse0.Fallbacks == 0 {
+		t.Errorf("strata-refuse at 0 retries: %d refused, %d fallbacks at p=0.3", refuse0.Refused, refuse0.Fallbacks)
 	}
-	if rep.Strata[2].Refused > rep.Strata[0].Refused {
-		t.Errorf("3 retries refused %d, 0 retries %d", rep.Strata[2].Refused, rep.Strata[0].Refused)
+	// With no retry every refused attempt of the repair arm is repaired,
+	// and stays counted in the audit. It commits every L1 span, as naive
+	// does, and draws the same coins for them; it may fold less (a fold
+	// once refused keeps the roots before it out of later folds).
+	if repair0.Repaired == 0 || repair0.Repaired != repair0.RefusedAttempts || repair0.Compactions > naive.Compactions {
+		t.Errorf("strata-repair at 0 retries: %d compactions, %d repaired, %d refused attempts; naive %d compactions, %d unsound",
+			repair0.Compactions, repair0.Repaired, repair0.RefusedAttempts, naive.Compactions, naive.Unsound)
 	}
-	for _, a := range append([]eval.Arm{rep.Naive}, rep.Strata...) {
+	for _, rho := range []float64{0, 0.7} {
+		r3 := rep.Find(eval.ArmRefuse, 0.3, rho, 3)
+		if r3.Refused > refuse0.Refused {
+			t.Errorf("ρ=%g: 3 retries refused %d, 0 retries %d", rho, r3.Refused, refuse0.Refused)
+		}
+	}
+	if s0, s7 := rep.Find(eval.ArmRefuse, 0.3, 0, 3), rep.Find(eval.ArmRefuse, 0.3, 0.7, 3); s7.RefusedAttempts <= s0.RefusedAttempts {
+		t.Errorf("3 retries: ρ=0.7 %d refused attempts, ρ=0 %d: sticky drops should be refused more often", s7.RefusedAttempts, s0.RefusedAttempts)
+	}
+	for _, a := range rep.Arms {
 		if a.ContextTokens <= 0 || a.RawTokens <= 0 {
 			t.Errorf("%s %d: context %d tokens, raw %d", a.Arm, a.Retries, a.ContextTokens, a.RawTokens)
 		}
 	}
 
-	// Reproducible: the same seed gives the same report.
-	again := run(t, incidentSessions(t), eval.Options{
-		Policy:   compaction.Policy{EveryEvents: 6, Fold: 2},
-		DropRate: 0.3, Seed: 7, Retries: []int{0, 1, 3}, Parallel: 1,
-	})
-	if !sameArm(again.Naive, rep.Naive) {
-		t.Errorf("naive: %+v, then %+v", rep.Naive, again.Naive)
+	// Reproducible: the same seed gives the same report, whatever the
+	// parallelism.
+	opts.Parallel, opts.Verify = 1, false
+	again := run(t, incidentSessions(t), opts)
+	for j := range rep.Arms {
+		if !sameArm(again.Arms[j], rep.Arms[j]) {
+			t.Errorf("%s: %+v, then %+v", rep.Arms[j].Arm, rep.Arms[j], again.Arms[j])
+		}
 	}
-	for j := range rep.Strata {
-		if !sameArm(again.Strata[j], rep.Strata[j]) {
-			t.Errorf("strata %d: %+v, then %+v", j, rep.Strata[j], again.Strata[j])
+}
+
+func TestRun_Progress(t *testing.T) {
+	var calls []int
+	opts := eval.Options{Policy: compaction.Policy{EveryEvents: 6}, DropRates: []float64{0.1, 0.2}, Retries: []int{0, 1}, Repair: true,
+		Progress: func(done, total int) {
+			if total != 2*2*5 {
+				t.Errorf("total %d runs, want 2 sessions × 2 rates × 5 arms", total)
+			}
+			calls = append(calls, done)
+		}}
+	run(t, incidentSessions(t), opts)
+	if len(calls) != 20 || calls[19] != 20 || !slices.IsSorted(calls) {
+		t.Errorf("progress calls %v", calls)
+	}
+}
+
+func TestRun_BadOptions(t *testing.T) {
+	for _, opts := range []eval.Options{
+		{Retries: []int{-1}},
+		{Retries: []int{1, 1}},
+		{DropRates: []float64{0.1, 0.1}},
+		{DropRates: []float64{}},
+		{DropRates: []float64{1.5}},
+		{Stickiness: []float64{2}, Retries: []int{1}},
+		{Model: compaction.Probabilistic{Bias: -1}},
+		{Policy: compaction.Policy{Fold: 1}},
+	} {
+		if _, err := eval.Run(context.Background(), nil, opts); !errors.Is(err, eval.ErrBadOptions) {
+			t.Errorf("Run(%+v): %v, want ErrBadOptions", opts, err)
 		}
 	}
 }
@@ -171,24 +237,33 @@ func sameArm(a, b eval.Arm) bool {
 
 func TestRun_RealSessions(t *testing.T) {
 	// Every session takes long under -race: every fourth one, every
-	// twelfth with -short (go test -run RealSessions ./eval -count=1 with
-	// n = 1 runs them all in about 15 s without -race).
+	// twelfth with -short.
 	sessions := realSessions(t, every(4, 12))
 	rep := run(t, sessions, eval.Options{
-		Policy:   compaction.Policy{EveryTurns: 40, EveryEvents: 20, Fold: 4},
-		DropRate: 0.1, Seed: 1, Retries: []int{1}, Verify: true,
+		Policy:     compaction.Policy{EveryTurns: 40, EveryEvents: 20, Fold: 4},
+		Model:      compaction.Probabilistic{Seed: 1, Bias: compaction.DefaultBias, PressureFacts: compaction.DefaultPressureFacts},
+		DropRates:  []float64{0.1},
+		Stickiness: []float64{compaction.DefaultStickiness},
+		Retries:    []int{1}, Repair: true, Verify: true,
 	})
 	checkPromise(t, rep)
-	t.Logf("%d sessions, %d events: naive %d compactions, %d unsound, %d facts lost in %d of %d resumes; strata r=1: %d refused, %d fallbacks",
-		rep.Sessions, rep.Events, rep.Naive.Compactions, rep.Naive.Unsound, rep.Naive.StateLoss, rep.Naive.LossyResumes, rep.Naive.Resumes,
-		rep.Strata[0].Refused, rep.Strata[0].Fallbacks)
+	naive, refuse, repair := rep.Arms[0], rep.Arms[1], rep.Arms[2]
+	t.Logf("%d sessions, %d events: naive %d compactions, %d unsound, %d facts lost in %d of %d resumes; refuse r=1: %d refused, %d fallbacks; repair r=1: %d repaired",
+		rep.Sessions, rep.Events, naive.Compactions, naive.Unsound, naive.StateLoss, naive.LossyResumes, naive.Resumes,
+		refuse.Refused, refuse.Fallbacks, repair.Repaired)
+	if refuse.Fallbacks == 0 || repair.Repaired == 0 {
+		t.Errorf("sticky drops at p=0.1 and one retry: %d fallbacks, %d repairs", refuse.Fallbacks, repair.Repaired)
+	}
 }
 
-// TestRun_RefusalRateMatchesPrediction checks the harness itself: the
-// refused compactions it measures agree, within 4σ, with what independent
-// drops predict from the number of required facts of each span it asked
-// for. The run is deterministic given its seeds, so the bound does not make
-// the test flaky; it is meaningful because the expected counts are large.
+// TestRun_RefusalRateMatchesPrediction checks the harness and the model
+// together: the refused compactions measured agree, within 4σ, with what
+// compaction.Probabilistic.RefusalProbability predicts from the required
+// facts of each span asked for — for independent drops, and for drops
+// biased towards negatives and artifacts, under pressure and sticky across
+// retries. The run is deterministic given its seeds, so the bound does not
+// make the test flaky; it is meaningful because the expected counts are
+// large.
 func TestRun_RefusalRateMatchesPrediction(t *testing.T) {
 	// Every eighth real session (every sixteenth with -short) at an L1 span
 	// every 5 events is a few hundred spans per case: tens of expected
@@ -196,34 +271,47 @@ func TestRun_RefusalRateMatchesPrediction(t *testing.T) {
 	// that each span is refused with a chance near one half, where the
 	// variance — and so the check's power per span — is largest.
 	sessions := realSessions(t, every(8, 16))
+	pressed := compaction.Probabilistic{Bias: 3, PressureFacts: compaction.DefaultPressureFacts}
 	for _, tc := range []struct {
-		p       float64
+		model   compaction.Probabilistic
+		p, rho  float64
 		retries int
 		seed    uint64 // one per case: the same seed draws the same coins at every rate
-	}{{0.15, 0, 1}, {0.4, 1, 2}, {0.55, 2, 3}} {
-		var refused, unsound int
-		var predicted, variance, naivePredicted, naiveVar float64
+	}{
+		{compaction.Probabilistic{}, 0.15, 0, 0, 1},
+		{compaction.Probabilistic{}, 0.4, 0, 1, 2},
+		{compaction.Probabilistic{}, 0.55, 0, 2, 3},
+		{pressed, 0.05, 0, 0, 4},
+		{pressed, 0.1, 0.7, 1, 5},
+		{pressed, 0.12, 0.5, 3, 6},
+	} {
+		m := tc.model
+		m.Seed = tc.seed
 		rep := run(t, sessions, eval.Options{
-			Policy:   compaction.Policy{EveryEvents: 5, Fold: 4},
-			DropRate: tc.p, Seed: tc.seed, Retries: []int{tc.retries}, CountOnly: true,
+			Policy: compaction.Policy{EveryEvents: 5, Fold: 4},
+			Model:  m, DropRates: []float64{tc.p}, Stickiness: []float64{tc.rho}, Retries: []int{tc.retries}, Repair: true,
+			CountOnly: true,
 		})
-		a := rep.Strata[0]
-		refused, predicted, variance = a.Refused, a.PredictedRefused, a.PredictedVar
-		unsound, naivePredicted, naiveVar = rep.Naive.Unsound, rep.Naive.PredictedRefused, rep.Naive.PredictedVar
+		naive, a, repair := rep.Arms[0], rep.Arms[1], rep.Arms[2]
 		if a.Compactions < 100 {
 			t.Fatalf("only %d compactions", a.Compactions)
 		}
-		sigma := math.Sqrt(variance)
-		t.Logf("p=%g retries=%d: refused %d, predicted %.1f ± %.1f; naive unsound %d, predicted %.1f ± %.1f",
-			tc.p, tc.retries, refused, predicted, sigma, unsound, naivePredicted, math.Sqrt(naiveVar))
-		if predicted < 25 {
-			t.Fatalf("p=%g retries=%d: only %.1f refusals expected: too few spans for the check to mean anything", tc.p, tc.retries, predicted)
+		sigma := math.Sqrt(a.PredictedVar)
+		t.Logf("p=%g ρ=%g bias %g pressure %g, retries=%d: refused %d, predicted %.1f ± %.1f; repaired %d, predicted %.1f; naive unsound %d, predicted %.1f ± %.1f",
+			tc.p, tc.rho, m.Bias, m.PressureFacts, tc.retries, a.Refused, a.PredictedRefused, sigma, repair.Repaired, repair.PredictedRefused,
+			naive.Unsound, naive.PredictedRefused, math.Sqrt(naive.PredictedVar))
+		if a.PredictedRefused < 25 {
+			t.Fatalf("p=%g retries=%d: only %.1f refusals expected: too few spans for the check to mean anything", tc.p, tc.retries, a.PredictedRefused)
 		}
-		if d := math.Abs(float64(refused) - predicted); d > 4*sigma {
-			t.Errorf("p=%g retries=%d: %d refused, predicted %.1f ± %.1f (%.1fσ off)", tc.p, tc.retries, refused, predicted, sigma, d/sigma)
-		}
-		if d := math.Abs(float64(unsound) - naivePredicted); d > 4*math.Sqrt(naiveVar) {
-			t.Errorf("p=%g: naive %d unsound, predicted %.1f ± %.1f", tc.p, unsound, naivePredicted, math.Sqrt(naiveVar))
+		for _, x := range []struct {
+			what string
+			got  int
+			arm  *eval.Arm
+		}{{"refused", a.Refused, &a}, {"repaired", repair.Repaired, &repair}, {"naive unsound", naive.Unsound, &naive}} {
+			if sd := math.Sqrt(x.arm.PredictedVar); math.Abs(float64(x.got)-x.arm.PredictedRefused) > 4*sd {
+				t.Errorf("p=%g ρ=%g retries=%d: %s %d, predicted %.1f ± %.1f (%.1fσ off)", tc.p, tc.rho, tc.retries, x.what, x.got,
+					x.arm.PredictedRefused, sd, math.Abs(float64(x.got)-x.arm.PredictedRefused)/sd)
+			}
 		}
 	}
 }

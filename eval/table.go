@@ -12,36 +12,39 @@ import (
 )
 
 // WriteText writes rep as tables: with perSession, one row per arm of every
-// session that had a compaction; then the totals, one row per arm — naive,
-// then strata at each retry count, which is the fallback-versus-retries
-// curve.
+// session that had a compaction; then the totals, one row per arm — for
+// each drop rate naive, then strata-refuse and strata-repair at each retry
+// count and stickiness, which sets them side by side.
 func WriteText(w io.Writer, rep *Report, perSession bool) error {
 	p := rep.Policy
-	fmt.Fprintf(w, "strata eval: %d sessions, %d events; L1 every %d turns / %d events (0 = off), fold %d, budget %d; drop rate %s",
-		rep.Sessions, rep.Events, p.EveryTurns, p.EveryEvents, p.Fold, p.Budget, fmtRate(rep.DropRate))
-	for _, c := range sortedRateClasses(rep.Rates) {
-		fmt.Fprintf(w, ", %s %s", c, fmtRate(rep.Rates[c]))
+	fmt.Fprintf(w, "strata eval: %d sessions, %d events; L1 every %d turns / %d events (0 = off), fold %d",
+		rep.Sessions, rep.Events, p.EveryTurns, p.EveryEvents, p.Fold)
+	if p.MaxRoots > 0 {
+		fmt.Fprintf(w, ", max roots %d", p.MaxRoots)
 	}
-	fmt.Fprintf(w, "; seed %d\n", rep.Seed)
+	m := rep.Model
+	fmt.Fprintf(w, ", budget %d; negatives and artifacts at %s× p, pressure %s, seed %d", p.Budget, fmtRate(max(m.Bias, 1)), pressureCol(m.PressureFacts), m.Seed)
+	for _, c := range sortedRateClasses(m.Rates) {
+		fmt.Fprintf(w, ", %s %s", c, fmtRate(m.Rates[c]))
+	}
+	fmt.Fprintln(w)
 
 	if perSession {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "session\tevents\tarm\tretries\tcompactions\trefused\tfallbacks\tresumes\tlossy resumes\tfacts lost\tdivergent\tctx/raw tokens\t")
+		fmt.Fprintln(tw, "session\tevents\tp\tρ\tarm\tretries\tcompactions\trefused\trepaired\tfallbacks\tresumes\tlossy resumes\tfacts lost\tdivergent\tctx/raw tokens\t")
 		quiet := 0
 		for i := range rep.PerSession {
 			s := &rep.PerSession[i]
-			if s.Naive.Compactions == 0 && !anyCompaction(s.Strata) {
+			if !anyCompaction(s.Arms) {
 				quiet++
 				continue
 			}
-			row := func(name string, a *Arm) {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", name, s.Events, a.Arm, retriesCol(a),
-					a.Compactions, a.Refused, a.Fallbacks, a.Resumes, a.LossyResumes, a.StateLoss, a.Divergent, ratio(a))
-			}
-			row(s.Session, &s.Naive)
-			for j := range s.Strata {
-				row(s.Session, &s.Strata[j])
+			for j := range s.Arms {
+				a := &s.Arms[j]
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Session, s.Events,
+					fmtRate(a.DropRate), rhoCol(a), a.Arm, retriesCol(a),
+					a.Compactions, a.Refused, a.Repaired, a.Fallbacks, a.Resumes, a.LossyResumes, a.StateLoss, a.Divergent, ratio(a))
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -54,34 +57,36 @@ func WriteText(w io.Writer, rep *Report, perSession bool) error {
 
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arm\tretries\tcompactions\tcommitted\trefused\tpredicted\tunsound\tfallbacks\tresumes\tlossy resumes\tfacts lost\tdivergent\tctx/raw tokens\t")
-	rows := append([]Arm{rep.Naive}, rep.Strata...)
-	for i := range rows {
-		a := &rows[i]
+	fmt.Fprintln(tw, "p\tρ\tarm\tretries\tcompactions\tcommitted\trefused\trepaired\tpredicted\tunsound\tfallbacks\tresumes\tlossy resumes\tfacts lost\tdivergent\tctx/raw tokens\t")
+	for i := range rep.Arms {
+		a := &rep.Arms[i]
 		predicted := "-"
 		if a.Compactions > 0 {
 			predicted = fmt.Sprintf("%.1f±%.1f", a.PredictedRefused, math.Sqrt(a.PredictedVar))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t\n", a.Arm, retriesCol(a),
-			a.Compactions, a.Committed, a.Refused, predicted, a.Unsound, pct(a.Fallbacks, a.Resumes), a.Resumes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\t%d\t%d\t%s\t\n", fmtRate(a.DropRate), rhoCol(a), a.Arm, retriesCol(a),
+			a.Compactions, a.Committed, a.Refused, a.Repaired, predicted, a.Unsound, pct(a.Fallbacks, a.Resumes), a.Resumes,
 			pct(a.LossyResumes, a.Resumes), a.StateLoss, a.Divergent, ratio(a))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	for i := range rows {
-		a := &rows[i]
+	for i := range rep.Arms {
+		a := &rep.Arms[i]
 		what := "refused attempts"
 		if a.Arm == ArmNaive {
 			what = "unsound markers"
 		}
-		fmt.Fprintf(w, "%s %s: %d %s (%s); facts lost by class: open %d, dispositions %d, constraints %d, artifacts %d\n",
-			a.Arm, retriesCol(a), a.RefusedAttempts, what, classesCol(a.RefusalsByClass),
+		fmt.Fprintf(w, "p %s ρ %s %s %s: %d %s (%s); facts lost by class: open %d, dispositions %d, constraints %d, artifacts %d\n",
+			fmtRate(a.DropRate), rhoCol(a), a.Arm, retriesCol(a), a.RefusedAttempts, what, classesCol(a.RefusalsByClass),
 			a.LossByClass.Open, a.LossByClass.Dispositions, a.LossByClass.Constraints, a.LossByClass.Artifacts)
 	}
-	_, err := fmt.Fprintln(w, `predicted: refused compactions (naive: unsound markers) that independent drops predict, ±1σ;
-fallbacks: resumes after a compaction served raw where a summary was due; ctx/raw: context tokens over the raw log's.`)
+	_, err := fmt.Fprintln(w, `p: the base drop rate; ρ: the stickiness of a dropped fact on a retry (- for arms that never retry);
+refused: compactions still refused after the retries; repaired: those strata-repair committed with the claims from raw;
+predicted: what the model predicts for refused (strata-repair: repaired; naive: unsound markers), ±1σ;
+fallbacks: resumes after a compaction round served raw where a summary was due, and their share of the rounds;
+ctx/raw: context tokens over the raw log's.`)
 	return err
 }
 
@@ -99,6 +104,20 @@ func retriesCol(a *Arm) string {
 		return "-"
 	}
 	return fmt.Sprint(a.Retries)
+}
+
+func rhoCol(a *Arm) string {
+	if a.Arm == ArmNaive || a.Retries == 0 {
+		return "-"
+	}
+	return fmtRate(a.Stickiness)
+}
+
+func pressureCol(n float64) string {
+	if n <= 0 {
+		return "off"
+	}
+	return fmt.Sprintf("×2 at %s facts", fmtRate(n))
 }
 
 func pct(n, of int) string {

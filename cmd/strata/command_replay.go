@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/compaction/openai"
+	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -35,6 +36,7 @@ type replayOptions struct {
 	summarizer string
 	drop       string
 	retries    int
+	repair     bool
 	timeout    time.Duration
 	noSync     bool
 	files      []string
@@ -62,10 +64,18 @@ events, and a depth d+1 node whenever --fold consecutive roots of depth d have
 accumulated.
 
 Each compaction prints one line:
-  compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..]
+  compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..] [repaired=A missed=class:item,...]
   refused session=S depth=D seq=A..B checkpoint=C reasons=class:item,...
 A refused compaction is normal operation: replay goes on. A closing line
-sums up: replayed files=F events=E sessions=S compacted=C refused=R.
+sums up: replayed files=F events=E sessions=S compacted=C refused=R, and with
+--repair repaired=P (of the C compacted).
+
+--retries R asks the summarizer again, told what its summary lacked, up to R
+times. --repair then commits a summary still refused after the retries with
+the summarizer's narrative and the claims computed from the raw span —
+validated as usual — instead of leaving the span to resume from raw: the
+line says repaired=A (the audit id of the refused attempt it repairs) and
+missed= what the summarizer lacked; the refused attempts stay in the audit.
 
 The session of an event is its line's "session" field; where absent, the
 session the file named last, or else --session.
@@ -113,6 +123,7 @@ events before that line stay stored.`,
 	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
 		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
 	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
+	f.BoolVar(&o.repair, "repair", false, "after the last refused retry, commit the summarizer's narrative with the claims computed from the raw span (the refusal stays in the audit)")
 	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
@@ -191,6 +202,7 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		Summarizer: o.sum,
 		Policy:     o.policy(),
 		Retries:    o.retries,
+		Repair:     o.repair,
 	})
 	if err != nil {
 		return err
@@ -207,8 +219,12 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 			err = cerr
 		}
 		r.prog.finish()
-		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d\n",
-			r.files, r.events, len(r.sessions), r.compacted, r.refused)
+		repaired := ""
+		if o.repair {
+			repaired = fmt.Sprintf(" repaired=%d", r.repaired)
+		}
+		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d%s\n",
+			r.files, r.events, len(r.sessions), r.compacted, r.refused, repaired)
 	}()
 	for _, name := range o.files {
 		if err := r.replayFile(name, stdin); err != nil {
@@ -226,9 +242,11 @@ type replayer struct {
 	defaultSession string
 	prog           *progress // on a terminal: bytes read, events stored
 
-	files, events      int
-	sessions           map[string]bool
-	compacted, refused int // counted by reportRun, on bg's goroutine
+	files, events int
+	sessions      map[string]bool
+	// Counted by reportRun, on bg's goroutine; repaired ones are also
+	// compacted.
+	compacted, refused, repaired int
 
 	// The pending batch: consecutive lines of one session of file.
 	file    string
@@ -356,6 +374,11 @@ func (r *replayer) report(x *compaction.Result) {
 		}
 		if len(x.InvalidatedCheckpoints) > 0 {
 			b.WriteString(" invalidated_checkpoints=" + joinIDs(x.InvalidatedCheckpoints))
+		}
+		if x.Repaired != 0 {
+			r.repaired++
+			missed := &marker.InvalidError{Failures: x.Missed}
+			fmt.Fprintf(&b, " repaired=%d missed=%s", x.Repaired, missed.Reasons())
 		}
 	} else {
 		r.refused++

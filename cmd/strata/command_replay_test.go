@@ -56,6 +56,39 @@ func TestReplay_Incident_Lossy(t *testing.T) {
 	dbtest.MustVerify(t, db)
 }
 
+// TestReplay_Incident_LossyRepair: with --repair the lossy summarizer's
+// refused summaries are committed with the claims from raw, each line saying
+// which refusal it repairs and what was missed, and resume serves a marker.
+func TestReplay_Incident_LossyRepair(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	out := mustCLI(t, "replay", "--db", db, "--every", "2", "--summarizer", "lossy", "--retries", "1", "--repair", incident(t))
+	if strings.Contains(out, "\nrefused ") || strings.HasPrefix(out, "refused ") {
+		t.Errorf("--repair left a refusal:\n%s", out)
+	}
+	missed := ""
+	for _, m := range regexp.MustCompile(`(?m)^compacted session=mig depth=1 seq=\d+\.\.\d+ node=\d+ marker=\d+ repaired=\d+ missed=(\S+)$`).FindAllStringSubmatch(out, -1) {
+		missed += m[1] + ","
+	}
+	if !strings.Contains(missed, "retention:"+keyRejected) || !strings.Contains(missed, "artifact:"+keyArtifact) {
+		t.Fatalf("no repaired lines naming %s and %s:\n%s", keyRejected, keyArtifact, out)
+	}
+	m := regexp.MustCompile(`(?m)^replayed files=1 events=41 sessions=1 compacted=(\d+) refused=0 repaired=(\d+)$`).FindStringSubmatch(out)
+	if m == nil || m[2] == "0" {
+		t.Fatalf("no summary line with repairs:\n%s", out)
+	}
+	r := resume(t, db, "mig")
+	if r.Source != "marker" || r.Marker == nil {
+		t.Errorf("resume source %q, want a marker", r.Source)
+	}
+	for _, k := range []string{keyRejected, keyArtifact} {
+		if !strings.Contains(r.Context, k) {
+			t.Errorf("resumed context lacks %s", k)
+		}
+	}
+	dbtest.MustVerify(t, db)
+}
+
 func TestReplay_Incident_Extractive(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)

@@ -23,7 +23,11 @@ func WriteText(w io.Writer, rep *Report, perSession bool) error {
 		fmt.Fprintf(w, ", max roots %d", p.MaxRoots)
 	}
 	m := rep.Model
-	fmt.Fprintf(w, ", budget %d; negatives and artifacts at %s× p, pressure %s, seed %d", p.Budget, fmtRate(max(m.Bias, 1)), pressureCol(m.PressureFacts), m.Seed)
+	bias := m.Bias
+	if bias == 0 {
+		bias = 1 // compaction.Probabilistic: 0 means no bias
+	}
+	fmt.Fprintf(w, ", budget %d; negatives and artifacts at %s× p, pressure %s, seed %d", p.Budget, fmtRate(bias), pressureCol(m.PressureFacts), m.Seed)
 	for _, c := range sortedRateClasses(m.Rates) {
 		fmt.Fprintf(w, ", %s %s", c, fmtRate(m.Rates[c]))
 	}

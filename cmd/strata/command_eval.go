@@ -67,8 +67,8 @@ The summarizer drops each required fact with probability p (--drop-rate),
 negatives and artifacts at --bias times p; under pressure: a span requiring
 n facts has every rate times (1 + n/--pressure), capped at 1. On a retry it
 carries what the store did not name missing, and drops a missing fact again
-with probability ρ + (1−ρ)·rate (--stickiness ρ: a dropped fact stays
-dropped). --drop-rate, --stickiness and --retries take comma lists: every
+with probability ρ + (1−ρ)·rate (--stickiness ρ: the chance that a drop
+sticks). --drop-rate, --stickiness and --retries take comma lists: every
 combination runs, side by side, on the same sessions (an arm with no retry
 does not depend on ρ and runs once per p). --grid runs the documented grid:
 --drop-rate ` + gridDropRates + ` --stickiness ` + gridStickiness + ` --retries ` + gridRetries + `.
@@ -115,7 +115,7 @@ measures logic, not durability).`,
 		strings.Join(compaction.ProbabilisticClasses, ", ")+")")
 	f.Float64Var(&o.bias, "bias", compaction.DefaultBias, "negatives and artifacts are dropped at this multiple of --drop-rate (1 = no bias)")
 	f.Float64Var(&o.pressure, "pressure", compaction.DefaultPressureFacts, "a span requiring this many facts has its drop rates doubled, linearly in the facts (0 = no pressure)")
-	f.StringVar(&o.stickiness, "stickiness", fmt.Sprint(compaction.DefaultStickiness), "ρ: the chance that a fact dropped is dropped again on a retry, whatever its rate (0 = drawn afresh); a comma list runs each")
+	f.StringVar(&o.stickiness, "stickiness", fmt.Sprint(compaction.DefaultStickiness), "ρ: the chance that a fact dropped stays dropped on a retry, else it is drawn afresh at its rate (0 = always afresh); a comma list runs each")
 	f.StringVar(&o.retries, "retries", "0", "the strata arms' retries after a refusal: a count, or a comma list (0,1,2,3) to run once per count")
 	f.BoolVar(&o.repair, "repair", true, "run the strata-repair arm beside strata-refuse")
 	f.BoolVar(&o.grid, "grid", false, "run --drop-rate "+gridDropRates+" --stickiness "+gridStickiness+" --retries "+gridRetries+", the grid docs/eval.md shows")

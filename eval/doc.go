@@ -91,8 +91,7 @@
 // A naive database fails store.Verify by design (Verify re-validates every
 // root's claims); Options.Verify checks the strata databases only.
 //
-// A fold refused once keeps the roots before it out of later folds (the
-// store's rule for refused folds), and a fold that was refused and then
-// committed — retried or repaired — does too: the strata arms can make
-// fewer deep nodes than naive over the same spans.
+// StateLoss compares with the ledger: a failed call without a key is a
+// required fact that the strata arms refuse for and repair, but its loss
+// in a naive context is not counted.
 package eval

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 
@@ -66,24 +67,6 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 		} else if m, err = ss.marker(roots[len(roots)-1].Node); err != nil {
 			return nil, err
 		}
-		// A frame holding a node committed without validation promises
-		// nothing from that node on: the latest resume falls back to
-		// before it. Naming its marker uses it, said so in the header.
-		for _, r := range roots {
-			if markerID == LatestUnchecked {
-				break
-			}
-			um, err := ss.marker(r.Node)
-			if err != nil {
-				return nil, err
-			}
-			if um.Unchecked {
-				ctx.Marker = m.ID
-				ctx.Reason = fmt.Sprintf("marker %d unchecked: node %d was committed without validation", um.ID, r.Node)
-				m, fallbackAt = marker.Marker{}, r.From-1
-				break
-			}
-		}
 	} else {
 		if m, err = ss.marker(markerID); err != nil {
 			return nil, err
@@ -102,8 +85,18 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 				return nil, err
 			}
 			ctx.Nodes = append(ctx.Nodes, *n)
-			ctx.Source, ctx.Boundary = checkpoint.SourceMarker, m.Boundary
-			return ctx, ss.tail(ctx, m.Boundary, st.Head)
+			u := slices.IndexFunc(ctx.Nodes, func(n tier.Node) bool { return n.Unchecked })
+			if u < 0 || markerID != Latest {
+				ctx.Source, ctx.Boundary = checkpoint.SourceMarker, m.Boundary
+				return ctx, ss.tail(ctx, m.Boundary, st.Head)
+			}
+			// A frame holding a node committed without validation promises
+			// nothing from that node on: the latest resume falls back to
+			// before it. Naming its marker, or LatestUnchecked, uses it,
+			// and the context's header says so.
+			un := ctx.Nodes[u].ID // its marker's id too
+			why = fmt.Sprintf("marker %d unchecked: node %d was committed without validation", un, un)
+			fallbackAt, ctx.Nodes = ctx.Nodes[u].From-1, nil
 		}
 		ctx.Reason = why
 	}

@@ -34,14 +34,17 @@
 //
 //   - State loss. The facts the raw log implies at head are computed
 //     independently, by replaying the raw events 1..head through a
-//     tier.Ledger: every open call, handle or process (with its kind),
-//     every disposition (its state, and for superseded its replacement),
-//     every active constraint and every artifact. The resumed context's view
+//     tier.Ledger (Truth): every open call, handle or process (with its
+//     kind), every call or resource whose result failed (by invocation: its
+//     id and the seq that opened it), every disposition (its state, and for
+//     superseded its replacement), every active constraint and every
+//     artifact. The resumed context's view
 //     of the same state is read from its structured content only — the
 //     nodes' claims in order, then the raw events in ctx.Events in order,
 //     each entry overriding what came before for the same id or key
-//     (UNRESOLVED opens a call, resolved closes it, a withdrawn constraint
-//     removes it; raw events apply as the ledger applies them, leniently: a
+//     (UNRESOLVED opens a call, resolved closes it, a claimed failure or a
+//     failed result adds a failure, a withdrawn constraint removes it; raw
+//     events apply as the ledger applies them, leniently: a
 //     result for a call the view does not hold just closes nothing).
 //     Narratives are not read. A fact is lost when the ledger holds it and
 //     the view lacks it or holds another state (a different disposition,
@@ -90,8 +93,4 @@
 // store.Options{NoSync: true} in a temporary directory, removed afterwards.
 // A naive database fails store.Verify by design (Verify re-validates every
 // root's claims); Options.Verify checks the strata databases only.
-//
-// StateLoss compares with the ledger: a failed call without a key is a
-// required fact that the strata arms refuse for and repair, but its loss
-// in a naive context is not counted.
 package eval

@@ -412,7 +412,7 @@ type runner struct {
 	db    *store.DB
 	comp  *compaction.Compactor // strata arms
 	rec   *recorder
-	truth *tier.Ledger
+	truth *Truth
 	raw   []tier.Event // as stored: seq and turn assigned
 }
 
@@ -431,7 +431,7 @@ func (r *runner) open() error {
 
 func (r *runner) run(ctx context.Context) (err error) {
 	r.rec = &recorder{inner: r.sum, retries: r.arm.Retries, arm: &r.arm}
-	r.truth = tier.NewLedger()
+	r.truth = NewTruth()
 	r.raw = make([]tier.Event, 0, len(r.s.Events))
 	if err := r.open(); err != nil {
 		return err

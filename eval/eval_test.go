@@ -317,7 +317,7 @@ func TestRun_RefusalRateMatchesPrediction(t *testing.T) {
 }
 
 func TestStateLoss(t *testing.T) {
-	truth := tier.NewLedger()
+	truth := eval.NewTruth()
 	for i, e := range []tier.Event{
 		{Kind: tier.KindToolCall, ID: "c1"},
 		{Kind: tier.KindToolCall, ID: "c2"},
@@ -328,6 +328,8 @@ func TestStateLoss(t *testing.T) {
 		{Kind: tier.KindRejected, Key: "approach/a"},
 		{Kind: tier.KindArtifact, Key: "down.sql"},
 		{Kind: tier.KindOpen, ID: "h1"},
+		{Kind: tier.KindToolCall, ID: "c3", Name: "deploy"},
+		{Kind: tier.KindToolResult, ID: "c3", Failed: true, Text: "denied"},
 	} {
 		e.Seq = uint64(i + 1)
 		if err := truth.Apply(&e); err != nil {
@@ -343,16 +345,18 @@ func TestStateLoss(t *testing.T) {
 		Unresolved:  []tier.Open{{ID: "c2", Kind: tier.KindToolCall}},
 		Constraints: []tier.Constraint{{Key: "fast", Withdrawn: true}},
 		Artifacts:   []tier.Artifact{{Key: "down.sql"}},
+		Failures:    []tier.Resolution{{ID: "c3", Kind: tier.KindToolCall, Seq: 10, At: 11, Failed: true}},
 	}}}, Events: []tier.Event{{Seq: 9, Kind: tier.KindOpen, ID: "h1"}}}
 	if l, items := eval.StateLoss(truth, whole); l.Total() != 0 {
 		t.Fatalf("a whole context: loss %+v %q", l, items)
 	}
 
 	// Drop the second node's claims: c1 stays UNRESOLVED, fast stays
-	// active, the artifact is missing; and the raw tail's handle too.
+	// active, the artifact and the failed call are missing; and the raw
+	// tail's handle too.
 	lossy := &checkpoint.Context{Nodes: whole.Nodes[:1]}
 	l, items := eval.StateLoss(truth, lossy)
-	want := []string{"artifact:down.sql", "constraint:fast", "open:c1", "open:h1"}
+	want := []string{"artifact:down.sql", "constraint:fast", "failure:c3@10", "open:c1", "open:h1"}
 	if len(items) != len(want) {
 		t.Fatalf("loss %+v %q, want %q", l, items, want)
 	}
@@ -361,7 +365,7 @@ func TestStateLoss(t *testing.T) {
 			t.Fatalf("loss %q, want %q", items, want)
 		}
 	}
-	if l != (eval.Loss{Open: 2, Constraints: 1, Artifacts: 1}) {
+	if l != (eval.Loss{Open: 2, Failures: 1, Constraints: 1, Artifacts: 1}) {
 		t.Fatalf("loss %+v", l)
 	}
 
@@ -369,5 +373,18 @@ func TestStateLoss(t *testing.T) {
 	wrong := &checkpoint.Context{Nodes: whole.Nodes, Events: append(whole.Events[:1:1], tier.Event{Seq: 10, Kind: tier.KindFailed, Key: "approach/a"})}
 	if l, _ := eval.StateLoss(truth, wrong); l != (eval.Loss{Dispositions: 1}) {
 		t.Fatalf("wrong disposition: loss %+v", l)
+	}
+
+	// A failed call held in the raw tail is not lost; one the log never
+	// failed is.
+	tail := &checkpoint.Context{Nodes: whole.Nodes[:1], Events: []tier.Event{
+		{Seq: 11, Kind: tier.KindToolResult, ID: "c3", Failed: true, Opener: 10}}}
+	if _, items := eval.StateLoss(truth, tail); slices.Contains(items, "failure:c3@10") {
+		t.Errorf("a failure in the raw tail counted lost: %q", items)
+	}
+	invented := &checkpoint.Context{Nodes: append(slices.Clone(whole.Nodes), tier.Node{Claims: tier.Claims{
+		Failures: []tier.Resolution{{ID: "c2", Seq: 2, Failed: true}}}}), Events: whole.Events}
+	if l, _ := eval.StateLoss(truth, invented); l != (eval.Loss{Failures: 1}) {
+		t.Errorf("an invented failure: loss %+v", l)
 	}
 }

@@ -82,9 +82,9 @@ func WriteText(w io.Writer, rep *Report, perSession bool) error {
 		if a.Arm == ArmNaive {
 			what = "unsound markers"
 		}
-		fmt.Fprintf(w, "p %s ρ %s %s %s: %d %s (%s); facts lost by class: open %d, dispositions %d, constraints %d, artifacts %d\n",
+		fmt.Fprintf(w, "p %s ρ %s %s %s: %d %s (%s); facts lost by class: open %d, failures %d, dispositions %d, constraints %d, artifacts %d\n",
 			fmtRate(a.DropRate), rhoCol(a), a.Arm, retriesCol(a), a.RefusedAttempts, what, classesCol(a.RefusalsByClass),
-			a.LossByClass.Open, a.LossByClass.Dispositions, a.LossByClass.Constraints, a.LossByClass.Artifacts)
+			a.LossByClass.Open, a.LossByClass.Failures, a.LossByClass.Dispositions, a.LossByClass.Constraints, a.LossByClass.Artifacts)
 	}
 	_, err := fmt.Fprintln(w, `p: the base drop rate; ρ: the stickiness of a dropped fact on a retry (- for arms that never retry);
 refused: compactions still refused after the retries; repaired: those strata-repair committed with the claims from raw;

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -260,7 +261,7 @@ var errNothingWritten = errors.New("store: nothing written")
 // fails.
 func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	start := time.Now()
-	err := db.update(func(tx *bolt.Tx) error {
+	err := db.update(func(tx backend.Tx) error {
 		for i := 0; ; i++ {
 			if i == len(batch) {
 				var more bool
@@ -289,15 +290,10 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 				// transaction undoes it.
 				return err
 			}
-			if p.s.b == nil {
-				// Made by this handle: no page of it needs checking,
-				// and until the commit it has no pages (graph.go).
-				db.graph.mark(req.session)
-			}
 		}
 		for _, req := range batch {
 			if req.err == nil && (req.commit == nil || req.commit.err == nil) {
-				return db.foldJournal(tx)
+				return nil
 			}
 		}
 		// Every write was refused before it wrote: roll back rather than
@@ -350,43 +346,27 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 // ledger, ready to write.
 type preparedAppend struct {
 	session    string
-	s          *sess // nil b: a new session
+	s          *sess // nil: a new session
 	st         stateRec
 	l          *tier.Ledger
 	touched    []tier.Ref
 	events     []tier.Event
-	vals       [][]byte // the events' envelopes
-	journal    bool     // format 4: they go to the journal
+	vals       [][]byte // the events' records
 	head, turn uint64
 }
 
 // prepareAppend validates every event against the session's state and the
 // ledger entries they touch, entirely in memory and without writing: an
 // error leaves the transaction untouched.
-func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*preparedAppend, error) {
-	s, err := db.session(tx, session)
+func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) (*preparedAppend, error) {
+	s, err := findSess(tx, session)
 	if err != nil {
 		return nil, err
 	}
 	var st stateRec
-	if s.b != nil {
-		var err error
+	if s != nil {
 		if st, err = s.state(); err != nil {
 			return nil, err
-		}
-		if _, err := s.direct(); err != nil {
-			return nil, err
-		}
-	} else if s.f == 3 || s.f == 4 {
-		// A new session: what making it will reach must be sound, or
-		// this append fails alone (write would fail the whole batch).
-		// (Format 5 makes it cold, in its own bucket: canWarm below.)
-		_, atEnd, err := nextSessionNumber(tx, s.f, session, !db.graph.tailWalked())
-		if err != nil {
-			return nil, err
-		}
-		if atEnd {
-			db.graph.markTail()
 		}
 	}
 
@@ -403,7 +383,7 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 			}
 			loaded[r] = true
 			touched = append(touched, r)
-			if s.b == nil {
+			if s == nil {
 				continue
 			}
 			if l.Open == nil {
@@ -454,66 +434,25 @@ func (db *DB) prepareAppend(tx *bolt.Tx, session string, events []tier.Event) (*
 		}
 		vals[i] = v
 	}
-	var journal bool
-	if db.format >= 4 {
-		journal = smallAppend(vals)
-		if s.b != nil {
-			if journal, err = s.journals(vals); err != nil {
-				return nil, err
-			}
-		}
-		switch {
-		case journal && s.f >= 5 && (s.b == nil || s.cold):
-			// Turning hot (warm) reaches the journal, h, e and meta's
-			// next number, and moves the open bucket: damage there
-			// keeps the session cold instead — its own bucket takes an
-			// append of any size, reading nothing of those — and Verify
-			// reports the damage.
-			if journalSound(tx, len(vals)) != nil || db.canWarm(tx, s) != nil {
-				journal = false
-			}
-		case journal:
-			// Only an append to the journal depends on it.
-			if err := journalSound(tx, len(vals)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, journal: journal, head: head, turn: turn}, nil
+	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, head: head, turn: turn}, nil
 }
 
 // write stores a prepared append: its events, the ledger entries they
 // touched and the session's new head.
-func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
+func (p *preparedAppend) write(tx backend.Tx) (AppendResult, error) {
 	s, st, l, events, head, turn := p.s, p.st, p.l, p.events, p.head, p.turn
-	if s.b == nil {
+	if s == nil {
 		var err error
-		if s, err = createSess(tx, s.f, p.session); err != nil {
+		if s, err = createSess(tx, p.session); err != nil {
 			return AppendResult{}, err
 		}
 		if st, err = s.state(); err != nil {
 			return AppendResult{}, err
 		}
 	}
-	if p.journal {
-		if s.cold {
-			if err := s.warm(tx); err != nil {
-				return AppendResult{}, err
-			}
-		}
-		if err := s.putJournal(st.Head+1, p.vals); err != nil {
+	for i := range events {
+		if err := s.b.PutEvent(events[i].Seq, p.vals[i]); err != nil {
 			return AppendResult{}, err
-		}
-	} else {
-		d, err := s.direct()
-		if err != nil {
-			return AppendResult{}, err
-		}
-		d.b.FillPercent = 1.0 // appends: keys only ever grow
-		for i := range events {
-			if err := d.b.Put(s.eventKey(d.style, events[i].Seq), p.vals[i]); err != nil {
-				return AppendResult{}, err
-			}
 		}
 	}
 	for _, r := range p.touched {
@@ -527,7 +466,7 @@ func (p *preparedAppend) write(tx *bolt.Tx) (AppendResult, error) {
 }
 
 func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
-	name, t := ledgerBucket(r.Class)
+	name, t := ledgerTable(r.Class)
 	key := []byte(r.Name)
 	var err error
 	var found bool
@@ -570,35 +509,31 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	return err
 }
 
-// ledgerText returns the text of the ledger entry at key of bucket name,
-// whose record holds stored and names the event at seq. Formats 1 to 4 keep
-// the text in the record. Format 5 keeps it only in that event — every
-// disposition, constraint and artifact is made by one event, and its text is
-// that event's, so the record is a few dozen bytes where a policy text of
-// kilobytes took two pages of its own (ledgerTextsInEvents) — and the event must
-// be one that makes this entry: its key, and a kind ok accepts.
-func (s *sess) ledgerText(name, key []byte, stored string, seq uint64, ok func(*tier.Event) bool) (string, error) {
-	if !ledgerTextsInEvents(s.f) {
-		return stored, nil
-	}
+// ledgerText returns the text of the ledger entry at key of table name,
+// whose record holds stored and names the event at seq. The text is only in
+// that event — every disposition, constraint and artifact is made by one
+// event, and its text is that event's, so the record is a few dozen bytes
+// where a policy text of kilobytes would take pages of its own — and the
+// event must be one that makes this entry: its key, and a kind ok accepts.
+func (s *sess) ledgerText(name backend.Table, key []byte, stored string, seq uint64, ok func(*tier.Event) bool) (string, error) {
 	if stored != "" {
-		return "", corrupt(s.id, string(name), key, errors.New("the record holds a text: format 5 keeps it in the event"))
+		return "", corrupt(s.id, name.String(), key, errors.New("the record holds a text, which only its event holds"))
 	}
 	if seq == 0 {
-		return "", corrupt(s.id, string(name), key, errors.New("the record names no event"))
+		return "", corrupt(s.id, name.String(), key, errors.New("the record names no event"))
 	}
 	e, _, err := s.event(seq)
 	if err != nil {
-		return "", corrupt(s.id, string(name), key, errors.Wrapf(err, "the record names event %d", seq))
+		return "", corrupt(s.id, name.String(), key, errors.Wrapf(err, "the record names event %d", seq))
 	}
 	if e.Key != string(key) || !ok(&e) {
-		return "", corrupt(s.id, string(name), key, errors.Newf("the record names event %d, a %s of key %q", seq, e.Kind, e.Key))
+		return "", corrupt(s.id, name.String(), key, errors.Newf("the record names event %d, a %s of key %q", seq, e.Kind, e.Key))
 	}
 	return e.Text, nil
 }
 
 func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
-	name, t := ledgerBucket(r.Class)
+	name, t := ledgerTable(r.Class)
 	var v any
 	var ok bool
 	switch r.Class {
@@ -609,35 +544,21 @@ func (s *sess) storeLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassDisposition:
 		var x tier.Disposition
 		x, ok = l.Dispositions[r.Name]
-		if ledgerTextsInEvents(s.f) {
-			x.Reason = "" // the event's text (ledgerText)
-		}
+		x.Reason = "" // the event's text (ledgerText)
 		v = &x
 	case tier.ClassConstraint:
 		var x tier.Constraint
 		x, ok = l.Constraints[r.Name]
-		if ledgerTextsInEvents(s.f) {
-			x.Text = ""
-		}
+		x.Text = ""
 		v = &x
 	case tier.ClassArtifact:
 		var x tier.Artifact
 		x, ok = l.Artifacts[r.Name]
-		if ledgerTextsInEvents(s.f) {
-			x.Text = ""
-		}
+		x.Text = ""
 		v = &x
 	}
-	b, err := s.tbl(name)
-	if err != nil {
-		return err
-	}
 	if !ok {
-		return b.Delete([]byte(r.Name))
+		return s.b.Delete(name, []byte(r.Name))
 	}
-	raw, err := encode(t, v)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(r.Name), raw)
+	return s.put(name, t, []byte(r.Name), v)
 }

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
 )
 
 // Backup writes a consistent copy of the whole database to w, from one read
@@ -18,11 +19,11 @@ func (db *DB) Backup(w io.Writer) (n int64, err error) {
 		return 0, err
 	}
 	defer db.release()
-	err = db.view(func(tx *bolt.Tx) error {
-		n, err = tx.WriteTo(bigCopies{w})
+	err = db.view(func(tx backend.Tx) error {
+		n, err = (&Snapshot{tx: tx, db: db}).WriteTo(w)
 		return err
 	})
-	return n, errors.Wrap(err, "store: backup")
+	return n, err
 }
 
 // backupBuffer is the copy buffer of a backup. bbolt copies the file's
@@ -120,6 +121,10 @@ func syncDir(dir string) error {
 // snapshot, to w: what Backup does, for a caller that also reads the same
 // snapshot (and so knows exactly what the copy holds).
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
-	n, err := s.tx.WriteTo(bigCopies{w})
+	c, ok := s.tx.(backend.Snapshotter)
+	if !ok {
+		return 0, errors.New("store: backup: this backend cannot copy itself")
+	}
+	n, err := c.WriteTo(bigCopies{w})
 	return n, errors.Wrap(err, "store: backup")
 }

@@ -4,32 +4,25 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// Every stored value is an envelope:
-//
-//	[0]     envelope version (1)
-//	[1]     record type (recXxx below), so a value of the wrong type is caught
-//	[2:6]   payload length, big-endian uint32
-//	[6:10]  CRC32C (Castagnoli) of bytes [0:6] and the payload
-//	[10:]   payload: msgpack of a concrete record struct
-//
-// bbolt checksums only its meta pages; the envelope is what catches damage to
-// data pages. The payload is checked structurally (every declared length fits
-// in the bytes present, nesting bounded) before msgpack decodes it: msgpack
-// v5.4.1 allocates what a declared length says, so five bytes could ask for
-// gigabytes.
+// Every record is msgpack of a concrete record struct; the backend keeps
+// it with its own integrity check (boltfile: a CRC32C over the record's
+// place and bytes). The payload is checked structurally (every declared
+// length fits in the bytes present, nesting bounded) before msgpack decodes
+// it: msgpack v5.4.1 allocates what a declared length says, so five bytes
+// could ask for gigabytes.
 const (
-	envelopeVersion = 1
-	envelopeHeader  = 10
-	// maxRecordBytes caps any stored value; larger envelopes are damage.
+	// maxRecordBytes caps any stored value; larger ones are damage.
 	maxRecordBytes = 64 << 20
 	maxNesting     = 16
+	// spareBytes is the room left after a record encoded here, so that a
+	// backend can append its trailer without copying it.
+	spareBytes = 8
 )
 
 type recType uint8
@@ -51,8 +44,6 @@ const (
 	recIndex      recType = 13
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 var encPool = sync.Pool{New: func() any {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
@@ -65,98 +56,62 @@ type pooledEncoder struct {
 	enc *msgpack.Encoder
 }
 
-// encode returns the envelope of v, a pointer to a record struct. The
-// returned slice is freshly allocated (bbolt keeps it until commit).
+// encode returns the msgpack of v, a pointer to a record struct of type
+// t. The returned slice is freshly allocated (the backend may keep it until
+// commit), with spareBytes of capacity after it.
 func encode(t recType, v any) ([]byte, error) {
 	if err := hookEncode(t); err != nil {
 		return nil, err
 	}
 	if f := fastRecordOf(v); f != nil {
-		return seal(t, f.appendMsgpack(newEnvelope(f.msgpackSize())))
+		return seal(t, f.appendMsgpack(newRecord(f.msgpackSize())))
 	}
 	pe := encPool.Get().(*pooledEncoder)
 	defer encPool.Put(pe)
 	pe.buf.Reset()
-	pe.buf.Write(make([]byte, envelopeHeader))
 	if err := pe.enc.Encode(v); err != nil {
 		return nil, errors.Wrapf(err, "store: encoding record type %d", t)
 	}
-	return seal(t, bytes.Clone(pe.buf.Bytes()))
+	b := make([]byte, pe.buf.Len(), pe.buf.Len()+spareBytes)
+	copy(b, pe.buf.Bytes())
+	return seal(t, b)
 }
 
-// newEnvelope returns an envelope's header, still blank, with room for the
-// n bytes of payload the caller appends.
-func newEnvelope(n int) []byte { return make([]byte, envelopeHeader, envelopeHeader+n) }
+// newRecord returns an empty buffer for a record of n bytes, with room to
+// spare.
+func newRecord(n int) []byte { return make([]byte, 0, n+spareBytes) }
 
-// seal fills in the header of envelope b of type t, its payload appended.
+// seal checks the size of record b of type t.
 func seal(t recType, b []byte) ([]byte, error) {
-	n := len(b) - envelopeHeader
-	if n > maxRecordBytes {
-		return nil, errors.Newf("store: record of %d bytes is over the %d-byte limit", n, maxRecordBytes)
+	if len(b) > maxRecordBytes {
+		return nil, errors.Newf("store: record of type %d, %d bytes, is over the %d-byte limit", t, len(b), maxRecordBytes)
 	}
-	b[0] = envelopeVersion
-	b[1] = byte(t)
-	binary.BigEndian.PutUint32(b[2:6], uint32(n))
-	crc := crc32.Update(crc32.Checksum(b[:6], castagnoli), castagnoli, b[envelopeHeader:])
-	binary.BigEndian.PutUint32(b[6:10], crc)
 	return b, nil
 }
 
-// decode checks the envelope of b and decodes its payload into v, which must
-// be a pointer to the record struct of type t. Errors describe the damage;
-// callers wrap them in a CorruptError naming where.
+// decode checks record b and decodes it into v, which must be a pointer to
+// the record struct of type t. Errors describe the damage; callers wrap
+// them in a CorruptError naming where.
 func decode(t recType, b []byte, v any) error {
-	payload, err := checkedPayload(t, b)
-	if err != nil {
+	if len(b) > maxRecordBytes {
+		return errors.Newf("record of %d bytes is over the %d-byte limit", len(b), maxRecordBytes)
+	}
+	if err := checkMsgpack(b); err != nil {
 		return err
 	}
-	if err := unmarshal(payload, v); err != nil {
+	if err := unmarshal(b, v); err != nil {
 		return errors.Wrap(err, "msgpack")
 	}
 	return nil
 }
 
-// checkedPayload returns the payload of envelope b of type t, once it is
-// checked: the envelope, and the payload's msgpack structure.
-func checkedPayload(t recType, b []byte) ([]byte, error) {
-	payload, err := openEnvelope(t, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkMsgpack(payload); err != nil {
-		return nil, err
-	}
-	return payload, nil
-}
-
-// unmarshal decodes a checked payload into v, by the record's own codec
+// unmarshal decodes a checked record into v, by the record's own codec
 // where it has one (codec_fast.go).
 func unmarshal(payload []byte, v any) error {
 	if f := fastRecordOf(v); f != nil {
 		return f.decodeMsgpack(payload)
 	}
 	return msgpack.Unmarshal(payload, v)
-}
-
-func openEnvelope(t recType, b []byte) ([]byte, error) {
-	if len(b) < envelopeHeader {
-		return nil, errors.Newf("value of %d bytes is shorter than an envelope", len(b))
-	}
-	if b[0] != envelopeVersion {
-		return nil, errors.Newf("unknown envelope version %d", b[0])
-	}
-	if recType(b[1]) != t {
-		return nil, errors.Newf("record type %d where %d was expected", b[1], t)
-	}
-	n := binary.BigEndian.Uint32(b[2:6])
-	if n > maxRecordBytes || int(n) != len(b)-envelopeHeader {
-		return nil, errors.Newf("envelope length %d, value holds %d", n, len(b)-envelopeHeader)
-	}
-	crc := crc32.Update(crc32.Checksum(b[:6], castagnoli), castagnoli, b[envelopeHeader:])
-	if got := binary.BigEndian.Uint32(b[6:10]); got != crc {
-		return nil, errors.Newf("checksum mismatch: stored %08x, computed %08x", got, crc)
-	}
-	return b[envelopeHeader:], nil
 }
 
 // checkMsgpack walks one msgpack value and checks that it is well formed:

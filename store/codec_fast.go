@@ -13,7 +13,7 @@ import (
 // events, the state, and the ledger entries (tier.Open, Disposition,
 // Constraint, Artifact) — skip msgpack's reflection and its Encoder and
 // Decoder: these methods append the bytes it writes straight to the
-// envelope (a map of the fields that are not omitted, in field order,
+// record's buffer (a map of the fields that are not omitted, in field order,
 // compact integers: what encode's pooled encoder writes) and read what it
 // reads from the checked payload (a map in any order, unknown keys skipped,
 // nil as the zero record; each field's value as Decoder.DecodeString,
@@ -23,7 +23,7 @@ import (
 // fastRecord is a record with a hand-written codec.
 type fastRecord interface {
 	// msgpackSize is the number of bytes appendMsgpack appends, so that
-	// the envelope is allocated once, at its size.
+	// the record is allocated once, at its size.
 	msgpackSize() int
 	appendMsgpack(b []byte) []byte
 	// decodeMsgpack decodes a payload that checkMsgpack accepted.
@@ -68,33 +68,31 @@ func encodeEvent(r *eventRec) ([]byte, error) {
 	if err := hookEncode(recEvent); err != nil {
 		return nil, err
 	}
-	return seal(recEvent, r.appendMsgpack(newEnvelope(r.msgpackSize())))
+	return seal(recEvent, r.appendMsgpack(newRecord(r.msgpackSize())))
 }
 
 func encodeState(r *stateRec) ([]byte, error) {
 	if err := hookEncode(recState); err != nil {
 		return nil, err
 	}
-	return seal(recState, r.appendMsgpack(newEnvelope(r.msgpackSize())))
+	return seal(recState, r.appendMsgpack(newRecord(r.msgpackSize())))
 }
 
 func decodeEventRec(b []byte, r *eventRec) error {
-	payload, err := checkedPayload(recEvent, b)
-	if err != nil {
+	if err := checkMsgpack(b); err != nil {
 		return err
 	}
-	if err := r.decodeMsgpack(payload); err != nil {
+	if err := r.decodeMsgpack(b); err != nil {
 		return errors.Wrap(err, "msgpack")
 	}
 	return nil
 }
 
 func decodeState(b []byte, r *stateRec) error {
-	payload, err := checkedPayload(recState, b)
-	if err != nil {
+	if err := checkMsgpack(b); err != nil {
 		return err
 	}
-	if err := r.decodeMsgpack(payload); err != nil {
+	if err := r.decodeMsgpack(b); err != nil {
 		return errors.Wrap(err, "msgpack")
 	}
 	return nil
@@ -775,7 +773,7 @@ func (d *fieldReader) fields(field func(k []byte) (bool, error)) error {
 		}
 		known, err := field(k)
 		if err != nil {
-			return errors.Wrapf(errors.CombineErrors(errFieldType, err), "field %q", k[:min(len(k), maxKeyShown)])
+			return errors.Wrapf(errors.CombineErrors(errFieldType, err), "field %q", k[:min(len(k), 256)])
 		}
 		if !known {
 			if d.i, err = skipValue(d.b, d.i, 0); err != nil {

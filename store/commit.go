@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
@@ -141,10 +142,10 @@ func (db *DB) newCommitReq(p *Plan, sum Summary, validate bool, refused []marker
 // — a conflict, a changed span, damage in the session's records — is c's
 // own error and leaves tx as it was; an error while writing is returned,
 // and only rolling back the whole transaction undoes it.
-func (db *DB) commitIn(tx *bolt.Tx, c *commitReq) error {
+func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 	c.res, c.invalid, c.err = CommitResult{}, nil, nil
 	p := c.p
-	ss, err := db.openSess(tx, p.Session)
+	ss, err := openSess(tx, p.Session)
 	if err != nil {
 		c.err = err
 		return nil
@@ -383,10 +384,6 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	}
 	n.Tokens = tier.TokensOfBytes(checkpoint.NodeTextLen(&n))
 
-	rootsB, err := ss.sub(bucketRoots)
-	if err != nil {
-		return err
-	}
 	// Take the replaced roots out of the frame. Each marker names its own
 	// root; a checkpoint may hold several of them, so its reason names all.
 	var whyCk string
@@ -407,7 +404,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 		if err := ss.setParent(id, n.ID, p.Kind == PlanRecompact); err != nil {
 			return err
 		}
-		if err := rootsB.Delete(u64(old.From)); err != nil {
+		if err := ss.b.Delete(backend.Roots, u64(old.From)); err != nil {
 			return err
 		}
 		if err := ss.invalidateMarker(id, why, st.FrameVersion+1, res); err != nil {
@@ -436,7 +433,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	if err := ss.putNodeRecord(&rec); err != nil {
 		return err
 	}
-	if err := ss.put(bucketRoots, recRoot, u64(n.From), &rootRec{V: recordVersion, From: n.From, Node: n.ID, To: n.To, Depth: n.Depth}, false); err != nil {
+	if err := ss.put(backend.Roots, recRoot, u64(n.From), &rootRec{V: recordVersion, From: n.From, Node: n.ID, To: n.To, Depth: n.Depth}); err != nil {
 		return err
 	}
 	st.Roots += 1 - len(p.Replaces)
@@ -489,14 +486,13 @@ func (ss *sess) invalidateMarker(id uint64, why string, version uint64, res *Com
 // invalidateCheckpoints invalidates every usable checkpoint at seq ≥ from:
 // each holds, in its prefix, a root that just stopped being one.
 func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, res *CommitResult) error {
-	b, err := ss.sub(bucketCkValid)
+	var keys [][]byte
+	err := ss.scan(backend.CheckpointIndex, u64u64(from, 0), func(k, _ []byte) (bool, error) {
+		keys = append(keys, bytes.Clone(k))
+		return true, nil
+	})
 	if err != nil {
 		return err
-	}
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(u64u64(from, 0)); k != nil; k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
 	}
 	for _, k := range keys {
 		if len(k) != 16 {
@@ -510,7 +506,7 @@ func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, r
 		if err := ss.writeCheckpoint(&ck); err != nil {
 			return err
 		}
-		if err := b.Delete(k); err != nil {
+		if err := ss.b.Delete(backend.CheckpointIndex, k); err != nil {
 			return err
 		}
 		res.InvalidatedCheckpoints = append(res.InvalidatedCheckpoints, ck.ID)
@@ -544,7 +540,7 @@ func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *
 	st.NextAudit++
 	r := Refusal{ID: st.NextAudit, Depth: p.Depth, From: p.From, To: p.To, FrameVersion: p.FrameVersion,
 		Summarizer: sum.Summarizer, Attempt: sum.Attempt, Checkpoint: ck, Failures: ie.Failures}
-	if err := ss.put(bucketAudit, recAudit, u64(r.ID), &auditRec{V: recordVersion, Refusal: r}, true); err != nil {
+	if err := ss.put(backend.Audit, recAudit, u64(r.ID), &auditRec{V: recordVersion, Refusal: r}); err != nil {
 		return err
 	}
 	switch p.Kind {

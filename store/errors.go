@@ -1,38 +1,42 @@
 package store
 
 import (
-	"fmt"
-
 	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/backend"
 )
 
 // Sentinel errors. Each message is prefixed with the package so that
 // cockroachdb/errors, which compares by message and type, never confuses
-// them with another package's.
+// them with another package's. The errors of the bytes (a file's lock, its
+// format, damage) are the backend package's, under the same names.
 var (
 	// ErrLocked is returned by Open when another process holds the file's
 	// lock past Options.LockTimeout: a writer holds it exclusively, so a
 	// second writer or any reader of a live database gets this error.
-	ErrLocked = errors.New("store: database is held by another process")
+	ErrLocked = backend.ErrLocked
 	// ErrNotExist is returned by Open when the file does not exist and
 	// Options.Create is false.
-	ErrNotExist = errors.New("store: database file does not exist")
+	ErrNotExist = backend.ErrNotExist
 	// ErrEmptyFile is returned by Open when the file is zero bytes long.
 	// bbolt would silently make it a fresh database; strata refuses, since an
 	// empty file where a database was expected is damage, not a new start.
-	ErrEmptyFile = errors.New("store: database file is empty")
+	ErrEmptyFile = backend.ErrEmptyFile
 	// ErrNotStrata is returned by Open when the file is not a strata
 	// database (not bbolt at all, or bbolt without strata's meta bucket).
-	ErrNotStrata = errors.New("store: not a strata database")
+	ErrNotStrata = backend.ErrNotStrata
 	// ErrFormatTooNew is returned by Open when the database was written by a
 	// newer strata whose format this one does not know.
-	ErrFormatTooNew = errors.New("store: database format is newer than this strata")
+	ErrFormatTooNew = backend.ErrFormatTooNew
+	// ErrFormatTooOld is returned by Open when the database was written in a
+	// format this strata no longer reads.
+	ErrFormatTooOld = backend.ErrFormatTooOld
 	// ErrCorrupt is returned when a stored record or bbolt's own structure is
 	// damaged. It is never returned as data: see CorruptError.
-	ErrCorrupt = errors.New("store: database is damaged")
+	ErrCorrupt = backend.ErrCorrupt
 	// ErrReadOnly is returned when a write is attempted on a database opened
 	// with Options.ReadOnly.
-	ErrReadOnly = errors.New("store: database is open read-only")
+	ErrReadOnly = backend.ErrReadOnly
 	// ErrClosed is returned by operations on a closed DB.
 	ErrClosed = errors.New("store: database is closed")
 	// ErrSessionNotFound is returned when a session does not exist.
@@ -64,37 +68,10 @@ var (
 	// on; to write again, close the DB and reopen it (Verify, or read back
 	// what the failed write was to store). Errors at write time, before
 	// any sync — a full disk (ENOSPC) — do not poison the DB.
-	ErrPoisoned = errors.New("store: a commit failed at the disk; reopen the database")
+	ErrPoisoned = backend.ErrPoisoned
 )
 
 // CorruptError says where damage was found: the session (if any), the
-// bucket, the key and what is wrong. errors.Is(err, ErrCorrupt) holds.
-type CorruptError struct {
-	Session string
-	Bucket  string
-	Key     string
-	Err     error
-}
-
-// Error implements error.
-func (e *CorruptError) Error() string {
-	where := e.Bucket
-	if e.Session != "" {
-		where = fmt.Sprintf("session %q %s", e.Session, e.Bucket)
-	}
-	if e.Key != "" {
-		where += " key " + e.Key
-	}
-	return fmt.Sprintf("%s: %s: %v", ErrCorrupt.Error(), where, e.Err)
-}
-
-// Unwrap returns ErrCorrupt marked on the cause, so that errors.Is matches
-// both.
-func (e *CorruptError) Unwrap() error { return errors.Mark(e.Err, ErrCorrupt) }
-
-// Is reports whether target is ErrCorrupt: the standard library's
-// errors.Is does not see cockroachdb/errors' marks.
-func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
-
-// Format implements fmt.Formatter through errors.FormatError.
-func (e *CorruptError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+// bucket (a table, "l0" for the raw log, "state", or a part of the
+// backend), the key and what is wrong. errors.Is(err, ErrCorrupt) holds.
+type CorruptError = backend.CorruptError

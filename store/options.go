@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -72,35 +72,11 @@ type Options struct {
 	// Mode is the file mode for a created file; zero means 0600.
 	Mode os.FileMode
 
-	// Format is the format version a created file gets: zero means
-	// DefaultFormat (5: a session's runs of events in its own bucket, and
-	// a journal shared by every session for the appends of a few events,
-	// schema.go). 1 to 4 make the older layouts, for a file that an older
-	// strata must read (as pebble's FormatMajorVersion does): 2 was the
-	// default before format 4, with a bucket per session — 1.7 times slower
-	// than 4 and 5 at many sessions appending at once; 3 kept every
-	// session's newest records in one bucket; 4 put every session's events
-	// and state in buckets all sessions share. An existing file keeps its
-	// own format, which Open reads from it.
-	Format int
-
-	// JournalEvents is, in formats 4 and 5, how many events the journal holds
-	// before a commit folds them into their sessions' keys (schema.go).
-	// Reads of a session's newest events pass the journal's entries, so a
-	// larger journal makes them slower; each fold writes every session's
-	// newest leaf, so a smaller one folds more often. Zero means
-	// DefaultJournalEvents.
-	JournalEvents int
 }
 
-// DefaultJournalEvents is Options.JournalEvents's default: a fold for every
-// few commits of 64 sessions, and a journal of a few dozen pages.
-const DefaultJournalEvents = 512
-
 // MaxIDBytesLimit is the largest Options.MaxIDBytes: bbolt's key limit
-// (32 KiB) less the 6 bytes that format 3 puts before an open call's id
-// (format 4 puts 5).
-const MaxIDBytesLimit = bolt.MaxKeySize - 6
+// (32 KiB) less room for a key's prefix.
+const MaxIDBytesLimit = 32<<10 - 6
 
 // MaxEventBytesLimit is the largest Options.MaxEventBytes: an event must fit
 // in one stored record (at most 64 MiB) with room to spare.
@@ -118,7 +94,6 @@ var DefaultOptions = Options{
 	MaxBatch:      256,
 	CommitWait:    DefaultCommitWait,
 	GroupWait:     DefaultGroupWait,
-	JournalEvents: DefaultJournalEvents,
 	Mode:          0o600,
 }
 
@@ -150,9 +125,6 @@ func (o Options) withDefaults() Options {
 	if o.GroupWait == 0 {
 		o.GroupWait = DefaultGroupWait
 	}
-	if o.JournalEvents <= 0 {
-		o.JournalEvents = DefaultJournalEvents
-	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -164,4 +136,19 @@ func (o Options) withDefaults() Options {
 
 func (o Options) limits() tier.Limits {
 	return tier.Limits{MaxEventBytes: o.MaxEventBytes, MaxIDBytes: o.MaxIDBytes}
+}
+
+// check refuses contradictory options and limits past what a backend or
+// the codec can store, which would fail whole group commits later.
+func (o Options) check() error {
+	if o.Create && o.ReadOnly {
+		return errors.Wrap(ErrBadOptions, "Create and ReadOnly together")
+	}
+	if o.MaxIDBytes > MaxIDBytesLimit {
+		return errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over the limit %d (bbolt's key limit less a 6-byte prefix)", o.MaxIDBytes, MaxIDBytesLimit)
+	}
+	if o.MaxEventBytes > MaxEventBytesLimit {
+		return errors.Wrapf(ErrBadOptions, "MaxEventBytes %d is over %d", o.MaxEventBytes, MaxEventBytesLimit)
+	}
+	return nil
 }

@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -293,8 +293,8 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 	}
 	defer db.release()
 	var p *Plan
-	err := db.view(func(tx *bolt.Tx) error {
-		ss, err := db.openSess(tx, session)
+	err := db.view(func(tx backend.Tx) error {
+		ss, err := openSess(tx, session)
 		if err != nil {
 			return err
 		}
@@ -432,38 +432,26 @@ func (ss *sess) hashSpan(st *stateRec, from, to uint64) ([]byte, error) {
 		return nil, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
 	}
 	h := sha256.New()
-	want := from
-	err := ss.rawEvents(from, func(seq uint64, v []byte) (bool, error) {
-		if seq != want {
-			return false, nil
-		}
+	err := ss.rawEvents(from, to, func(_ uint64, v []byte) error {
 		h.Write(v)
-		want++
-		return want <= to, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	if want <= to {
-		return nil, corrupt(ss.id, "l0", u64(want), errors.New("event missing"))
 	}
 	return h.Sum(nil), nil
 }
 
 // openAt returns what was open at seq x, given the events x+1..head.
 func (ss *sess) openAt(x uint64, after []tier.Event) ([]tier.Open, error) {
-	b, err := ss.tbl(bucketOpen)
-	if err != nil {
-		return nil, err
-	}
 	open := map[string]tier.Open{}
-	err = b.ForEach(func(k, v []byte) error {
+	err := ss.scan(backend.Open, nil, func(k, v []byte) (bool, error) {
 		var o tier.Open
 		if err := decode(recOpen, v, &o); err != nil {
-			return corrupt(ss.id, "open", k, err)
+			return false, corrupt(ss.id, "open", k, err)
 		}
 		open[string(k)] = o
-		return nil
+		return true, nil
 	})
 	if err != nil {
 		return nil, err

@@ -1,52 +1,50 @@
 package store
 
 import (
-	"bytes"
-	"encoding/binary"
-
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
 )
 
-// sess is one session's buckets inside a transaction. Its methods are the
-// "unsafe" layer: the caller holds the transaction.
+// sess is one session's records inside a transaction: the records of
+// records.go, encoded and decoded over the backend's places. The caller
+// holds the transaction.
 type sess struct {
 	id string
-	b  *bolt.Bucket
-	f  int // the database's format (schema.go)
-	// Format 3: the events bucket, and the session's number there.
-	e   *bolt.Bucket
-	num [4]byte
-	// Format 4: the hot bucket and the journal.
-	h, j *bolt.Bucket
-	// Format 5: the session's state, open calls and events appended
-	// directly are in its own bucket, as in format 2 (schema.go); it has
-	// no number yet (numbered is false), and e, h and j are nil.
-	cold     bool
-	numbered bool
+	b  backend.Session
 }
 
-func (db *DB) openSess(tx *bolt.Tx, id string) (*sess, error) {
-	s, err := db.session(tx, id)
+// findSess returns session id inside tx, or nil when it does not exist.
+func findSess(tx backend.Tx, id string) (*sess, error) {
+	b, err := tx.Session(id)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return &sess{id: id, b: b}, nil
+}
+
+// openSess returns session id inside tx, or ErrSessionNotFound.
+func openSess(tx backend.Tx, id string) (*sess, error) {
+	s, err := findSess(tx, id)
 	if err != nil {
 		return nil, err
 	}
-	if s.b == nil {
+	if s == nil {
 		return nil, errors.Wrapf(ErrSessionNotFound, "%q", id)
 	}
 	return s, nil
 }
 
-// createSess makes a session's buckets and its checkpoint at seq 0.
-func createSess(tx *bolt.Tx, f int, id string) (*sess, error) {
-	s, err := makeSessionBucket(tx, f, id)
+// createSess makes a session, its state and its checkpoint at seq 0.
+func createSess(tx backend.Tx, id string) (*sess, error) {
+	b, err := tx.CreateSession(id)
 	if err != nil {
-		return nil, err
+		return nil, errors.Wrapf(err, "store: creating session %q", id)
 	}
+	s := &sess{id: id, b: b}
 	st := stateRec{V: recordVersion}
 	if _, err := s.putCheckpoint(&st, 0, nil, "session start"); err != nil {
 		return nil, err
@@ -54,17 +52,15 @@ func createSess(tx *bolt.Tx, f int, id string) (*sess, error) {
 	return s, s.putState(&st)
 }
 
-func (s *sess) sub(name []byte) (*bolt.Bucket, error) {
-	b := s.b.Bucket(bucketName(s.f, name))
-	if b == nil {
-		return nil, corrupt(s.id, string(name), nil, errors.New("bucket missing"))
-	}
-	return b, nil
-}
-
 func (s *sess) state() (stateRec, error) {
 	var st stateRec
-	v := s.hot().Get(s.stateKey())
+	v, err := s.b.State()
+	if err != nil {
+		return st, err
+	}
+	if v == nil {
+		return st, corrupt(s.id, "state", nil, errors.New("missing"))
+	}
 	if err := decodeState(v, &st); err != nil {
 		return st, corrupt(s.id, "state", nil, err)
 	}
@@ -77,62 +73,40 @@ func (s *sess) putState(st *stateRec) error {
 	if err != nil {
 		return err
 	}
-	return s.hot().Put(s.stateKey(), v)
+	return s.b.PutState(v)
 }
 
-// get decodes the record at key of bucket name into v; found is false when
-// the key is absent.
-func (s *sess) get(name []byte, t recType, key []byte, v any) (found bool, err error) {
-	b, err := s.tbl(name)
-	if err != nil {
+// get decodes the record at key of table t into v; found is false when the
+// key is absent.
+func (s *sess) get(t backend.Table, rt recType, key []byte, v any) (found bool, err error) {
+	raw, err := s.b.Get(t, key)
+	if err != nil || raw == nil {
 		return false, err
 	}
-	raw := b.Get(key)
-	if raw == nil {
-		return false, nil
-	}
-	if err := decode(t, raw, v); err != nil {
-		return true, corrupt(s.id, string(name), key, err)
+	if err := decode(rt, raw, v); err != nil {
+		return true, corrupt(s.id, t.String(), key, err)
 	}
 	return true, nil
 }
 
-func (s *sess) put(name []byte, t recType, key []byte, v any, appendOnly bool) error {
-	b, err := s.tbl(name)
+func (s *sess) put(t backend.Table, rt recType, key []byte, v any) error {
+	raw, err := encode(rt, v)
 	if err != nil {
 		return err
 	}
-	if appendOnly && b.prefix == nil {
-		b.b.FillPercent = 1.0
-	}
-	raw, err := encode(t, v)
-	if err != nil {
-		return err
-	}
-	return b.Put(key, raw)
+	return s.b.Put(t, key, raw)
+}
+
+// scan calls fn with every record of table t from key from on (nil: all),
+// in key order, until fn returns false.
+func (s *sess) scan(t backend.Table, from []byte, fn func(k, v []byte) (bool, error)) error {
+	return s.b.Scan(t, from, fn)
 }
 
 func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
-	stores, err := s.stores()
+	raw, err := s.b.Event(seq)
 	if err != nil {
 		return tier.Event{}, nil, err
-	}
-	var raw []byte
-	for _, st := range stores {
-		if raw = st.b.Get(s.eventKey(st.style, seq)); raw != nil {
-			break
-		}
-	}
-	if raw == nil && s.j != nil && !s.cold {
-		err := s.journal(seq, func(at uint64, v []byte) (bool, error) {
-			if at == seq {
-				raw = v
-			}
-			return false, nil
-		})
-		if err != nil {
-			return tier.Event{}, nil, err
-		}
 	}
 	if raw == nil {
 		return tier.Event{}, nil, corrupt(s.id, "l0", u64(seq), errors.New("event missing"))
@@ -142,7 +116,7 @@ func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
 }
 
 // decodeEvent decodes the event stored under seq. Errors name the session,
-// "l0" (the raw log, whatever the format's bucket) and seq.
+// "l0" (the raw log) and seq.
 func decodeEvent(session string, seq uint64, raw []byte) (tier.Event, error) {
 	var r eventRec
 	if err := decodeEventRec(raw, &r); err != nil {
@@ -158,94 +132,37 @@ func decodeEvent(session string, seq uint64, raw []byte) (tier.Event, error) {
 }
 
 // events calls fn for each event with from ≤ seq ≤ to, in order, with its
-// stored bytes (valid only during the call).
+// stored bytes (valid only during the call). A missing event is damage.
 func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) error {
-	want := from
-	err := s.rawEvents(from, func(seq uint64, v []byte) (bool, error) {
-		if seq > to {
-			return false, nil
+	return s.rawEvents(from, to, func(seq uint64, v []byte) error {
+		e, err := decodeEvent(s.id, seq, v)
+		if err != nil {
+			return err
 		}
+		return fn(e, v)
+	})
+}
+
+// rawEvents calls fn with the seq and the stored bytes (valid only during
+// the call) of every event from ≤ seq ≤ to, in order. A missing event is
+// damage.
+func (s *sess) rawEvents(from, to uint64, fn func(seq uint64, raw []byte) error) error {
+	want := from
+	err := s.b.Events(from, to, func(seq uint64, v []byte) (bool, error) {
 		if seq != want {
 			return false, corrupt(s.id, "l0", u64(want), errors.Newf("event missing (next stored is %d)", seq))
 		}
-		e, err := decodeEvent(s.id, seq, v)
-		if err != nil {
-			return false, err
-		}
-		if err := fn(e, v); err != nil {
+		if err := fn(seq, v); err != nil {
 			return false, err
 		}
 		want++
-		return want <= to, nil
+		return true, nil
 	})
 	if err != nil {
 		return err
 	}
 	if want <= to {
 		return corrupt(s.id, "l0", u64(want), errors.New("event missing"))
-	}
-	return nil
-}
-
-// rawEvents calls fn with the seq and the stored bytes (valid only during
-// the call) of the session's events from seq from on, in the order they
-// are stored — in l0 (format 5: the session's bucket, then the events
-// bucket), then in formats 4 and 5 in the journal — until fn returns
-// false. A key it cannot read is an error; a gap is for fn to find.
-func (s *sess) rawEvents(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
-	stores, err := s.stores()
-	if err != nil {
-		return err
-	}
-	for _, st := range stores {
-		c := st.b.Cursor()
-		for k, v := c.Seek(s.eventKey(st.style, from)); k != nil; k, v = c.Next() {
-			seq, ok, err := s.eventSeq(st.style, k)
-			if err != nil {
-				return corrupt(s.id, "l0", k, err)
-			}
-			if !ok {
-				break
-			}
-			if more, err := fn(seq, v); err != nil || !more {
-				return err
-			}
-		}
-	}
-	if s.j == nil || s.cold {
-		return nil
-	}
-	return s.journal(from, fn)
-}
-
-// journal calls fn with the seq and stored bytes of the session's events
-// in format 4's journal from seq from on, in order, until fn returns false.
-// It reads the journal from the session's first entry there, passing the
-// other sessions' entries.
-func (s *sess) journal(from uint64, fn func(seq uint64, raw []byte) (more bool, err error)) error {
-	first, err := s.journalFirst()
-	if first == nil || err != nil {
-		return err
-	}
-	c := s.j.Cursor()
-	k, v := c.Seek(first)
-	if !bytes.Equal(k, first) {
-		return corrupt(s.id, string(bucketJournal4), first, errors.New("the session's first journal entry is missing"))
-	}
-	for ; k != nil; k, v = c.Next() {
-		if len(v) < journalHeader {
-			return corrupt(s.id, string(bucketJournal4), k, errors.Newf("entry of %d bytes", len(v)))
-		}
-		if [4]byte(v) != s.num {
-			continue
-		}
-		seq := binary.BigEndian.Uint64(v[4:])
-		if seq < from {
-			continue
-		}
-		if more, err := fn(seq, v[journalHeader:]); err != nil || !more {
-			return err
-		}
 	}
 	return nil
 }
@@ -261,7 +178,7 @@ func (s *sess) node(id uint64) (tier.Node, error) {
 // nodeRecord returns node id's record as stored, facts included.
 func (s *sess) nodeRecord(id uint64) (nodeRec, error) {
 	var r nodeRec
-	found, err := s.get(bucketNodes, recNode, u64(id), &r)
+	found, err := s.get(backend.Nodes, recNode, u64(id), &r)
 	if err != nil {
 		return nodeRec{}, err
 	}
@@ -276,7 +193,7 @@ func (s *sess) nodeRecord(id uint64) (nodeRec, error) {
 
 func (s *sess) putNodeRecord(r *nodeRec) error {
 	r.V = recordVersion
-	return s.put(bucketNodes, recNode, u64(r.ID), r, false)
+	return s.put(backend.Nodes, recNode, u64(r.ID), r)
 }
 
 // setParent records that node id was folded into parent (superseded, when
@@ -296,7 +213,7 @@ func (s *sess) setParent(id, parent uint64, superseded bool) error {
 
 func (s *sess) marker(id uint64) (marker.Marker, error) {
 	var r markerRec
-	found, err := s.get(bucketMarkers, recMarker, u64(id), &r)
+	found, err := s.get(backend.Markers, recMarker, u64(id), &r)
 	if err != nil {
 		return marker.Marker{}, err
 	}
@@ -314,12 +231,12 @@ func (s *sess) marker(id uint64) (marker.Marker, error) {
 func (s *sess) putMarker(m *marker.Marker) error {
 	r := markerRec{V: recordVersion, ID: m.ID, Node: m.Node, Depth: m.Depth, FrameVersion: m.FrameVersion,
 		Boundary: m.Boundary, Status: m.Status, Reason: m.Reason, InvalidatedAt: m.InvalidatedAt, Unchecked: m.Unchecked}
-	return s.put(bucketMarkers, recMarker, u64(m.ID), &r, false)
+	return s.put(backend.Markers, recMarker, u64(m.ID), &r)
 }
 
 func (s *sess) checkpoint(id uint64) (checkpoint.Checkpoint, error) {
 	var r checkpointRec
-	found, err := s.get(bucketCkpts, recCheckpoint, u64(id), &r)
+	found, err := s.get(backend.Checkpoints, recCheckpoint, u64(id), &r)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
@@ -336,7 +253,7 @@ func (s *sess) checkpoint(id uint64) (checkpoint.Checkpoint, error) {
 func (s *sess) writeCheckpoint(c *checkpoint.Checkpoint) error {
 	r := checkpointRec{V: recordVersion, ID: c.ID, Seq: c.Seq, Prefix: c.Prefix, FrameVersion: c.FrameVersion,
 		Why: c.Why, Status: uint8(c.Status), Reason: c.Reason, InvalidatedAt: c.InvalidatedAt}
-	return s.put(bucketCkpts, recCheckpoint, u64(c.ID), &r, false)
+	return s.put(backend.Checkpoints, recCheckpoint, u64(c.ID), &r)
 }
 
 // putCheckpoint writes a new usable checkpoint at seq with the given prefix
@@ -347,7 +264,7 @@ func (s *sess) putCheckpoint(st *stateRec, seq uint64, prefix []uint64, why stri
 	if err := s.writeCheckpoint(&c); err != nil {
 		return 0, err
 	}
-	return c.ID, s.put(bucketCkValid, recIndex, u64u64(seq, c.ID), &indexRec{V: recordVersion, ID: c.ID}, false)
+	return c.ID, s.put(backend.CheckpointIndex, recIndex, u64u64(seq, c.ID), &indexRec{V: recordVersion, ID: c.ID})
 }
 
 // usableCheckpointAt returns the id of the newest usable checkpoint at
@@ -361,23 +278,15 @@ func (s *sess) usableCheckpointAt(seq uint64) (uint64, error) {
 }
 
 // nearestCheckpoint returns the newest usable checkpoint with the greatest
-// seq ≤ seq, from the ckvalid index.
+// seq ≤ seq, from the checkpoint index.
 func (s *sess) nearestCheckpoint(seq uint64) (id, at uint64, err error) {
-	b, err := s.sub(bucketCkValid)
+	var below []byte
+	if seq != ^uint64(0) {
+		below = u64u64(seq+1, 0)
+	}
+	k, _, err := s.b.Last(backend.CheckpointIndex, below)
 	if err != nil {
 		return 0, 0, err
-	}
-	c := b.Cursor()
-	var k []byte
-	if seq == ^uint64(0) {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Seek(u64u64(seq+1, 0))
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
 	}
 	if k == nil {
 		return 0, 0, corrupt(s.id, "ckvalid", nil, errors.New("no usable checkpoint, not even at seq 0"))
@@ -392,41 +301,33 @@ func (s *sess) nearestCheckpoint(seq uint64) (id, at uint64, err error) {
 // roots returns the current roots in seq order, up to and including the one
 // starting at upto (all when upto is the max uint64).
 func (s *sess) roots(upto uint64) ([]rootRec, error) {
-	b, err := s.sub(bucketRoots)
-	if err != nil {
-		return nil, err
-	}
 	var out []rootRec
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	err := s.scan(backend.Roots, nil, func(k, v []byte) (bool, error) {
 		from, err := parseU64(k)
 		if err != nil {
-			return nil, corrupt(s.id, "roots", k, err)
+			return false, corrupt(s.id, "roots", k, err)
 		}
 		if from > upto {
-			break
+			return false, nil
 		}
 		var r rootRec
 		if err := decode(recRoot, v, &r); err != nil {
-			return nil, corrupt(s.id, "roots", k, err)
+			return false, corrupt(s.id, "roots", k, err)
 		}
 		if r.From != from || r.To < r.From {
-			return nil, corrupt(s.id, "roots", k, errors.Newf("record holds span %d..%d", r.From, r.To))
+			return false, corrupt(s.id, "roots", k, errors.Newf("record holds span %d..%d", r.From, r.To))
 		}
 		out = append(out, r)
-	}
-	return out, nil
+		return true, nil
+	})
+	return out, err
 }
 
 // refusalLast returns the newest audit record, if any.
 func (s *sess) refusalLast() (*Refusal, error) {
-	b, err := s.sub(bucketAudit)
-	if err != nil {
+	k, v, err := s.b.Last(backend.Audit, nil)
+	if err != nil || k == nil {
 		return nil, err
-	}
-	k, v := b.Cursor().Last()
-	if k == nil {
-		return nil, nil
 	}
 	var r auditRec
 	if err := decode(recAudit, v, &r); err != nil {
@@ -438,7 +339,7 @@ func (s *sess) refusalLast() (*Refusal, error) {
 // refusal returns audit record id.
 func (s *sess) refusal(id uint64) (Refusal, error) {
 	var r auditRec
-	found, err := s.get(bucketAudit, recAudit, u64(id), &r)
+	found, err := s.get(backend.Audit, recAudit, u64(id), &r)
 	if err != nil {
 		return Refusal{}, err
 	}
@@ -449,4 +350,9 @@ func (s *sess) refusal(id uint64) (Refusal, error) {
 		return Refusal{}, corrupt(s.id, "audit", u64(id), errors.Newf("record holds refusal %d", r.ID))
 	}
 	return r.Refusal, nil
+}
+
+// forEach calls fn with every record of table t, in key order.
+func (s *sess) forEach(t backend.Table, fn func(k, v []byte) error) error {
+	return s.scan(t, nil, func(k, v []byte) (bool, error) { return true, fn(k, v) })
 }

@@ -2,17 +2,18 @@ package store
 
 import (
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
 )
 
-// Snapshot is a consistent read-only view of the database: one bbolt read
-// transaction. It is valid only inside the function passed to View.
+// Snapshot is a consistent read-only view of the database: one read
+// transaction of its backend. It is valid only inside the function passed to View.
 type Snapshot struct {
-	tx *bolt.Tx
+	tx backend.Tx
 	db *DB
 }
 
@@ -23,7 +24,7 @@ func (db *DB) View(fn func(*Snapshot) error) error {
 		return err
 	}
 	defer db.release()
-	return db.view(func(tx *bolt.Tx) error { return fn(&Snapshot{tx: tx, db: db}) })
+	return db.view(func(tx backend.Tx) error { return fn(&Snapshot{tx: tx, db: db}) })
 }
 
 // Info is a session's head and frame.
@@ -37,28 +38,26 @@ type Info struct {
 	RefusedTo    uint64 `json:"refused_to,omitempty"`
 }
 
-// FormatVersion returns the format version recorded in the database.
+// FormatVersion returns the format version of the backend's layout (the
+// bbolt file's), or 0 for a backend without one.
 func (s *Snapshot) FormatVersion() (int, error) {
-	var rec metaRec
-	if err := decode(recMeta, s.tx.Bucket(bucketMeta).Get(keyFormat), &rec); err != nil {
-		return 0, &CorruptError{Bucket: "meta", Key: "format", Err: err}
+	if v, ok := s.db.be.(interface{ FormatVersion() int }); ok {
+		return v.FormatVersion(), nil
 	}
-	return rec.Format, nil
+	return 0, nil
 }
 
 // Sessions returns the session ids in byte order.
 func (s *Snapshot) Sessions() ([]string, error) {
 	var out []string
-	err := forEachSession(s.tx, s.db.format, func(k []byte, b *bolt.Bucket) error {
-		if b != nil {
-			out = append(out, string(k))
-		}
+	err := s.tx.Sessions(func(id string) error {
+		out = append(out, id)
 		return nil
 	})
 	return out, err
 }
 
-func (s *Snapshot) sess(id string) (*sess, error) { return s.db.openSess(s.tx, id) }
+func (s *Snapshot) sess(id string) (*sess, error) { return openSess(s.tx, id) }
 
 // Info returns session's head and frame.
 func (s *Snapshot) Info(session string) (Info, error) {
@@ -137,7 +136,7 @@ func (s *Snapshot) Node(session string, id uint64) (tier.Node, error) {
 
 // Nodes calls fn for every node of session, in id order.
 func (s *Snapshot) Nodes(session string, fn func(tier.Node) error) error {
-	return s.each(session, bucketNodes, func(ss *sess, k, v []byte) error {
+	return s.each(session, backend.Nodes, func(ss *sess, k, v []byte) error {
 		var r nodeRec
 		if err := decode(recNode, v, &r); err != nil {
 			return corrupt(ss.id, "nodes", k, err)
@@ -148,7 +147,7 @@ func (s *Snapshot) Nodes(session string, fn func(tier.Node) error) error {
 
 // Markers calls fn for every marker of session, in id order.
 func (s *Snapshot) Markers(session string, fn func(marker.Marker) error) error {
-	return s.each(session, bucketMarkers, func(ss *sess, k, v []byte) error {
+	return s.each(session, backend.Markers, func(ss *sess, k, v []byte) error {
 		m, err := ss.marker(u64val(k))
 		if err != nil {
 			return err
@@ -168,7 +167,7 @@ func (s *Snapshot) Marker(session string, id uint64) (marker.Marker, error) {
 
 // Checkpoints calls fn for every checkpoint of session, in id order.
 func (s *Snapshot) Checkpoints(session string, fn func(checkpoint.Checkpoint) error) error {
-	return s.each(session, bucketCkpts, func(ss *sess, k, v []byte) error {
+	return s.each(session, backend.Checkpoints, func(ss *sess, k, v []byte) error {
 		c, err := ss.checkpoint(u64val(k))
 		if err != nil {
 			return err
@@ -180,7 +179,7 @@ func (s *Snapshot) Checkpoints(session string, fn func(checkpoint.Checkpoint) er
 // Refusals calls fn for every audit record of a refused compaction of
 // session, oldest first.
 func (s *Snapshot) Refusals(session string, fn func(Refusal) error) error {
-	return s.each(session, bucketAudit, func(ss *sess, k, v []byte) error {
+	return s.each(session, backend.Audit, func(ss *sess, k, v []byte) error {
 		var r auditRec
 		if err := decode(recAudit, v, &r); err != nil {
 			return corrupt(ss.id, "audit", k, err)
@@ -189,25 +188,17 @@ func (s *Snapshot) Refusals(session string, fn func(Refusal) error) error {
 	})
 }
 
-func (s *Snapshot) each(session string, bucket []byte, fn func(ss *sess, k, v []byte) error) error {
+func (s *Snapshot) each(session string, t backend.Table, fn func(ss *sess, k, v []byte) error) error {
 	ss, err := s.sess(session)
 	if err != nil {
 		return err
 	}
-	b, err := ss.sub(bucket)
-	if err != nil {
-		return err
-	}
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	return ss.scan(t, nil, func(k, v []byte) (bool, error) {
 		if len(k) != 8 {
-			return corrupt(session, string(bucket), k, errors.New("bad key"))
+			return false, corrupt(session, t.String(), k, errors.New("bad key"))
 		}
-		if err := fn(ss, k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, fn(ss, k, v)
+	})
 }
 
 // Ledger returns the ledger of session at its head, as stored.
@@ -222,13 +213,9 @@ func (s *Snapshot) Ledger(session string) (*tier.Ledger, error) {
 func (ss *sess) ledger() (*tier.Ledger, error) {
 	l := tier.NewLedger()
 	for _, c := range []tier.Class{tier.ClassOpen, tier.ClassDisposition, tier.ClassConstraint, tier.ClassArtifact} {
-		name, _ := ledgerBucket(c)
-		b, err := ss.tbl(name)
-		if err != nil {
-			return nil, err
-		}
-		err = b.ForEach(func(k, _ []byte) error {
-			return ss.loadLedgerEntry(l, tier.Ref{Class: c, Name: string(k)})
+		name, _ := ledgerTable(c)
+		err := ss.scan(name, nil, func(k, _ []byte) (bool, error) {
+			return true, ss.loadLedgerEntry(l, tier.Ref{Class: c, Name: string(k)})
 		})
 		if err != nil {
 			return nil, err
@@ -281,6 +268,10 @@ func (db *DB) Info(session string) (info Info, err error) {
 // cache and are read back from there when touched again. A long read — a
 // dump, a verify — of a database larger than memory calls it now and then,
 // so that its resident memory stays bounded by what it holds, not by the
-// size of the file (bbolt maps the whole file). Linux only; elsewhere it
-// does nothing. It never changes what the snapshot reads.
-func (s *Snapshot) ReleaseMapped() { releaseMapped(s.tx.DB().Path()) }
+// size of the file (bbolt maps the whole file). For a bbolt file on Linux;
+// elsewhere it does nothing. It never changes what the snapshot reads.
+func (s *Snapshot) ReleaseMapped() {
+	if r, ok := s.tx.(interface{ ReleaseMapped() }); ok {
+		r.ReleaseMapped()
+	}
+}

@@ -1,16 +1,22 @@
 package store
 
-import "os"
+import "github.com/strata-go/strata/backend"
 
 // Size returns the size in bytes of the copy WriteTo writes: the database
 // as of this snapshot. A server streaming a backup announces it as the
 // Content-Length, so that a cut transfer is seen as one.
-func (s *Snapshot) Size() int64 { return s.tx.Size() }
+func (s *Snapshot) Size() int64 {
+	if c, ok := s.tx.(backend.Snapshotter); ok {
+		return c.Size()
+	}
+	return 0
+}
 
 // Stats counts the records of every session as of this snapshot: what
 // DB.Stats returns, for a caller that reads other things from the same
 // transaction. Sessions is never nil. FileBytes is the file's size when
-// Stats is called (the file may run ahead of Size).
+// Stats is called (the file may run ahead of Size), for a backend that is a
+// file.
 func (s *Snapshot) Stats() (Stats, error) {
 	out := Stats{Sessions: []SessionStats{}, Total: newSessionStats("")}
 	ids, err := s.Sessions()
@@ -25,8 +31,8 @@ func (s *Snapshot) Stats() (Stats, error) {
 		out.Sessions = append(out.Sessions, st)
 		out.Total.add(&st)
 	}
-	if fi, err := os.Stat(s.tx.DB().Path()); err == nil {
-		out.FileBytes = fi.Size()
+	if f, ok := s.db.be.(interface{ FileSize() int64 }); ok {
+		out.FileBytes = f.FileSize()
 	}
 	if out.Total.Events > 0 {
 		out.BytesPerEvent = float64(out.FileBytes) / float64(out.Total.Events)

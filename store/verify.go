@@ -1,13 +1,12 @@
 package store
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"slices"
 
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
@@ -71,62 +70,40 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 		return rep, err
 	}
 	defer db.release()
-	err := db.view(func(tx *bolt.Tx) error {
-		// tx.Check runs in a goroutine guard cannot protect: only once
-		// preCheck found what it reads sound (see verify_guard.go).
-		pre, safe, graph := db.preCheck(tx)
-		rep.Problems = append(rep.Problems, pre...)
-		if !graph {
-			return nil // every further check walks pages with cursors
+	err := db.view(func(tx backend.Tx) error {
+		release := func() {}
+		if r, ok := tx.(interface{ ReleaseMapped() }); ok {
+			release = r.ReleaseMapped
 		}
-		if safe {
-			for err := range tx.Check() {
-				rep.Problems = append(rep.Problems, Problem{What: "bbolt: " + err.Error()})
+		if c, ok := db.be.(backend.Checker); ok {
+			// The backend's own structure first: a page graph too damaged
+			// for its reads stops the logical checks.
+			safe, err := c.Check(tx, func(session, what string) {
+				rep.Problems = append(rep.Problems, Problem{Session: session, What: what})
+			})
+			if err != nil || !safe {
+				return err
 			}
+			release()
 		}
-		// tx.Check touched every page: let them leave the resident set
-		// (see Snapshot.ReleaseMapped), and so again as the raw log is read.
-		releaseMapped(db.path)
 		var ids []string
-		err := forEachSession(tx, db.format, func(k []byte, b *bolt.Bucket) error {
-			if b == nil {
-				rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: a value at key %q, not a session bucket", clipKey(k))})
-				return nil
-			}
-			ids = append(ids, string(k))
-			return nil
-		})
-		if err != nil {
+		if err := tx.Sessions(func(id string) error { ids = append(ids, id); return nil }); err != nil {
 			return err
-		}
-		if k := unseekable(sessionsBucket(tx, db.format)); k != nil {
-			rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("sessions: key %q is not found by a seek (a damaged branch page)", clipKey(k))})
-		}
-		if db.format != 1 {
-			c := tx.Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				if !bytes.Equal(k, bucketMeta) && !bytes.HasPrefix(k, sessionPrefix) && !formatBucket(db.format, k) {
-					rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("a bucket %q that is neither meta nor a session", clipKey(k))})
-				}
-			}
 		}
 		rep.Sessions = len(ids)
 		sessions := make([]*sess, len(ids))
 		for i, id := range ids {
-			ss, err := newSess(tx, db.format, id, lookupSession(tx, db.format, id))
+			ss, err := openSess(tx, id)
 			if err != nil {
 				rep.Problems = append(rep.Problems, Problem{Session: id, What: err.Error()})
 				continue
 			}
 			sessions[i] = ss
 		}
-		if db.format >= 3 {
-			rep.Problems = append(rep.Problems, checkEventsBucket(tx, db.format, sessions)...)
-		}
 		var total, done uint64
 		if opts.Events != nil {
 			for _, ss := range sessions {
-				if ss == nil || ss.b == nil {
+				if ss == nil {
 					continue
 				}
 				if st, err := ss.state(); err == nil {
@@ -138,12 +115,12 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 			if sessions[i] == nil {
 				continue
 			}
-			v := &verifier{rep: &rep, ss: sessions[i], path: db.path}
+			v := &verifier{rep: &rep, ss: sessions[i], release: release}
 			if opts.Events != nil {
 				base := done
 				v.progress = func(n uint64) { opts.Events(base+n, total) }
 			}
-			if err := guard(v.run); err != nil {
+			if err := v.run(); err != nil {
 				v.fail("%v", err)
 			}
 			if opts.Events != nil {
@@ -162,185 +139,6 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	return rep, nil
 }
 
-// checkEventsBucket checks format 3's events bucket as a whole: every key
-// belongs to a session (by its number, which no two sessions share, and
-// which is below the number meta gives the next session) and is
-// an event's, a state's or an open call's; no key holds a bucket; a seek
-// finds every key. What each session's keys hold is checked with the
-// session.
-func checkEventsBucket(tx *bolt.Tx, format int, sessions []*sess) []Problem {
-	var out []Problem
-	fail := func(format string, args ...any) {
-		switch {
-		case len(out) < maxProblems:
-			out = append(out, Problem{What: fmt.Sprintf(format, args...)})
-		case len(out) == maxProblems:
-			out = append(out, Problem{What: "events bucket: more problems not shown"})
-		}
-	}
-	next, err := decodeNext(format, tx.Bucket(bucketMeta).Get(keyNextSess3))
-	if err != nil {
-		fail("meta: %v", err)
-	}
-	owner := map[[4]byte]string{}
-	for _, ss := range sessions {
-		if ss == nil || !ss.numbered {
-			continue // format 5: a cold session has no number
-		}
-		if other, ok := owner[ss.num]; ok {
-			fail("sessions %q and %q have the same number %d", other, ss.id, binary.BigEndian.Uint32(ss.num[:]))
-		}
-		owner[ss.num] = ss.id
-		if n := binary.BigEndian.Uint32(ss.num[:]); err == nil && n >= next {
-			// The next session made would take this one's keys.
-			fail("meta: the next session number %d is not above session %q's %d", next, ss.id, n)
-		}
-	}
-	e := tx.Bucket(bucketEvents3)
-	if e == nil {
-		fail("the events bucket %q is missing", bucketEvents3)
-		return out
-	}
-	if k := unseekable(e); k != nil {
-		fail("events bucket: key %x is not found by a seek (a damaged branch page)", clipKey(k))
-	}
-	named := map[[4]byte]bool{} // the sessions whose id key is there
-	c := e.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) < 5 {
-			fail("events bucket: key %x is no session's", clipKey(k))
-			continue
-		}
-		if _, ok := owner[[4]byte(k)]; !ok {
-			fail("events bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
-			continue
-		}
-		switch {
-		case v == nil:
-			fail("events bucket: key %x holds a bucket", clipKey(k))
-		case k[4] == eventPrefix && len(k) == 13:
-		case k[4] == stateSuffix3 && len(k) == 6 && k[5] == idSuffix3:
-			named[[4]byte(k)] = true
-			if id := owner[[4]byte(k)]; string(v) != id {
-				fail("events bucket: key %x names session %q, the number is %q's", clipKey(k), clipKey(v), id)
-			}
-		case format == 3 && k[4] == stateSuffix3 && (len(k) == 5 || len(k) > 6 && k[5] == openSuffix3):
-		case format == 3:
-			fail("events bucket: key %x is neither an event's, a state's nor an open call's", clipKey(k))
-		default:
-			fail("events bucket: key %x is neither an event's nor a session's id", clipKey(k))
-		}
-	}
-	for _, ss := range sessions {
-		if ss != nil && !ss.cold && !named[ss.num] {
-			fail("events bucket: session %q has no id key (%x)", ss.id, append(ss.num[:], stateSuffix3, idSuffix3))
-		}
-	}
-	if format >= 4 {
-		checkJournal(tx, format, owner, fail)
-	}
-	return out
-}
-
-// formatBucket reports whether the root's key k is a bucket of format f's
-// own, beside meta and the sessions.
-func formatBucket(f int, k []byte) bool {
-	switch string(k) {
-	case string(bucketEvents3):
-		return f >= 3
-	case string(bucketHot4), string(bucketJournal4):
-		return f >= 4
-	}
-	return false
-}
-
-// checkJournal checks format 4's hot bucket and journal as a whole: every
-// key belongs to a session and is of a kind the format puts there, no key
-// holds a bucket, a seek finds every key, every journal key is one the
-// journal's sequence has given, and each session's record of its first
-// journal entry is that entry's key. The events themselves are checked
-// with their session.
-func checkJournal(tx *bolt.Tx, format int, owner map[[4]byte]string, fail func(string, ...any)) {
-	h, j := tx.Bucket(bucketHot4), tx.Bucket(bucketJournal4)
-	if h == nil || j == nil {
-		fail("the hot bucket %q or the journal %q is missing", bucketHot4, bucketJournal4)
-		return
-	}
-	if k := unseekable(h); k != nil {
-		fail("hot bucket: key %x is not found by a seek (a damaged branch page)", clipKey(k))
-	}
-	if k := unseekable(j); k != nil {
-		fail("journal: key %x is not found by a seek (a damaged branch page)", clipKey(k))
-	}
-	firsts := map[[4]byte][]byte{} // h's record of each session's first journal key
-	c := h.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		switch {
-		case len(k) < 5:
-			fail("hot bucket: key %x is no session's", clipKey(k))
-			continue
-		case owner[[4]byte(k)] == "":
-			fail("hot bucket: key %x of session number %d, which no session has", clipKey(k), binary.BigEndian.Uint32(k))
-			continue
-		case v == nil:
-			fail("hot bucket: key %x holds a bucket", clipKey(k))
-		case k[4] == stateSuffix4 && len(k) == 5:
-		case k[4] == journalSuffix4 && len(k) == 5:
-			if len(v) != 8 {
-				fail("hot bucket: key %x holds a journal key of %d bytes", clipKey(k), len(v))
-			}
-			firsts[[4]byte(k)] = v
-		case k[4] == openSuffix3 && len(k) > 5:
-		case format >= 5 && k[4] == coldHeadSuffix5 && len(k) == 5:
-			if len(v) != 8 {
-				fail("hot bucket: key %x holds a head of %d bytes", clipKey(k), len(v))
-			}
-		default:
-			fail("hot bucket: key %x is neither a state, a journal key nor an open call", clipKey(k))
-		}
-	}
-	if j.Sequence() > maxJournalKey {
-		fail("journal: sequence %d is past any a journal reaches", j.Sequence())
-	}
-	seen := map[[4]byte]bool{}
-	c = j.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		switch {
-		case v == nil:
-			fail("journal: key %x holds a bucket", clipKey(k))
-			continue
-		case len(k) != 8:
-			fail("journal: key %x is not 8 bytes", clipKey(k))
-			continue
-		}
-		if g := binary.BigEndian.Uint64(k); g == 0 || g > j.Sequence() || g > maxJournalKey {
-			// The next append would write over it.
-			fail("journal: key %d is past the journal's sequence %d", g, j.Sequence())
-		}
-		if len(v) < journalHeader {
-			fail("journal: entry %d holds %d bytes", binary.BigEndian.Uint64(k), len(v))
-			continue
-		}
-		num := [4]byte(v)
-		if owner[num] == "" {
-			fail("journal: entry %d of session number %d, which no session has", binary.BigEndian.Uint64(k), binary.BigEndian.Uint32(v))
-			continue
-		}
-		if seen[num] {
-			continue
-		}
-		seen[num] = true
-		if first := firsts[num]; !bytes.Equal(first, k) {
-			fail("hot bucket: session %q's first journal entry is %d, its record says %x", owner[num], binary.BigEndian.Uint64(k), clipKey(first))
-		}
-	}
-	for num, first := range firsts {
-		if !seen[num] {
-			fail("hot bucket: session %q records journal entry %x, and has none", owner[num], first)
-		}
-	}
-}
-
 type verifier struct {
 	rep   *Report
 	ss    *sess
@@ -348,7 +146,7 @@ type verifier struct {
 	nodes map[uint64]tier.Node
 	roots []rootRec
 
-	path     string         // the database file, for releaseMapped
+	release  func()         // lets the backend's mapped pages go (Snapshot.ReleaseMapped)
 	checked  uint64         // raw events checked
 	progress func(n uint64) // nil, or told checked every eventsProgressEvery
 }
@@ -376,13 +174,6 @@ func (v *verifier) run() error {
 	if err := CheckSession(v.ss.id); err != nil {
 		v.fail("%v", err)
 	}
-	for _, name := range v.ss.subBuckets() {
-		if v.ss.b.Bucket(name) == nil {
-			return errors.Newf("bucket %s missing", name)
-		}
-	}
-	v.checkSessionKeys()
-	v.checkColdHead()
 	var err error
 	if v.st, err = v.ss.state(); err != nil {
 		return err
@@ -394,7 +185,6 @@ func (v *verifier) run() error {
 	if v.roots, err = v.ss.roots(^uint64(0)); err != nil {
 		return err
 	}
-	v.checkSeeks()
 	v.checkRawAndLedger()
 	v.checkRoots()
 	v.checkNodes()
@@ -404,127 +194,16 @@ func (v *verifier) run() error {
 	return nil
 }
 
-// checkSessionKeys reports the keys of the session's bucket that its
-// format does not put there: the buckets of subBuckets, the state, and (in
-// format 2) the events — those checked with the raw log.
-func (v *verifier) checkSessionKeys() {
-	names := map[string]bool{}
-	for _, n := range v.ss.subBuckets() {
-		names[string(n)] = true
-	}
-	// The values the bucket holds: the state, or in formats 3 to 5 the
-	// session's number (checked by newSess; the state is in "e" or "h"),
-	// and in format 5 while cold the state too.
-	values := [][]byte{v.ss.stateKey()}
-	switch {
-	case v.ss.f >= 5 && v.ss.cold:
-		values = [][]byte{stateKey2}
-	case v.ss.f >= 3:
-		values = [][]byte{keyNum3}
-	}
-	check := func(k, val []byte) {
-		switch {
-		case val == nil && names[string(k)]:
-		case val != nil && slices.ContainsFunc(values, func(x []byte) bool { return bytes.Equal(k, x) }):
-		default:
-			v.fail("session bucket: unexpected key %x", clipKey(k))
-		}
-	}
-	// The events (formats 2 and 5) are checked with the raw log.
-	events := v.ss.f == 2 || v.ss.f >= 5
-	c := v.ss.b.Cursor()
-	for k, val := c.First(); k != nil && (!events || k[0] < eventPrefix); k, val = c.Next() {
-		check(k, val)
-	}
-	if events {
-		for k, val := c.Seek(stateKey2); k != nil; k, val = c.Next() {
-			check(k, val)
-		}
-	}
-}
-
-// checkColdHead checks, of a hot session of format 5, h's record of the
-// head it had when it turned hot: the seq of its last event in its own
-// bucket, where the journal's first fold of it goes on from.
-func (v *verifier) checkColdHead() {
-	if v.ss.f < 5 || v.ss.cold {
-		return
-	}
-	head, ok := coldHead(v.ss.h, v.ss.num)
-	if !ok {
-		v.fail("hot bucket: no record (%x) of the head the session had when it turned hot", append(v.ss.num[:], coldHeadSuffix5))
-		return
-	}
-	c := v.ss.b.Cursor()
-	k, _ := c.Seek(stateKey2)
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	var last uint64
-	if len(k) == 9 && k[0] == eventPrefix {
-		last = binary.BigEndian.Uint64(k[1:])
-	}
-	if last != head {
-		v.fail("hot bucket: the session turned hot at head %d, its last event in its own bucket is %d", head, last)
-	}
-}
-
-// checkSeeks finds every key of every bucket of the session again by a
-// seek, as reads do (Get, Seek). Iteration follows the leaves whatever the
-// branch pages' keys say; a damaged branch key that still sorts can send a
-// seek to the wrong leaf, so a read would miss a record that iteration — and
-// bbolt's Check — sees.
-func (v *verifier) checkSeeks() {
-	if k := unseekable(v.ss.b); k != nil {
-		v.fail("a key %q of the session bucket is not found by a seek (a damaged branch page)", clipKey(k))
-	}
-	for _, name := range v.ss.subBuckets() {
-		if b := v.ss.b.Bucket(name); b != nil {
-			// Buckets of values: a bucket inside one is damage, and
-			// nothing reads it (the page walk does not go there).
-			_ = b.ForEach(func(k, val []byte) error {
-				if val == nil {
-					v.fail("%s: key %x holds a bucket", name, clipKey(k))
-				}
-				return nil
-			})
-		}
-		if k := unseekable(v.ss.b.Bucket(name)); k != nil {
-			v.fail("%s: key %x is not found by a seek (a damaged branch page)", name, clipKey(k))
-		}
-	}
-}
-
-// unseekable returns the first key of b that a seek does not find, or nil.
-func unseekable(b *bolt.Bucket) []byte {
-	if b == nil {
-		return nil
-	}
-	it, seek := b.Cursor(), b.Cursor()
-	for k, _ := it.First(); k != nil; k, _ = it.Next() {
-		if got, _ := seek.Seek(k); !bytes.Equal(got, k) {
-			return k
-		}
-	}
-	return nil
-}
-
 func (v *verifier) loadNodes() error {
 	v.nodes = map[uint64]tier.Node{}
-	b, err := v.ss.sub(bucketNodes)
-	if err != nil {
-		return err
-	}
-	return b.ForEach(func(k, raw []byte) error {
+	return v.ss.forEach(backend.Nodes, func(k, raw []byte) error {
 		var r nodeRec
 		if err := decode(recNode, raw, &r); err != nil {
 			v.fail("%v", corrupt(v.ss.id, "nodes", k, err))
 			return nil
 		}
 		if u64val(k) != r.ID || len(k) != 8 {
-			v.fail("nodes: key %x holds node %d", clipKey(k), r.ID)
+			v.fail("nodes: key %x holds node %d", backend.ShowKey(k), r.ID)
 			return nil
 		}
 		// Keep the structure only: the narrative and claims of every node
@@ -548,7 +227,9 @@ func (v *verifier) checkRawAndLedger() {
 	var rb *tier.RequiredBuilder
 	want := uint64(1)
 	turn := uint64(0)
-	err := v.ss.rawEvents(0, func(seq uint64, raw []byte) (bool, error) {
+	// Every stored event, also any past the head: a gap or a stray is
+	// damage.
+	err := v.ss.b.Events(1, ^uint64(0), func(seq uint64, raw []byte) (bool, error) {
 		if seq != want {
 			return false, corrupt(v.ss.id, "l0", u64(seq), errors.Newf("stored where seq %d was expected", want))
 		}
@@ -587,7 +268,7 @@ func (v *verifier) checkRawAndLedger() {
 		want++
 		v.checked++
 		if v.checked%eventsProgressEvery == 0 {
-			releaseMapped(v.path)
+			v.release()
 			if v.progress != nil {
 				v.progress(v.checked)
 			}
@@ -738,12 +419,7 @@ func (v *verifier) checkNodes() {
 
 func (v *verifier) checkMarkers() {
 	seen := map[uint64]bool{}
-	b, err := v.ss.sub(bucketMarkers)
-	if err != nil {
-		v.fail("%v", err)
-		return
-	}
-	_ = b.ForEach(func(k, _ []byte) error {
+	_ = v.ss.forEach(backend.Markers, func(k, _ []byte) error {
 		m, err := v.ss.marker(u64val(k))
 		if err != nil {
 			v.fail("%v", err)
@@ -779,11 +455,11 @@ func (v *verifier) checkMarkers() {
 
 func (v *verifier) checkCheckpoints() {
 	index := map[uint64]uint64{} // checkpoint id → seq, from ckvalid
-	if b, err := v.ss.sub(bucketCkValid); err == nil {
-		_ = b.ForEach(func(k, raw []byte) error {
+	{
+		_ = v.ss.forEach(backend.CheckpointIndex, func(k, raw []byte) error {
 			var r indexRec
 			if len(k) != 16 || decode(recIndex, raw, &r) != nil || r.ID != u64val(k[8:]) {
-				v.fail("ckvalid: bad entry at key %x", clipKey(k))
+				v.fail("ckvalid: bad entry at key %x", backend.ShowKey(k))
 				return nil
 			}
 			index[r.ID] = u64val(k[:8])
@@ -791,12 +467,7 @@ func (v *verifier) checkCheckpoints() {
 		})
 	}
 	atZero := false
-	b, err := v.ss.sub(bucketCkpts)
-	if err != nil {
-		v.fail("%v", err)
-		return
-	}
-	_ = b.ForEach(func(k, _ []byte) error {
+	_ = v.ss.forEach(backend.Checkpoints, func(k, _ []byte) error {
 		c, err := v.ss.checkpoint(u64val(k))
 		if err != nil {
 			v.fail("%v", err)
@@ -848,12 +519,7 @@ func (v *verifier) checkCheckpoints() {
 }
 
 func (v *verifier) checkAudit() {
-	b, err := v.ss.sub(bucketAudit)
-	if err != nil {
-		v.fail("%v", err)
-		return
-	}
-	_ = b.ForEach(func(k, raw []byte) error {
+	_ = v.ss.forEach(backend.Audit, func(k, raw []byte) error {
 		var r auditRec
 		if err := decode(recAudit, raw, &r); err != nil {
 			v.fail("%v", corrupt(v.ss.id, "audit", k, err))

@@ -1,6 +1,10 @@
 package checkpoint
 
-import "github.com/strata-go/strata/tier"
+import (
+	"encoding/binary"
+
+	"github.com/strata-go/strata/tier"
+)
 
 // Status is a checkpoint's state: valid until a frame change makes it stale.
 type Status = tier.Status
@@ -29,18 +33,49 @@ type Checkpoint struct {
 // Usable reports whether c may serve a resume.
 func (c *Checkpoint) Usable() bool { return c.Status == StatusValid }
 
-// Nearest returns the usable checkpoint with the greatest Seq at or before
-// seq (the newest one on a tie), and false if there is none.
-func Nearest(cs []Checkpoint, seq uint64) (Checkpoint, bool) {
-	var best Checkpoint
-	found := false
-	for _, c := range cs {
-		if !c.Usable() || c.Seq > seq {
-			continue
-		}
-		if !found || c.Seq > best.Seq || (c.Seq == best.Seq && c.ID > best.ID) {
-			best, found = c, true
-		}
+// The fallback rule: a resume that cannot trust a marker at boundary b
+// falls back to the usable checkpoint with the greatest Seq at or before b,
+// the newest (greatest ID) on a tie. A store keeps its usable checkpoints in
+// an index ordered by IndexKey, and the checkpoint the rule picks is the one
+// whose key is the greatest below FallbackBelow(b): one seek, however many
+// checkpoints a session has.
+
+// IndexKey is checkpoint id's key, at seq, in the index of usable
+// checkpoints: seq then id, big-endian, so that byte order is the fallback
+// rule's order.
+func IndexKey(seq, id uint64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, seq)
+	binary.BigEndian.PutUint64(k[8:], id)
+	return k
+}
+
+// ParseIndexKey returns the seq and id of an index key, and false for a key
+// that is not one.
+func ParseIndexKey(k []byte) (seq, id uint64, ok bool) {
+	if len(k) != 16 {
+		return 0, 0, false
 	}
-	return best, found
+	return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:]), true
+}
+
+// FallbackBelow returns the index key that the checkpoint a fallback from
+// boundary takes sorts just below; nil for the greatest boundary (every
+// key).
+func FallbackBelow(boundary uint64) []byte {
+	if boundary == ^uint64(0) {
+		return nil
+	}
+	return IndexKey(boundary+1, 0)
+}
+
+// StaleAfter reports whether replacing the root that starts at seq from
+// makes c stale: a usable checkpoint at or after from holds that root in
+// its prefix (its prefix is every root up to its seq), so it must be
+// invalidated in the same transaction as the frame change.
+func (c *Checkpoint) StaleAfter(from uint64) bool { return c.Usable() && c.Seq >= from }
+
+// Invalidate marks c unusable at frame version version, for the reason why.
+func (c *Checkpoint) Invalidate(why string, version uint64) {
+	c.Status, c.Reason, c.InvalidatedAt = StatusInvalid, why, version
 }

@@ -1,6 +1,8 @@
 package checkpoint_test
 
 import (
+	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/strata-go/strata/checkpoint"
@@ -10,7 +12,27 @@ func ck(id, seq uint64, status checkpoint.Status) checkpoint.Checkpoint {
 	return checkpoint.Checkpoint{ID: id, Seq: seq, Status: status}
 }
 
-func TestNearest(t *testing.T) {
+// nearest applies the fallback rule as a store does: the greatest index key
+// of a usable checkpoint below FallbackBelow(seq).
+func nearest(cs []checkpoint.Checkpoint, seq uint64) (uint64, bool) {
+	var keys [][]byte
+	for _, c := range cs {
+		if c.Usable() {
+			keys = append(keys, checkpoint.IndexKey(c.Seq, c.ID))
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	below := checkpoint.FallbackBelow(seq)
+	for i := len(keys) - 1; i >= 0; i-- {
+		if below == nil || bytes.Compare(keys[i], below) < 0 {
+			_, id, ok := checkpoint.ParseIndexKey(keys[i])
+			return id, ok
+		}
+	}
+	return 0, false
+}
+
+func TestFallbackRule(t *testing.T) {
 	valid, invalid := checkpoint.StatusValid, checkpoint.StatusInvalid
 	cs := []checkpoint.Checkpoint{
 		ck(1, 0, valid),
@@ -20,6 +42,7 @@ func TestNearest(t *testing.T) {
 		ck(4, 23, valid),
 		ck(6, 33, invalid),
 		ck(7, 39, valid),
+		ck(8, 1<<40, valid), // byte order is numeric order past one byte
 	}
 	cases := []struct {
 		seq    uint64
@@ -33,34 +56,30 @@ func TestNearest(t *testing.T) {
 		{33, 5}, // 33 is invalid
 		{38, 5},
 		{39, 7},
-		{^uint64(0), 7},
+		{1<<40 - 1, 7},
+		{^uint64(0), 8},
 	}
 	for _, tc := range cases {
-		got, ok := checkpoint.Nearest(cs, tc.seq)
-		if !ok || got.ID != tc.wantID {
-			t.Errorf("Nearest(seq %d) = %d, %v; want %d", tc.seq, got.ID, ok, tc.wantID)
+		if got, ok := nearest(cs, tc.seq); !ok || got != tc.wantID {
+			t.Errorf("fallback from seq %d = %d, %v; want %d", tc.seq, got, ok, tc.wantID)
 		}
-		if ok && (!got.Usable() || got.Seq > tc.seq) {
-			t.Errorf("Nearest(seq %d) returned unusable or later checkpoint %+v", tc.seq, got)
-		}
+	}
+	if _, ok := nearest([]checkpoint.Checkpoint{ck(1, 20, valid)}, 19); ok {
+		t.Error("a fallback from 19 took the checkpoint at 20")
+	}
+	if _, _, ok := checkpoint.ParseIndexKey([]byte("short")); ok {
+		t.Error("ParseIndexKey took a 5-byte key")
 	}
 }
 
-func TestNearest_None(t *testing.T) {
-	if _, ok := checkpoint.Nearest(nil, 10); ok {
-		t.Error("Nearest of no checkpoints found one")
+func TestStaleAfter(t *testing.T) {
+	c := ck(1, 10, checkpoint.StatusValid)
+	if !c.StaleAfter(10) || !c.StaleAfter(3) || c.StaleAfter(11) {
+		t.Error("a usable checkpoint at 10 is stale exactly when a root from seq <= 10 is replaced")
 	}
-	onlyInvalid := []checkpoint.Checkpoint{ck(1, 0, checkpoint.StatusInvalid), ck(2, 5, checkpoint.StatusInvalid)}
-	if c, ok := checkpoint.Nearest(onlyInvalid, 10); ok {
-		t.Errorf("Nearest of invalid checkpoints found %+v", c)
-	}
-	later := []checkpoint.Checkpoint{ck(1, 20, checkpoint.StatusValid)}
-	if c, ok := checkpoint.Nearest(later, 19); ok {
-		t.Errorf("Nearest(19) found the checkpoint at 20: %+v", c)
-	}
-	unknown := []checkpoint.Checkpoint{ck(1, 0, 0), ck(2, 0, 7)}
-	if c, ok := checkpoint.Nearest(unknown, 10); ok {
-		t.Errorf("Nearest found a checkpoint of unknown status: %+v", c)
+	c.Invalidate("folded", 4)
+	if c.Usable() || c.Reason != "folded" || c.InvalidatedAt != 4 || c.StaleAfter(3) {
+		t.Errorf("after Invalidate: %+v", c)
 	}
 }
 

@@ -250,3 +250,16 @@ func classRank(c string) int {
 	}
 	return len(Classes)
 }
+
+// Invalidate marks a valid marker invalid, at frame version version and
+// for the reason why: its node stopped being a root (folded, digested or
+// re-compacted), so the promise it made about the frame no longer holds. It
+// reports whether it changed m; an invalid marker stays as it was, with its
+// first reason.
+func (m *Marker) Invalidate(why string, version uint64) bool {
+	if m.Status != StatusValid {
+		return false
+	}
+	m.Status, m.Reason, m.InvalidatedAt = StatusInvalid, why, version
+	return true
+}

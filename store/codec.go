@@ -236,14 +236,6 @@ func u64(v uint64) []byte {
 	return b[:]
 }
 
-// u64u64 encodes a composite key of two big-endian uint64s.
-func u64u64(a, b uint64) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, a)
-	binary.BigEndian.PutUint64(k[8:], b)
-	return k
-}
-
 func parseU64(k []byte) (uint64, error) {
 	if len(k) != 8 {
 		return 0, fmt.Errorf("key of %d bytes, want 8", len(k))

@@ -475,19 +475,19 @@ func (ss *sess) invalidateMarker(id uint64, why string, version uint64, res *Com
 	if err != nil {
 		return err
 	}
-	if m.Status != marker.StatusValid {
+	if !m.Invalidate(why, version) {
 		return nil
 	}
-	m.Status, m.Reason, m.InvalidatedAt = marker.StatusInvalid, why, version
 	res.InvalidatedMarkers = append(res.InvalidatedMarkers, id)
 	return ss.putMarker(&m)
 }
 
-// invalidateCheckpoints invalidates every usable checkpoint at seq ≥ from:
-// each holds, in its prefix, a root that just stopped being one.
+// invalidateCheckpoints invalidates every checkpoint that replacing the
+// root at from makes stale (checkpoint.StaleAfter): the index lists the
+// usable ones by seq.
 func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, res *CommitResult) error {
 	var keys [][]byte
-	err := ss.scan(backend.CheckpointIndex, u64u64(from, 0), func(k, _ []byte) (bool, error) {
+	err := ss.scan(backend.CheckpointIndex, checkpoint.IndexKey(from, 0), func(k, _ []byte) (bool, error) {
 		keys = append(keys, bytes.Clone(k))
 		return true, nil
 	})
@@ -502,7 +502,10 @@ func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, r
 		if err != nil {
 			return err
 		}
-		ck.Status, ck.Reason, ck.InvalidatedAt = checkpoint.StatusInvalid, why, version
+		if !ck.StaleAfter(from) {
+			return corrupt(ss.id, "ckvalid", k, errors.Newf("indexes checkpoint %d at seq %d, status %v", ck.ID, ck.Seq, ck.Status))
+		}
+		ck.Invalidate(why, version)
 		if err := ss.writeCheckpoint(&ck); err != nil {
 			return err
 		}

@@ -110,7 +110,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 		return nil, err
 	}
 	if ck.Seq != at || !ck.Usable() {
-		return nil, corrupt(session, "ckvalid", u64u64(at, id), errors.Newf("indexes checkpoint %d (seq %d, %s)", id, ck.Seq, ck.Status))
+		return nil, corrupt(session, "ckvalid", checkpoint.IndexKey(at, id), errors.Newf("indexes checkpoint %d (seq %d, %s)", id, ck.Seq, ck.Status))
 	}
 	for _, nid := range ck.Prefix {
 		n, err := ss.node(nid)

@@ -264,7 +264,7 @@ func (s *sess) putCheckpoint(st *stateRec, seq uint64, prefix []uint64, why stri
 	if err := s.writeCheckpoint(&c); err != nil {
 		return 0, err
 	}
-	return c.ID, s.put(backend.CheckpointIndex, recIndex, u64u64(seq, c.ID), &indexRec{V: recordVersion, ID: c.ID})
+	return c.ID, s.put(backend.CheckpointIndex, recIndex, checkpoint.IndexKey(seq, c.ID), &indexRec{V: recordVersion, ID: c.ID})
 }
 
 // usableCheckpointAt returns the id of the newest usable checkpoint at
@@ -277,24 +277,20 @@ func (s *sess) usableCheckpointAt(seq uint64) (uint64, error) {
 	return id, nil
 }
 
-// nearestCheckpoint returns the newest usable checkpoint with the greatest
-// seq ≤ seq, from the checkpoint index.
+// nearestCheckpoint returns the checkpoint a fallback from seq takes (the
+// rule of package checkpoint), from the index of usable checkpoints.
 func (s *sess) nearestCheckpoint(seq uint64) (id, at uint64, err error) {
-	var below []byte
-	if seq != ^uint64(0) {
-		below = u64u64(seq+1, 0)
-	}
-	k, _, err := s.b.Last(backend.CheckpointIndex, below)
+	k, _, err := s.b.Last(backend.CheckpointIndex, checkpoint.FallbackBelow(seq))
 	if err != nil {
 		return 0, 0, err
 	}
 	if k == nil {
 		return 0, 0, corrupt(s.id, "ckvalid", nil, errors.New("no usable checkpoint, not even at seq 0"))
 	}
-	if len(k) != 16 {
+	at, id, ok := checkpoint.ParseIndexKey(k)
+	if !ok {
 		return 0, 0, corrupt(s.id, "ckvalid", k, errors.New("bad key"))
 	}
-	at, id = u64val(k[:8]), u64val(k[8:])
 	return id, at, nil
 }
 

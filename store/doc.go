@@ -1,7 +1,16 @@
-// Package store is strata's storage layer: one bbolt file holding, per
-// session, the raw log (L0), summary nodes (L1, L2, …), the roots and frame,
-// recovery markers, raw checkpoints, the audit of refused compactions and the
-// ledger at head.
+// Package store is strata's protocol over its bytes: per session, the raw
+// log (L0), summary nodes (L1, L2, …), the roots and frame, recovery
+// markers, raw checkpoints, the audit of refused compactions and the ledger
+// at head, kept in a backend (package backend) — by Open, one bbolt file
+// (package boltfile).
+//
+// Each step of the protocol has its file: append.go (the ledger's checks
+// and the events' write), group.go (the group commit every write goes
+// through), plan.go (a compaction's span and what it must claim),
+// commit.go (validation and the node's write), invalidate.go and
+// refuse.go, resume.go (a marker or the fallback), verify.go (every
+// logical invariant), backup.go; session.go holds the records' encoding
+// over the backend's places (records.go, codec.go).
 //
 // The main path for an agent:
 //
@@ -26,9 +35,10 @@
 //     marker and checkpoint it made stale.
 //   - Resume reads only stored bytes: the same database renders the same
 //     context, after a reopen and from a backup.
-//   - Every stored value is an envelope with a CRC32C, checked before msgpack
-//     sees a byte; damage is reported as a *CorruptError, never returned as
-//     data.
+//   - Every stored value is checked by the backend (boltfile: a CRC32C over
+//     the record's place and bytes) and its msgpack structure by the store
+//     before msgpack decodes it; damage is reported as a *CorruptError,
+//     never returned as data.
 //
 // # Caveats
 //
@@ -40,8 +50,8 @@
 //     goroutine of bbolt's cannot be caught: run deep checks of untrusted
 //     files in a child process (the CLI's verify does).
 //   - A zero-length file is refused, not treated as a fresh database.
-//   - A damaged page graph (a branch page pointing back at an ancestor) makes
-//     bbolt's cursors loop forever. Verify walks the page graph from the file
-//     before any cursor runs; other reads do not, so check a file you do not
-//     trust with Verify (or `strata verify`) before reading it.
+//   - A damaged page graph (a branch page pointing back at an ancestor)
+//     would make bbolt's cursors loop forever: boltfile walks the pages a
+//     read can reach before bbolt does, and reports such damage as an
+//     error.
 package store

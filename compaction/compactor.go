@@ -119,9 +119,7 @@ const maxConflicts = 8
 func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	var out []Result
 	p := c.opts.Policy
-	planSpan := func() (*store.Plan, error) {
-		return c.db.PlanSpan(session, store.SpanPolicy{Turns: p.EveryTurns, Events: p.EveryEvents}, p.Budget)
-	}
+	planSpan := func() (*store.Plan, error) { return p.PlanSpan(c.db, session) }
 	for {
 		r, due, err := c.step(ctx, planSpan)
 		if err != nil {
@@ -157,9 +155,7 @@ func (c *Compactor) digest(ctx context.Context, session string) ([]Result, error
 	if c.opts.Policy.MaxRoots < 1 {
 		return nil, nil
 	}
-	return c.while(ctx, func() (*store.Plan, error) {
-		return c.db.PlanDigest(session, c.opts.Policy.MaxRoots, c.opts.Policy.Budget)
-	})
+	return c.while(ctx, func() (*store.Plan, error) { return c.opts.Policy.PlanDigest(c.db, session) })
 }
 
 // fold makes depth d+1 nodes while K consecutive roots of a depth exist.
@@ -167,9 +163,7 @@ func (c *Compactor) fold(ctx context.Context, session string) ([]Result, error) 
 	if c.opts.Policy.Fold < 2 {
 		return nil, nil
 	}
-	return c.while(ctx, func() (*store.Plan, error) {
-		return c.db.PlanFold(session, c.opts.Policy.Fold, c.opts.Policy.Budget)
-	})
+	return c.while(ctx, func() (*store.Plan, error) { return c.opts.Policy.PlanFold(c.db, session) })
 }
 
 // while runs the compactions plan makes due, one after another, until it

@@ -669,7 +669,7 @@ func (r *runner) naiveRun(ctx context.Context) ([]compaction.Result, error) {
 	var out []compaction.Result
 	p := r.opts.Policy
 	for {
-		plan, err := r.db.PlanSpan(r.s.ID, store.SpanPolicy{Turns: p.EveryTurns, Events: p.EveryEvents}, p.Budget)
+		plan, err := p.PlanSpan(r.db, r.s.ID)
 		if errors.Is(err, store.ErrNothingToCompact) {
 			return out, nil
 		}
@@ -682,7 +682,7 @@ func (r *runner) naiveRun(ctx context.Context) ([]compaction.Result, error) {
 		}
 		out = append(out, x)
 		for p.Fold >= 2 {
-			plan, err := r.db.PlanFold(r.s.ID, p.Fold, p.Budget)
+			plan, err := p.PlanFold(r.db, r.s.ID)
 			if errors.Is(err, store.ErrNothingToCompact) {
 				break
 			}

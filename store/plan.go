@@ -45,17 +45,6 @@ func (k PlanKind) String() string {
 	return "plan(?)"
 }
 
-// SpanPolicy says when the uncompacted raw tail is due for an L1 node:
-// every Turns complete turns, or as soon as it holds Events events (the
-// boundary may then fall mid-turn, with calls open). Zero disables a rule.
-// After a refused span, the next attempt waits for the next boundary past
-// the refused one, so a summarizer that keeps failing is asked once per
-// period, each time over a longer span.
-type SpanPolicy struct {
-	Turns  int
-	Events int
-}
-
 // Plan is a compaction planned in a read transaction: the span, the frame
 // it was planned against, the raw events, and the claims the node must
 // carry. A summarizer works from it with no transaction held; Commit then
@@ -106,23 +95,27 @@ func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte,
 	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
 }
 
-// PlanSpan plans an L1 node over the oldest uncompacted raw span that
-// policy makes due, or returns ErrNothingToCompact.
-func (db *DB) PlanSpan(session string, policy SpanPolicy, budget int) (*Plan, error) {
+// PlanSpan plans an L1 node over the oldest uncompacted raw span, from the
+// end of the compacted prefix to seq to, which the caller's policy chose
+// (package compaction's Policy). It returns ErrNothingToCompact when to is
+// not past the compacted prefix: another compaction got there first.
+func (db *DB) PlanSpan(session string, to uint64, budget int) (*Plan, error) {
 	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
-		to, err := ss.spanBoundary(st, policy)
-		if err != nil {
-			return nil, err
+		if to <= st.CompactedTo {
+			return nil, errors.Wrapf(ErrNothingToCompact, "seq %d is compacted already (1..%d)", to, st.CompactedTo)
+		}
+		if to > st.Head {
+			return nil, errors.Newf("store: a span to seq %d, past the session's head %d", to, st.Head)
 		}
 		return &Plan{Kind: PlanSpan, Depth: 1, From: st.CompactedTo + 1, To: to}, nil
 	}, budget)
 }
 
-// PlanFold plans a node of depth d+1 over the first run of k consecutive
-// roots of depth d, or returns ErrNothingToCompact. Roots up to the end of
-// the last refused fold are not considered: a refused fold is not asked for
-// again, the next one waits for k more roots after it.
-func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
+// PlanFold plans a node of depth d+1 over k consecutive roots of depth d,
+// the first of them root node first, which the caller's policy chose. It
+// returns ErrConflict when they are no longer such roots: the frame changed
+// since the policy looked.
+func (db *DB) PlanFold(session string, first uint64, k int, budget int) (*Plan, error) {
 	if k < 2 {
 		return nil, errors.Wrapf(ErrNothingToCompact, "fold of %d roots", k)
 	}
@@ -131,40 +124,30 @@ func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Roots up to a refused fold stay as they are: the policy does not
-		// ask again for the same fold (Compactor.Recompact or a fold plan
-		// over later roots still can).
-		first := 0
-		for first < len(roots) && roots[first].From <= st.FoldRefusedTo {
-			first++
+		i := slices.IndexFunc(roots, func(r rootRec) bool { return r.Node == first })
+		if i < 0 || i+k > len(roots) {
+			return nil, errors.Wrapf(ErrConflict, "no %d roots from node %d", k, first)
 		}
-		for i := first; i+k <= len(roots); {
-			j := i
-			for j < len(roots) && roots[j].Depth == roots[i].Depth {
-				j++
+		run := roots[i : i+k]
+		p := &Plan{Kind: PlanFold, Depth: run[0].Depth + 1, To: run[k-1].To}
+		for _, r := range run {
+			if r.Depth != run[0].Depth {
+				return nil, errors.Wrapf(ErrConflict, "roots from node %d are not all %s", first, run[0].Depth)
 			}
-			if j-i >= k {
-				run := roots[i : i+k]
-				p := &Plan{Kind: PlanFold, Depth: run[0].Depth + 1, To: run[k-1].To}
-				for _, r := range run {
-					n, err := ss.node(r.Node)
-					if err != nil {
-						return nil, err
-					}
-					p.Children = append(p.Children, n)
-					p.Replaces = append(p.Replaces, n.ID)
-				}
-				p.From = p.Children[0].From
-				return p, nil
+			n, err := ss.node(r.Node)
+			if err != nil {
+				return nil, err
 			}
-			i = j
+			p.Children = append(p.Children, n)
+			p.Replaces = append(p.Replaces, n.ID)
 		}
-		return nil, ErrNothingToCompact
+		p.From = p.Children[0].From
+		return p, nil
 	}, budget)
 }
 
-// PlanDigest plans a digest when the frame holds more than maxRoots roots,
-// or returns ErrNothingToCompact: a node over the first two roots, whatever
+// PlanDigest plans a digest, or returns ErrNothingToCompact when the frame
+// holds fewer than two roots: a node over the first two roots, whatever
 // their depths, that takes their place — at the first root's depth, or one
 // deeper than the second, whichever is deeper (a digest absorbs the roots
 // after it at its own depth).
@@ -175,22 +158,18 @@ func (db *DB) PlanFold(session string, k int, budget int) (*Plan, error) {
 // must claim — the Required of 1..b — is composed (tier.ExtendPrefix) from
 // the facts the store recorded with the first root, computed from the raw
 // log when that root was committed, and from the raw events of the second
-// root's span: a digest reads that span and the tail after it, never the
-// prefix again. (A first root without recorded facts — made by a version
-// of strata before digests — has them computed from the raw log, once.) The plan's Events are the second root's span; its Children are
-// both roots. A refused digest is not planned again: the frame then grows
-// as it would without a bound, and Compactor.Recompact can still act.
-func (db *DB) PlanDigest(session string, maxRoots, budget int) (*Plan, error) {
-	if maxRoots < 1 {
-		return nil, errors.Wrapf(ErrNothingToCompact, "digest down to %d roots", maxRoots)
-	}
+// root's span: a digest reads that span, never the prefix again. The
+// plan's Events are the second root's span; its Children are both roots.
+// When a digest is due is the caller's policy (package compaction's
+// Policy.MaxRoots).
+func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
 	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
 		roots, err := ss.roots(^uint64(0))
 		if err != nil {
 			return nil, err
 		}
-		if len(roots) <= maxRoots || len(roots) < 2 || roots[1].To <= st.FoldRefusedTo {
-			return nil, ErrNothingToCompact
+		if len(roots) < 2 {
+			return nil, errors.Wrapf(ErrNothingToCompact, "%d roots: nothing to digest", len(roots))
 		}
 		first, err := ss.nodeRecord(roots[0].Node)
 		if err != nil {
@@ -318,71 +297,6 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 		return nil
 	})
 	return p, err
-}
-
-// spanBoundary returns the end of the next due L1 span, per policy.
-func (ss *sess) spanBoundary(st *stateRec, policy SpanPolicy) (uint64, error) {
-	c := st.CompactedTo
-	if st.Head <= c {
-		return 0, ErrNothingToCompact
-	}
-	refused := c
-	if st.RefusedTo > c {
-		refused = st.RefusedTo
-	}
-	best := uint64(0)
-	if m := uint64(policy.Events); m > 0 {
-		k := (refused-c)/m + 1
-		if to := c + k*m; to <= st.Head {
-			best = to
-		}
-	}
-	if n := uint64(policy.Turns); n > 0 {
-		first, _, err := ss.event(c + 1)
-		if err != nil {
-			return 0, err
-		}
-		t0 := first.Turn
-		k := uint64(1)
-		if refused > c && st.RefusedTurn >= t0 {
-			k = (st.RefusedTurn-t0)/n + 1
-		}
-		for ; t0+k*n <= st.Turn; k++ {
-			end := t0 + k*n // the first turn not in the span
-			to, err := ss.lastSeqBeforeTurn(c+1, st.Head, end)
-			if err != nil {
-				return 0, err
-			}
-			if to > refused {
-				if best == 0 || to < best {
-					best = to
-				}
-				break
-			}
-		}
-	}
-	if best == 0 {
-		return 0, ErrNothingToCompact
-	}
-	return best, nil
-}
-
-// lastSeqBeforeTurn returns the last seq in [from, head] whose turn is
-// below turn, or 0 if the first is not.
-func (ss *sess) lastSeqBeforeTurn(from, head, turn uint64) (uint64, error) {
-	last := uint64(0)
-	stop := errors.New("stop")
-	err := ss.events(from, head, func(e tier.Event, _ []byte) error {
-		if e.Turn >= turn {
-			return stop
-		}
-		last = e.Seq
-		return nil
-	})
-	if err != nil && err != stop {
-		return 0, err
-	}
-	return last, nil
 }
 
 type span struct {

@@ -35,7 +35,13 @@ type Info struct {
 	FrameVersion uint64 `json:"frame_version"`
 	CompactedTo  uint64 `json:"compacted_to"` // the roots cover exactly seq 1..CompactedTo
 	Roots        int    `json:"roots"`
-	RefusedTo    uint64 `json:"refused_to,omitempty"`
+	// RefusedTo is the end of the last refused L1 span past the compacted
+	// prefix, and RefusedTurn the turn of its last event; FoldRefusedTo is
+	// the end of the last refused fold or digest. A policy asks again only
+	// past them (package compaction).
+	RefusedTo     uint64 `json:"refused_to,omitempty"`
+	RefusedTurn   uint64 `json:"refused_turn,omitempty"`
+	FoldRefusedTo uint64 `json:"fold_refused_to,omitempty"`
 }
 
 // FormatVersion returns the format version of the backend's layout (the
@@ -74,7 +80,8 @@ func (s *Snapshot) Info(session string) (Info, error) {
 
 func (st *stateRec) info(session string) Info {
 	return Info{Session: session, Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion,
-		CompactedTo: st.CompactedTo, Roots: st.Roots, RefusedTo: st.RefusedTo}
+		CompactedTo: st.CompactedTo, Roots: st.Roots, RefusedTo: st.RefusedTo, RefusedTurn: st.RefusedTurn,
+		FoldRefusedTo: st.FoldRefusedTo}
 }
 
 // Events calls fn for every event of session with from ≤ seq ≤ to, in order.

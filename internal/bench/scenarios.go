@@ -238,7 +238,7 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 			return nil, nil, nil, nil, err
 		}
 		t0 := time.Now()
-		pl, err := db.PlanSpan("history", store.SpanPolicy{Events: 40}, compaction.DefaultBudget)
+		pl, err := compaction.Policy{EveryEvents: 40}.PlanSpan(db, "history")
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}

@@ -109,13 +109,24 @@ func extractive(p *store.Plan) store.Summary {
 	return store.Summary{Narrative: fmt.Sprintf("seq %d..%d", p.From, p.To), Claims: p.Required.Claims(), Summarizer: "storetest"}
 }
 
-// compactSpan plans and commits the next L1 span of every `events` events.
-func compactSpan(t *testing.T, db *store.DB, session string, events int) store.CommitResult {
+// planNext plans an L1 span over the next n uncompacted events.
+func planNext(t *testing.T, db *store.DB, session string, n uint64) *store.Plan {
 	t.Helper()
-	p, err := db.PlanSpan(session, store.SpanPolicy{Events: events}, 4096)
+	info, err := db.Info(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.PlanSpan(session, info.CompactedTo+n, 4096)
 	if err != nil {
 		t.Fatalf("plan span: %v", err)
 	}
+	return p
+}
+
+// compactSpan plans and commits an L1 span over the next n events.
+func compactSpan(t *testing.T, db *store.DB, session string, n uint64) store.CommitResult {
+	t.Helper()
+	p := planNext(t, db, session, n)
 	res, err := db.Commit(p, extractive(p))
 	if err != nil {
 		t.Fatalf("commit span %d..%d: %v", p.From, p.To, err)
@@ -254,10 +265,7 @@ func invalidSummaryIsRefused(t *testing.T, h Harness) {
 	mustAppend(t, db, "s", turn(1)...)
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindRejected, Key: "plan-a", Text: "too slow"})
 	mustAppend(t, db, "s", turn(2)...)
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 9}, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := planNext(t, db, "s", 9)
 	sum := extractive(p)
 	sum.Claims.Dispositions = nil // a summary that forgot the rejected plan
 	res, err := db.Commit(p, sum)
@@ -289,14 +297,7 @@ func changedFrameConflicts(t *testing.T, h Harness) {
 	for i := range 4 {
 		mustAppend(t, db, "s", turn(i)...)
 	}
-	p1, err := db.PlanSpan("s", store.SpanPolicy{Events: 8}, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := db.PlanSpan("s", store.SpanPolicy{Events: 8}, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p1, p2 := planNext(t, db, "s", 8), planNext(t, db, "s", 8)
 	if _, err := db.Commit(p1, extractive(p1)); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func changedFrameConflicts(t *testing.T, h Harness) {
 		t.Fatalf("second commit of the same span: %v, want ErrConflict", err)
 	}
 	n := 0
-	err = db.View(func(s *store.Snapshot) error {
+	err := db.View(func(s *store.Snapshot) error {
 		return s.Markers("s", func(marker.Marker) error { n++; return nil })
 	})
 	if err != nil || n != 1 {
@@ -321,7 +322,7 @@ func foldInvalidatesChildren(t *testing.T, h Harness) {
 	for range 4 {
 		children = append(children, compactSpan(t, db, "s", 8).Marker)
 	}
-	p, err := db.PlanFold("s", 4, 4096)
+	p, err := db.PlanFold("s", children[0], 4, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,174 @@
+package compaction
+
+import (
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// The policy decides when a compaction is due and over what; the store plans
+// and commits what it is asked for. PlanSpan, PlanFold and PlanDigest read
+// what the policy needs in one snapshot, then plan in another: a compaction
+// that committed between the two makes the plan ErrNothingToCompact or
+// ErrConflict, and the caller plans again.
+
+// PlanSpan plans the next L1 node p makes due in session, or returns
+// store.ErrNothingToCompact: a span every EveryTurns complete turns, or as
+// soon as the uncompacted tail holds EveryEvents events (the boundary may
+// then fall mid-turn, with calls open). After a refused span, the next
+// attempt waits for the next boundary past the refused one, so a summarizer
+// that keeps failing is asked once per period, each time over a longer span.
+func (p Policy) PlanSpan(db *store.DB, session string) (*store.Plan, error) {
+	var to uint64
+	err := db.View(func(s *store.Snapshot) error {
+		info, err := s.Info(session)
+		if err != nil {
+			return err
+		}
+		to, err = p.spanEnd(s, &info)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if to == 0 {
+		return nil, store.ErrNothingToCompact
+	}
+	return db.PlanSpan(session, to, p.budget())
+}
+
+// spanEnd returns the end of the next due L1 span, or 0. It reads the
+// events from the span's start up to the first past its end (a Turns rule),
+// never the rest of the tail.
+func (p Policy) spanEnd(s *store.Snapshot, info *store.Info) (uint64, error) {
+	c := info.CompactedTo
+	if info.Head <= c {
+		return 0, nil
+	}
+	refused := max(c, info.RefusedTo)
+	best := uint64(0)
+	if m := uint64(p.EveryEvents); m > 0 {
+		k := (refused-c)/m + 1
+		if to := c + k*m; to <= info.Head {
+			best = to
+		}
+	}
+	if n := uint64(p.EveryTurns); n > 0 {
+		// The span ends before the first event of turn t0+k·n, for the
+		// first k that passes the refused span; none is due before that
+		// turn has begun.
+		var t0 uint64
+		if err := s.Events(info.Session, c+1, c+1, func(e tier.Event) error { t0 = e.Turn; return nil }); err != nil {
+			return 0, err
+		}
+		k := uint64(1)
+		if refused > c && info.RefusedTurn >= t0 {
+			k = (info.RefusedTurn-t0)/n + 1
+		}
+		if end := t0 + k*n; end <= info.Turn {
+			var last uint64
+			stop := errors.New("stop")
+			err := s.Events(info.Session, c+1, info.Head, func(e tier.Event) error {
+				for e.Turn >= end {
+					if last > refused {
+						return stop
+					}
+					end += n // that boundary falls inside the refused span
+				}
+				last = e.Seq
+				return nil
+			})
+			if err != nil && !errors.Is(err, stop) {
+				return 0, err
+			}
+			if errors.Is(err, stop) && (best == 0 || last < best) {
+				best = last
+			}
+		}
+	}
+	return best, nil
+}
+
+// PlanFold plans the next fold p makes due in session, or returns
+// store.ErrNothingToCompact: a node of depth d+1 over the first run of Fold
+// consecutive roots of depth d. Roots up to the end of the last refused
+// fold are not considered: a refused fold is not asked for again, the next
+// one waits for Fold more roots after it.
+func (p Policy) PlanFold(db *store.DB, session string) (*store.Plan, error) {
+	k := p.Fold
+	if k < 2 {
+		return nil, store.ErrNothingToCompact
+	}
+	var first uint64
+	err := db.View(func(s *store.Snapshot) error {
+		info, err := s.Info(session)
+		if err != nil {
+			return err
+		}
+		roots, err := s.Roots(session)
+		if err != nil {
+			return err
+		}
+		i := 0
+		for i < len(roots) && roots[i].From <= info.FoldRefusedTo {
+			i++
+		}
+		for i+k <= len(roots) {
+			j := i
+			for j < len(roots) && roots[j].Depth == roots[i].Depth {
+				j++
+			}
+			if j-i >= k {
+				first = roots[i].ID
+				return nil
+			}
+			i = j
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if first == 0 {
+		return nil, store.ErrNothingToCompact
+	}
+	return db.PlanFold(session, first, k, p.budget())
+}
+
+// PlanDigest plans a digest of the first two roots when the frame holds
+// more than MaxRoots, or returns store.ErrNothingToCompact. A refused digest
+// is not asked for again: the frame then grows as it would without a
+// bound, and Compactor.Recompact can still act.
+func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
+	if p.MaxRoots < 1 {
+		return nil, store.ErrNothingToCompact
+	}
+	due := false
+	err := db.View(func(s *store.Snapshot) error {
+		info, err := s.Info(session)
+		if err != nil {
+			return err
+		}
+		roots, err := s.Roots(session)
+		if err != nil {
+			return err
+		}
+		due = len(roots) > p.MaxRoots && len(roots) >= 2 && roots[1].To > info.FoldRefusedTo
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !due {
+		return nil, store.ErrNothingToCompact
+	}
+	return db.PlanDigest(session, p.budget())
+}
+
+func (p Policy) budget() int {
+	if p.Budget <= 0 {
+		return DefaultBudget
+	}
+	return p.Budget
+}

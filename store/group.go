@@ -284,4 +284,3 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	}
 	return batch
 }
-

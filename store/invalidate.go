@@ -62,4 +62,3 @@ func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, r
 	}
 	return nil
 }
-

@@ -71,7 +71,6 @@ type Options struct {
 
 	// Mode is the file mode for a created file; zero means 0600.
 	Mode os.FileMode
-
 }
 
 // MaxIDBytesLimit is the largest Options.MaxIDBytes: bbolt's key limit

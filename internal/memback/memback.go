@@ -183,7 +183,9 @@ func (s *sess) table(t backend.Table) map[string][]byte {
 	return s.s.tables[t]
 }
 
-func (s *sess) Get(t backend.Table, key []byte) ([]byte, error) { return s.s.tables[t][string(key)], nil }
+func (s *sess) Get(t backend.Table, key []byte) ([]byte, error) {
+	return s.s.tables[t][string(key)], nil
+}
 
 func (s *sess) Put(t backend.Table, key, v []byte) error {
 	if !s.writable {

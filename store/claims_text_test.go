@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"github.com/strata-go/strata/compaction"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestCommit_ClaimTextsAreTheRawLogs(t *testing.T) {
 		tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "locks the table"},
 		tier.Event{Kind: tier.KindToolCall, ID: "c1", Name: "rm -rf /data"},
 	)
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 4}, 1000)
+	p, err := compaction.Policy{EveryEvents: 4, Budget: 1000}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

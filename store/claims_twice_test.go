@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/strata-go/strata/internal/dbtest"
@@ -14,7 +15,7 @@ import (
 func TestCommit_ContradictoryClaimsForOneKey(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "go"}, tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"})
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 2}, 1000)
+	p, err := compaction.Policy{EveryEvents: 2, Budget: 1000}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

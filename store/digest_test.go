@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"github.com/strata-go/strata/compaction"
 	"reflect"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func compactHonestly(t *testing.T, db *store.DB, session string, maxRoots int) (
 		}
 	}
 	for {
-		p, err := db.PlanSpan(session, store.SpanPolicy{Events: 4}, 1000)
+		p, err := compaction.Policy{EveryEvents: 4, Budget: 1000}.PlanSpan(db, session)
 		if errors.Is(err, store.ErrNothingToCompact) {
 			break
 		}
@@ -80,7 +81,7 @@ func compactHonestly(t *testing.T, db *store.DB, session string, maxRoots int) (
 		}
 		commit(p)
 		for {
-			d, err := db.PlanDigest(session, maxRoots, 1000)
+			d, err := compaction.Policy{MaxRoots: maxRoots, Budget: 1000}.PlanDigest(db, session)
 			if errors.Is(err, store.ErrNothingToCompact) {
 				break
 			}
@@ -161,7 +162,7 @@ func TestDigest_WithoutRecordedFacts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p, err := db.PlanDigest("s", 2, 1000)
+		p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestDigest_PlanCannotBeTamperedWith(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			db := digestFixture(t, 4)
-			p, err := db.PlanDigest("s", 2, 1000)
+			p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +211,7 @@ func TestDigest_PlanCannotBeTamperedWith(t *testing.T) {
 				t.Fatalf("Commit = %v, want refused", err)
 			}
 			// Refused: not planned again.
-			if _, err := db.PlanDigest("s", 2, 1000); !errors.Is(err, store.ErrNothingToCompact) {
+			if _, err := (compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")); !errors.Is(err, store.ErrNothingToCompact) {
 				t.Errorf("PlanDigest after the refusal = %v, want ErrNothingToCompact", err)
 			}
 			mustVerify(t, db)
@@ -249,7 +250,7 @@ func TestDigest_FactsAreNotTheClaims(t *testing.T) {
 		mustAppend(t, db, "s", digestTurn(i)...)
 	}
 	for {
-		p, err := db.PlanSpan("s", store.SpanPolicy{Events: 4}, 1000)
+		p, err := compaction.Policy{EveryEvents: 4, Budget: 1000}.PlanSpan(db, "s")
 		if errors.Is(err, store.ErrNothingToCompact) {
 			break
 		}
@@ -264,7 +265,7 @@ func TestDigest_FactsAreNotTheClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := db.PlanDigest("s", 2, 1000)
+	d, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestDigest_FactsAreNotTheClaims(t *testing.T) {
 // would extend — is reported by Verify.
 func TestVerify_RecordedFactsCheckedAgainstTheRawLog(t *testing.T) {
 	db := digestFixture(t, 4)
-	d, err := db.PlanDigest("s", 2, 1000)
+	d, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/strata-go/strata/store"
@@ -20,12 +21,12 @@ func TestCommit_RetriedFoldKeepsDigests(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p, err := db.PlanFold("s", 2, 1000) // roots 0 and 1
+		p, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s") // roots 0 and 1
 		if err != nil {
 			t.Fatal(err)
 		}
 		honest(p)
-		p, err = db.PlanFold("s", 2, 1000) // roots 2 and 3 (L1)
+		p, err = compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s") // roots 2 and 3 (L1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestCommit_RetriedFoldKeepsDigests(t *testing.T) {
 		}
 		honest(p) // the retry
 		n := len(mustRoots(t, db, "s"))
-		_, err = db.PlanDigest("s", 2, 1000)
+		_, err = compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 		if errors.Is(err, store.ErrNothingToCompact) {
 			t.Errorf("refused first=%v: %d roots, MaxRoots 2, no digest refused, PlanDigest = %v", refuseFirst, n, err)
 		} else if err != nil {

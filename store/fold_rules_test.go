@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/strata-go/strata/internal/dbtest"
@@ -18,12 +19,12 @@ func TestCommit_FoldOfMixedDepths(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		mustAppend(t, db, "s", digestTurn(i)...)
 	}
-	p12, err := db.PlanSpan("s", store.SpanPolicy{Events: 12}, 1000)
+	p12, err := compaction.Policy{EveryEvents: 12, Budget: 1000}.PlanSpan(db, "s")
 	if err != nil || p12.To != 12 {
 		t.Fatal(err, p12)
 	}
 	compactHonestly(t, db, "s", 100)
-	pf, err := db.PlanFold("s", 2, 1000)
+	pf, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestCommit_FoldOfMixedDepths(t *testing.T) {
 	if a.Depth != 2 || r2.Depth != 1 || r2.To != 12 {
 		t.Fatalf("fixture: %+v %+v", a, r2)
 	}
-	cur, err := db.PlanFold("s", 2, 1000)
+	cur, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +59,14 @@ func TestCommit_FoldOfMixedDepths(t *testing.T) {
 func TestCommit_RetryKeepsAnEarlierRefusal(t *testing.T) {
 	db := digestFixture(t, 6) // 6 L1 roots
 	lossy := store.Summary{Narrative: "lossy", Summarizer: "t"}
-	p1, err := db.PlanFold("s", 2, 1000) // roots 0,1
+	p1, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s") // roots 0,1
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Commit(p1, lossy); err == nil {
 		t.Fatal("lossy accepted")
 	}
-	p2, err := db.PlanFold("s", 2, 1000) // roots 2,3
+	p2, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s") // roots 2,3
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestCommit_RetryKeepsAnEarlierRefusal(t *testing.T) {
 	if _, err := db.Commit(p2, store.Summary{Narrative: "n", Claims: p2.Required.Claims(), Summarizer: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	p3, err := db.PlanFold("s", 2, 1000)
+	p3, err := compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s")
 	if errors.Is(err, store.ErrNothingToCompact) {
 		return
 	}

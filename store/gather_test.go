@@ -176,7 +176,7 @@ func TestGather_ACompactionsCommitIsNotAnAppender(t *testing.T) {
 		tier.Event{Kind: tier.KindUser, Text: "again"}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.PlanSpan("s", SpanPolicy{Events: 3}, 1000)
+	p, err := db.PlanSpan("s", 3, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

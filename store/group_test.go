@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"github.com/strata-go/strata/compaction"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func groupFixture(t *testing.T) (*store.DB, *store.Plan, store.Summary) {
 		tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
 		tier.Event{Kind: tier.KindUser, Text: "again"},
 	)
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 3}, 1000)
+	p, err := compaction.Policy{EveryEvents: 3, Budget: 1000}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestGroupCommit_CommitWaitsForTheNextAppend(t *testing.T) {
 				tier.Event{Kind: tier.KindUser, Text: "go"},
 				tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
 			)
-			p, err := db.PlanSpan("s", store.SpanPolicy{Events: 2}, 1000)
+			p, err := compaction.Policy{EveryEvents: 2, Budget: 1000}.PlanSpan(db, "s")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +306,7 @@ func TestGroupCommit_CommitWaitsAfterARecentAppendOncePipelined(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock(), CommitWait: time.Minute})
 			mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "go"}, tier.Event{Kind: tier.KindUser, Text: "on"})
-			p1, err := db.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+			p1, err := compaction.Policy{EveryEvents: 1, Budget: 1000}.PlanSpan(db, "s")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +326,7 @@ func TestGroupCommit_CommitWaitsAfterARecentAppendOncePipelined(t *testing.T) {
 				}
 				mustAppend(t, db, "a", ev("a1"))
 			}
-			p2, err := db.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+			p2, err := compaction.Policy{EveryEvents: 1, Budget: 1000}.PlanSpan(db, "s")
 			if err != nil {
 				t.Fatal(err)
 			}

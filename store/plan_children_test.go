@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -36,7 +37,7 @@ func TestCommit_PlanChildrenAreChecked(t *testing.T) {
 func TestCommit_PlanShapeIsChecked(t *testing.T) {
 	for name, edit := range map[string]func(t *testing.T, db *store.DB) *store.Plan{
 		"a digest of three roots": func(t *testing.T, db *store.DB) *store.Plan {
-			p := mustPlan(t)(db.PlanDigest("s", 1, 1000))
+			p := mustPlan(t)(compaction.Policy{MaxRoots: 1, Budget: 1000}.PlanDigest(db, "s"))
 			r := mustRoots(t, db, "s")
 			p.Replaces, p.Children, p.To = []uint64{r[0].ID, r[1].ID, r[2].ID}, r[:3], r[2].To
 			return p
@@ -48,18 +49,18 @@ func TestCommit_PlanShapeIsChecked(t *testing.T) {
 			return p
 		},
 		"a fold of one root": func(t *testing.T, db *store.DB) *store.Plan {
-			p := mustPlan(t)(db.PlanFold("s", 2, 1000))
+			p := mustPlan(t)(compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s"))
 			p.Replaces, p.Children, p.To = p.Replaces[:1], p.Children[:1], p.Children[0].To
 			return p
 		},
 		"a span naming a child": func(t *testing.T, db *store.DB) *store.Plan {
 			mustAppend(t, db, "s", digestTurn(4)...)
-			p := mustPlan(t)(db.PlanSpan("s", store.SpanPolicy{Events: 4}, 1000))
+			p := mustPlan(t)(compaction.Policy{EveryEvents: 4, Budget: 1000}.PlanSpan(db, "s"))
 			p.Children = mustRoots(t, db, "s")[:1]
 			return p
 		},
 		"a fold whose children are swapped": func(t *testing.T, db *store.DB) *store.Plan {
-			p := mustPlan(t)(db.PlanFold("s", 2, 1000))
+			p := mustPlan(t)(compaction.Policy{Fold: 2, Budget: 1000}.PlanFold(db, "s"))
 			p.Children[0], p.Children[1] = p.Children[1], p.Children[0]
 			return p
 		},

@@ -219,7 +219,7 @@ func TestFsync_Child(t *testing.T) {
 		}
 		fsyncEmit(fsyncReport{Op: "ack", Res: res, Text: text})
 	}
-	p, err := db.PlanSpan("s", store.SpanPolicy{Turns: 2}, 100)
+	p, err := compaction.Policy{EveryTurns: 2, Budget: 100}.PlanSpan(db, "s")
 	if err != nil {
 		fail(err)
 	}

@@ -113,7 +113,7 @@ func injectCases() []commitStep {
 	log := injectLog(6)
 	span := func(sum compaction.Summarizer) func(t *testing.T, db *store.DB) error {
 		return func(t *testing.T, db *store.DB) error {
-			p, err := db.PlanSpan("s", store.SpanPolicy{Turns: 2}, 100)
+			p, err := compaction.Policy{EveryTurns: 2, Budget: 100}.PlanSpan(db, "s")
 			if err != nil {
 				t.Fatalf("PlanSpan: %v", err)
 			}
@@ -142,7 +142,7 @@ func injectCases() []commitStep {
 		{name: "commit of a valid span", setup: func(t *testing.T, db *store.DB) { mustAppend(t, db, "s", log...) }, op: span(compaction.Extractive{})},
 		{name: "commit of a refused span", setup: func(t *testing.T, db *store.DB) { mustAppend(t, db, "s", log...) }, op: span(lossy), wantRefused: true},
 		{name: "commit of a fold", setup: twoRoots, op: func(t *testing.T, db *store.DB) error {
-			p, err := db.PlanFold("s", 2, 100)
+			p, err := compaction.Policy{Fold: 2, Budget: 100}.PlanFold(db, "s")
 			if err != nil {
 				t.Fatalf("PlanFold: %v", err)
 			}
@@ -150,7 +150,7 @@ func injectCases() []commitStep {
 			return err
 		}},
 		{name: "commit of a refused fold", setup: twoRoots, wantRefused: true, op: func(t *testing.T, db *store.DB) error {
-			p, err := db.PlanFold("s", 2, 100)
+			p, err := compaction.Policy{Fold: 2, Budget: 100}.PlanFold(db, "s")
 			if err != nil {
 				t.Fatalf("PlanFold: %v", err)
 			}
@@ -158,7 +158,7 @@ func injectCases() []commitStep {
 			return err
 		}},
 		{name: "commit of a digest", setup: twoRoots, op: func(t *testing.T, db *store.DB) error {
-			p, err := db.PlanDigest("s", 1, 100)
+			p, err := compaction.Policy{MaxRoots: 1, Budget: 100}.PlanDigest(db, "s")
 			if err != nil {
 				t.Fatalf("PlanDigest: %v", err)
 			}
@@ -166,7 +166,7 @@ func injectCases() []commitStep {
 			return err
 		}},
 		{name: "commit of a refused digest", setup: twoRoots, wantRefused: true, op: func(t *testing.T, db *store.DB) error {
-			p, err := db.PlanDigest("s", 1, 100)
+			p, err := compaction.Policy{MaxRoots: 1, Budget: 100}.PlanDigest(db, "s")
 			if err != nil {
 				t.Fatalf("PlanDigest: %v", err)
 			}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"crypto/sha256"
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/strata-go/strata/store"
@@ -20,7 +21,7 @@ func TestCommit_SealOfAnotherKindIsNotReused(t *testing.T) {
 	if len(roots) < 3 {
 		t.Fatalf("%d roots", len(roots))
 	}
-	honest, err := db.PlanDigest("s", 2, 1000)
+	honest, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestCommit_DigestSealNotReusedByARecompact(t *testing.T) {
 	if len(rp.Required.Resolved) == 0 {
 		t.Fatal("the second root's span resolves no earlier call: the test no longer builds its case")
 	}
-	p, err := db.PlanDigest("s", 2, 1000)
+	p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

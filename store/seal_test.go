@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -37,7 +38,7 @@ func TestCommit_PlanCannotBeTamperedWith(t *testing.T) {
 				tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
 				tier.Event{Kind: tier.KindUser, Text: "again"},
 			)
-			p, err := db.PlanSpan("s", store.SpanPolicy{Events: 3}, 1000)
+			p, err := compaction.Policy{EveryEvents: 3, Budget: 1000}.PlanSpan(db, "s")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestCommit_PlanFromAnotherDatabase(t *testing.T) {
 	mustAppend(t, b, "s", same)
 	// Compact seq 1 in both, honestly.
 	for _, db := range []*store.DB{a, b} {
-		p, err := db.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+		p, err := compaction.Policy{EveryEvents: 1, Budget: 1000}.PlanSpan(db, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestCommit_PlanFromAnotherDatabase(t *testing.T) {
 		}
 	}
 	// A plan of 2..2 made by A requires c1 unresolved.
-	pa, err := a.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+	pa, err := compaction.Policy{EveryEvents: 1, Budget: 1000}.PlanSpan(a, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestCommit_PlanFromAnotherDatabase(t *testing.T) {
 		t.Fatalf("A's plan requires %+v, want c1 unresolved", pa.Required)
 	}
 	// The same span planned by B requires nothing.
-	pb, err := b.PlanSpan("s", store.SpanPolicy{Events: 1}, 1000)
+	pb, err := compaction.Policy{EveryEvents: 1, Budget: 1000}.PlanSpan(b, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestCommit_RefusalReadsTheRawSpan(t *testing.T) {
 		tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
 		tier.Event{Kind: tier.KindUser, Text: "again"},
 	)
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 3}, 1000)
+	p, err := compaction.Policy{EveryEvents: 3, Budget: 1000}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

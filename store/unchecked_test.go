@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"github.com/strata-go/strata/compaction"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestDB_CommitUnchecked(t *testing.T) {
 		tier.Event{Kind: tier.KindArtifact, Key: "down.sql"},
 		tier.Event{Kind: tier.KindUser, Text: "go on"},
 	)
-	plan, err := db.PlanSpan("s", store.SpanPolicy{Events: 3}, 100)
+	plan, err := compaction.Policy{EveryEvents: 3, Budget: 100}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestDB_CommitUnchecked(t *testing.T) {
 	// ...CommitUnchecked trusts it (at the next boundary: a refused span is
 	// asked for again, longer, one period on).
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "ok"}, tier.Event{Kind: tier.KindAssistant, Text: "done"})
-	plan, err = db.PlanSpan("s", store.SpanPolicy{Events: 3}, 100)
+	plan, err = compaction.Policy{EveryEvents: 3, Budget: 100}.PlanSpan(db, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

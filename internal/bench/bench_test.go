@@ -43,7 +43,7 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkAppendConcurrent is scenario 2: 64 sessions appending at once,
 // one event per call. ns/op is per event, all sessions together.
 func BenchmarkAppendConcurrent(b *testing.B) {
-	for _, name := range append(appendPeers, PeerStrata2, PeerBoltBatch) {
+	for _, name := range append(appendPeers, PeerBoltBatch) {
 		b.Run(name, func(b *testing.B) {
 			p, err := OpenPeer(name, b.TempDir())
 			if err != nil {
@@ -178,47 +178,6 @@ func BenchmarkAppendLedger(b *testing.B) {
 	}
 }
 
-// BenchmarkResumeJournal is what format 4's journal costs a read: resume
-// of a session of 40 events (no summaries: the raw log from the
-// checkpoint at seq 0) while the journal holds 0 entries or 511 (one fewer
-// than a fold), 8 of them the session's and the rest of 63 other
-// sessions. The peer is the empty journal. NoSync.
-func BenchmarkResumeJournal(b *testing.B) {
-	for _, entries := range []int{0, 511} {
-		b.Run(fmt.Sprintf("journal=%d", entries), func(b *testing.B) {
-			db, err := store.Open(filepath.Join(b.TempDir(), "journal.db"), store.Options{Create: true, NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			s := Synth("target", 40, 1)
-			if _, err := db.Append(s.ID, s.Events...); err != nil { // straight to the events bucket
-				b.Fatal(err)
-			}
-			others := Synth("other", entries, 2)
-			for i := 0; i < entries; i++ {
-				id := fmt.Sprintf("other-%02d", i%64)
-				if i%64 == 0 {
-					id = "target"
-				}
-				e := others.Events[i]
-				// No ledger entries and no turn: any session takes it.
-				e.Kind, e.ID, e.Key, e.Turn, e.Failed = tier.KindAssistant, "", "", 0, false
-				if _, err := db.Append(id, e); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := db.Resume("target", store.Latest); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 // BenchmarkBackup is scenario 6: BackupFile against copying the file.
 // SetBytes makes the MB/s comparable.
 func BenchmarkBackup(b *testing.B) {
@@ -260,7 +219,7 @@ func TestSmoke(t *testing.T) {
 	dir := t.TempDir()
 	s := Synth("smoke", 60, 3)
 	sessions := []Session{Synth("a", 30, 4), Synth("b", 30, 5)}
-	for _, name := range []string{PeerStrata, PeerStrata2, PeerStrata3, PeerBolt, PeerBoltBatch, PeerSQLiteFull, PeerSQLiteNormal} {
+	for _, name := range []string{PeerStrata, PeerBolt, PeerBoltBatch, PeerSQLiteFull, PeerSQLiteNormal} {
 		d := filepath.Join(dir, name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -282,10 +241,10 @@ func TestSmoke(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The peers store what strata stores: strata's l0 payloads (the
-	// envelope's last bytes) equal the bench encoder's msgpack, Opener
+	// The peers store what strata stores: strata's event records (less
+	// boltfile's 5-byte trailer) equal the bench encoder's msgpack, Opener
 	// aside (strata sets it; the peers do not track calls).
-	sp := filepath.Join(dir, PeerStrata2, "strata.db") // format 2: one bucket to read
+	sp := filepath.Join(dir, PeerStrata, "strata.db")
 	en := NewEncoder()
 	db, err := bolt.Open(sp, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
@@ -293,20 +252,21 @@ func TestSmoke(t *testing.T) {
 	}
 	n := 0
 	err = db.View(func(tx *bolt.Tx) error {
-		// Format 2: the events are in the session's bucket, keyed 0xFE, seq.
+		// The events are in the session's bucket, keyed 0xFE, seq.
 		l0 := tx.Bucket([]byte("s/smoke"))
 		return l0.ForEach(func(k, v []byte) error {
 			if len(k) != 9 || k[0] != 0xFE {
 				return nil // the state and the session's buckets
 			}
+			payload := v[:len(v)-5]
 			var rec eventRec
-			if err := msgpack.Unmarshal(v[10:], &rec); err != nil {
+			if err := msgpack.Unmarshal(payload, &rec); err != nil {
 				return err
 			}
 			e := s.Events[rec.Seq-1]
 			e.Opener = rec.Opener
-			if want := en.Encode(&e, rec.Seq); !bytes.Equal(want, v[10:]) {
-				t.Errorf("seq %d: strata stores %x, the peers %x", rec.Seq, v[10:], want)
+			if want := en.Encode(&e, rec.Seq); !bytes.Equal(want, payload) {
+				t.Errorf("seq %d: strata stores %x, the peers %x", rec.Seq, payload, want)
 			}
 			n++
 			return nil

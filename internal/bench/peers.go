@@ -29,8 +29,6 @@ type Peer interface {
 // Peer names, as the table prints them.
 const (
 	PeerStrata       = "strata"
-	PeerStrata2      = "strata format 2" // store.Options.Format 2: a bucket per session, the default before format 4
-	PeerStrata3      = "strata format 3" // store.Options.Format 3: a shared bucket for every session's newest records
 	PeerBolt         = "bbolt"
 	PeerBoltBatch    = "bbolt Batch"
 	PeerSQLiteFull   = "SQLite WAL FULL"
@@ -52,13 +50,6 @@ func openPeer(name, dir string, noSync bool) (Peer, error) {
 	switch name {
 	case PeerStrata:
 		return OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync})
-	case PeerStrata2, PeerStrata3:
-		f := map[string]int{PeerStrata2: 2, PeerStrata3: 3}[name]
-		p, err := OpenStrata(filepath.Join(dir, "strata.db"), store.Options{NoSync: noSync, Format: f})
-		if p != nil {
-			p.name = name
-		}
-		return p, err
 	case PeerBolt, PeerBoltBatch:
 		return openBolt(filepath.Join(dir, "bolt.db"), name == PeerBoltBatch, noSync)
 	case PeerSQLiteFull, PeerSQLiteNormal:

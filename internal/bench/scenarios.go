@@ -73,8 +73,7 @@ func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
 	return ReplayStrataWith(path, sessions, store.Options{})
 }
 
-// ReplayStrataWith is ReplayStrata with opts (Options.Format: another
-// format).
+// ReplayStrataWith is ReplayStrata with opts.
 func ReplayStrataWith(path string, sessions []Session, opts store.Options) (time.Duration, int, error) {
 	p, err := OpenStrata(path, opts)
 	if err != nil {

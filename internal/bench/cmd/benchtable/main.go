@@ -173,7 +173,7 @@ func appendConcurrent(dir string) {
 		sessions[i] = bench.Synth(fmt.Sprintf("agent-%02d", i), per, uint64(100+i))
 	}
 	n := bench.Count(sessions)
-	peers := []string{bench.PeerStrata, bench.PeerStrata2, bench.PeerStrata3, bench.PeerBolt, bench.PeerBoltBatch, bench.PeerSQLiteFull, bench.PeerSQLiteNormal}
+	peers := []string{bench.PeerStrata, bench.PeerBolt, bench.PeerBoltBatch, bench.PeerSQLiteFull, bench.PeerSQLiteNormal}
 	r := medianRate(dir, peers, *flagRounds, n, func(p bench.Peer) (time.Duration, error) { return bench.AppendConcurrent(p, sessions) })
 	fmt.Printf("## 2. Durable append from 64 concurrent sessions, one event per call (%d events, median of %d rounds)\n\n", n, *flagRounds)
 	fmt.Println("| peer | events/s | strata ÷ peer |")
@@ -182,8 +182,7 @@ func appendConcurrent(dir string) {
 		fmt.Printf("| %s | %.0f | %.2f |\n", name, r[name], r[bench.PeerStrata]/r[name])
 	}
 	ratio := r[bench.PeerStrata] / r[bench.PeerSQLiteFull]
-	fmt.Printf("\nTarget strata ÷ SQLite WAL FULL ≥ 5: %.1f with the default format (%d), %s (format 2: %.1f; format 3: %.1f).\n\n",
-		ratio, store.DefaultFormat, verdict(ratio >= 5), r[bench.PeerStrata2]/r[bench.PeerSQLiteFull], r[bench.PeerStrata3]/r[bench.PeerSQLiteFull])
+	fmt.Printf("\nTarget strata ÷ SQLite WAL FULL ≥ 5: %.1f, %s.\n\n", ratio, verdict(ratio >= 5))
 }
 
 func replay(dir string) {
@@ -196,15 +195,12 @@ func replay(dir string) {
 	sessions, err := bench.LoadReal(rd)
 	check(err)
 	n := bench.Count(sessions)
-	var st, st2, bt, qt []float64
+	var st, bt, qt []float64
 	var committed int
 	for r := 0; r < *flagRounds; r++ {
 		d, c, err := bench.ReplayStrata(filepath.Join(dir, fmt.Sprintf("strata-%d.db", r)), sessions)
 		check(err)
 		st, committed = append(st, rate(n, d)), c
-		d, _, err = bench.ReplayStrataWith(filepath.Join(dir, fmt.Sprintf("strata2-%d.db", r)), sessions, store.Options{Format: 2})
-		check(err)
-		st2 = append(st2, rate(n, d))
 		for _, name := range []string{bench.PeerBolt, bench.PeerSQLiteFull} {
 			pd := filepath.Join(dir, fmt.Sprintf("%d-%s", r, strings.ReplaceAll(name, " ", "_")))
 			check(os.MkdirAll(pd, 0o755))
@@ -226,7 +222,6 @@ func replay(dir string) {
 	fmt.Println("| peer | events/s | strata ÷ peer |")
 	fmt.Println("|---|---:|---:|")
 	fmt.Printf("| strata (with compaction) | %.0f | 1.00 |\n", s)
-	fmt.Printf("| strata format 2 (with compaction) | %.0f | %.2f |\n", median(st2), s/median(st2))
 	fmt.Printf("| bare bbolt (events only) | %.0f | %.2f |\n", b, s/b)
 	fmt.Printf("| SQLite WAL FULL (events only) | %.0f | %.2f |\n", q, s/q)
 	fmt.Printf("\nTarget strata ÷ bare bbolt ≥ 0.7: %.2f, %s.\n\n", s/b, verdict(s/b >= 0.7))
@@ -324,8 +319,8 @@ func size(dir string) {
 	}
 	fmt.Printf("## 5. Size on disk per raw event\n\n")
 	fmt.Printf("Synthetic events appended one per call, round-robin over 16 sessions (NoSync: the layout is the same as with fsync). \"msgpack\" is the event's msgpack as every peer stores it; \"used\" is bbolt's high-water mark, \"file\" the file's size (bbolt grows it ahead of the data: to the next power of two below 16 MiB, then 16 MiB ahead).\n\n")
-	fmt.Println("| events | msgpack B/event | strata used B/event | ÷ msgpack | strata file B/event | format 2 used B/event (÷ msgpack) | format 3 used B/event (÷ msgpack) | bare bbolt used B/event | SQLite B/event |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| events | msgpack B/event | strata used B/event | ÷ msgpack | strata file B/event | bare bbolt used B/event | SQLite B/event |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 	var worst float64
 	var usedAt, msgAt []float64 // per point: bytes used, msgpack bytes
 	for _, n := range points {
@@ -342,17 +337,6 @@ func size(dir string) {
 		_, used, err := bench.BoltPages(sp)
 		check(err)
 		fsize, _ := bench.DiskUsage(sp)
-		var usedF [4]int64 // by format: the other formats' layouts
-		for _, f := range []int{2, 3} {
-			spf := filepath.Join(dir, fmt.Sprintf("strata%d-%d.db", f, n))
-			pf, err := bench.OpenStrata(spf, store.Options{NoSync: true, Format: f})
-			check(err)
-			roundRobin(pf, sessions)
-			check(pf.Close())
-			_, usedF[f], err = bench.BoltPages(spf)
-			check(err)
-			os.Remove(spf)
-		}
 		bd := filepath.Join(dir, fmt.Sprintf("bolt-%d", n))
 		check(os.MkdirAll(bd, 0o755))
 		bp, err := bench.OpenPeerNoSync(bench.PeerBolt, bd)
@@ -371,9 +355,8 @@ func size(dir string) {
 		ratio := float64(used) / float64(n) / mp
 		worst = max(worst, ratio)
 		usedAt, msgAt = append(usedAt, float64(used)), append(msgAt, mp*float64(n))
-		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.0f | %.0f (%.2f) | %.0f (%.2f) | %.0f | %.0f |\n", n, mp, float64(used)/float64(n), ratio,
-			float64(fsize)/float64(n), float64(usedF[2])/float64(n), float64(usedF[2])/float64(n)/mp,
-			float64(usedF[3])/float64(n), float64(usedF[3])/float64(n)/mp, float64(bused)/float64(n), float64(qsize)/float64(n))
+		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f |\n", n, mp, float64(used)/float64(n), ratio,
+			float64(fsize)/float64(n), float64(bused)/float64(n), float64(qsize)/float64(n))
 		os.Remove(sp)
 		os.RemoveAll(bd)
 		os.RemoveAll(qd)

@@ -425,11 +425,11 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 			return err
 		}
 	}
+	// The facts the raw span requires, as computed now: what is open at
+	// its end, where the next span starts (openBefore), and over a prefix
+	// what a digest extending it needs.
 	rec := toNodeRec(&n)
-	if n.From == 1 {
-		// A prefix: what a digest extending it will need.
-		rec.setFacts(toFactsRec(required))
-	}
+	rec.setFacts(toFactsRec(required))
 	if err := ss.putNodeRecord(&rec); err != nil {
 		return err
 	}

@@ -209,21 +209,17 @@ type digest struct {
 }
 
 // digestSpan computes what a digest extending first's prefix 1..a to seq
-// to requires, from first's facts and the raw events a+1..to.
+// to requires, from first's facts and the raw events a+1..to, on top of what
+// those facts record open.
 func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, error) {
-	next, err := ss.readSpan(st, first.To+1, to)
+	f, err := ss.factsOf(first)
 	if err != nil {
 		return digest{}, err
 	}
-	var prefix tier.Required
-	if f := first.facts(); f != nil {
-		prefix = f.required(first.To)
-	} else {
-		sp, err := ss.readSpan(st, 1, first.To)
-		if err != nil {
-			return digest{}, err
-		}
-		prefix = sp.required
+	prefix := f.required(first.To)
+	next, err := ss.readSpanAfter(st, first.To+1, to, prefix.Unresolved, first.ID)
+	if err != nil {
+		return digest{}, err
 	}
 	req, err := tier.ExtendPrefix(&prefix, first.Claims.Resolved, &next.required)
 	if err != nil {
@@ -305,38 +301,96 @@ type span struct {
 	hash     []byte
 }
 
-// readSpan reads the raw span [from, to] and computes what a node over it
-// must claim. The calls open before the span are recomputed from the raw
-// events after it, rewinding the ledger at head: the cost is the span plus
-// the uncompacted tail, never the whole history.
+// readSpan reads the raw span [from, to] — and nothing else of the raw log —
+// and computes what a node over it must claim, on top of what was open
+// before it (openBefore).
 func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
+	if from < 1 || to < from || to > st.Head {
+		return span{}, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
+	}
+	before, node, err := ss.openBefore(from)
+	if err != nil {
+		return span{}, err
+	}
+	return ss.readSpanAfter(st, from, to, before, node)
+}
+
+// readSpanAfter is readSpan with what was open before the span given, as
+// node's facts recorded it (0: nothing was open, before seq 1).
+func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open, node uint64) (span, error) {
 	var sp span
 	if from < 1 || to < from || to > st.Head {
 		return sp, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
 	}
 	h := sha256.New()
-	tail := make([]tier.Event, 0, st.Head-from+1)
-	err := ss.events(from, st.Head, func(e tier.Event, raw []byte) error {
-		if e.Seq <= to {
-			h.Write(raw)
-		}
-		tail = append(tail, e)
+	sp.events = make([]tier.Event, 0, to-from+1)
+	err := ss.events(from, to, func(e tier.Event, raw []byte) error {
+		h.Write(raw)
+		sp.events = append(sp.events, e)
 		return nil
 	})
 	if err != nil {
 		return sp, err
 	}
-	before, err := ss.openAt(from-1, tail)
-	if err != nil {
-		return sp, err
-	}
-	sp.events = tail[: to-from+1 : to-from+1]
 	sp.hash = h.Sum(nil)
-	sp.required, err = tier.ComputeRequired(before, sp.events)
-	if err != nil {
-		return sp, corrupt(ss.id, "l0", u64(from), errors.Wrap(err, "raw span does not replay"))
+	if sp.required, err = tier.ComputeRequired(before, sp.events); err != nil {
+		if node != 0 {
+			// The raw span, or the open set recorded before it, is damaged.
+			err = errors.Wrapf(err, "the raw span does not replay on the calls node %d records open at seq %d", node, from-1)
+		} else {
+			err = errors.Wrap(err, "the raw span does not replay")
+		}
+		return sp, corrupt(ss.id, "l0", u64(from), err)
 	}
 	return sp, nil
+}
+
+// openBefore returns what was open at seq from-1, where a span starting at
+// from begins: nothing before seq 1, else what the facts of the root that
+// ends at from-1 record open at its end (tier.Required.Unresolved) — every
+// span planned starts where a root ends (an L1 span at the compacted
+// prefix's end, a fold or a re-compaction at a root). node is that root, 0
+// before seq 1. The cost is one seek, however long the session.
+func (ss *sess) openBefore(from uint64) (open []tier.Open, node uint64, err error) {
+	if from <= 1 {
+		return nil, 0, nil
+	}
+	k, v, err := ss.b.Last(backend.Roots, u64(from))
+	if err != nil {
+		return nil, 0, err
+	}
+	if k == nil {
+		return nil, 0, corrupt(ss.id, "roots", u64(from-1), errors.Newf("no root ends at seq %d, where the span at %d starts", from-1, from))
+	}
+	var r rootRec
+	if err := decode(recRoot, v, &r); err != nil {
+		return nil, 0, corrupt(ss.id, "roots", k, err)
+	}
+	if at, err := parseU64(k); err != nil || r.From != at || r.To != from-1 {
+		return nil, 0, corrupt(ss.id, "roots", k, errors.Newf("the root covers %d..%d: none ends at seq %d, where the span at %d starts", r.From, r.To, from-1, from))
+	}
+	rec, err := ss.nodeRecord(r.Node)
+	if err != nil {
+		return nil, 0, err
+	}
+	if rec.From != r.From || rec.To != r.To {
+		return nil, 0, corrupt(ss.id, "nodes", u64(rec.ID), errors.Newf("the root at seq %d..%d names node %d, which covers %d..%d", r.From, r.To, rec.ID, rec.From, rec.To))
+	}
+	f, err := ss.factsOf(&rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f.Unresolved, rec.ID, nil
+}
+
+// factsOf returns the facts recorded with node rec: every node records them
+// when it is committed, so a node without them is damage.
+func (ss *sess) factsOf(rec *nodeRec) (*factsRec, error) {
+	f := rec.facts()
+	if f == nil {
+		return nil, corrupt(ss.id, "nodes", u64(rec.ID), errors.New("the node records no facts"))
+	}
+	return f, nil
 }
 
 // hashSpan returns the sha256 of the stored bytes of events from..to, as

@@ -305,10 +305,13 @@ func (v *verifier) validateRoot(r rootRec, req tier.Required) {
 		return
 	}
 	n := rec.node()
-	if f := rec.facts(); f != nil {
-		// What the next digest will extend: it must be what the raw span
-		// requires.
+	if f := rec.facts(); f == nil {
+		v.fail("root node %d (seq %d..%d): records no facts", n.ID, n.From, n.To)
+	} else {
+		// What the next span starts from, and the next digest extends:
+		// it must be what the raw span requires.
 		got, want := f.required(n.To), req
+		got.From = n.From // facts record no span: the node's
 		want.Resolved, want.ResolvedInside = nil, nil
 		if !got.Equal(&want) {
 			v.fail("root node %d (seq %d..%d): its recorded facts differ from what its raw span requires", n.ID, n.From, n.To)

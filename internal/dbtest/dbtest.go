@@ -30,6 +30,20 @@ func Open(t testing.TB, opts store.Options) *store.DB {
 	return db
 }
 
+// OpenUnverified is Open for a test that damages the database on purpose:
+// t.Cleanup closes it without verifying it.
+func OpenUnverified(t testing.TB, opts store.Options) *store.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "strata.db")
+	opts.Create = true
+	db, err := store.Open(path, opts)
+	if err != nil {
+		t.Fatalf("dbtest: open %s: %v", path, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // MustVerify opens path read-only and fails t on any problem Verify reports.
 func MustVerify(t testing.TB, path string) {
 	t.Helper()

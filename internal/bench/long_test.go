@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/store"
+)
+
+// longBase returns the sessions a long session is made of: the real ones
+// where present, else synthetic ones of the same shape.
+func longBase(tb testing.TB) ([]Session, string) {
+	if dir := RealDir(); dir != "" {
+		sessions, err := LoadReal(dir)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return sessions, "real"
+	}
+	return []Session{Synth("synth", 10_000, 11)}, "synth"
+}
+
+func longSizes() []int {
+	if large() {
+		return []int{6_000, 48_000, 100_000, 1_000_000}
+	}
+	return []int{6_000, 48_000, 100_000}
+}
+
+// replayLong replays s into a new database at path as `strata replay
+// --no-sync --every-events 40` does (ReplayStrataWith, under LongPolicy),
+// and returns the compactions committed.
+func replayLong(path string, s Session) (int, error) {
+	p, err := OpenStrata(path, store.Options{NoSync: true})
+	if err != nil {
+		return 0, err
+	}
+	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: LongPolicy})
+	if err != nil {
+		p.Close()
+		return 0, err
+	}
+	committed := 0
+	bg := comp.Background(context.Background(), func(_ string, rs []compaction.Result) {
+		for _, r := range rs {
+			if r.Committed() {
+				committed++
+			}
+		}
+	})
+	for from := 0; from < len(s.Events); from += ReplayBatch {
+		if _, err := bg.Append(s.ID, s.Events[from:min(from+ReplayBatch, len(s.Events))]...); err != nil {
+			bg.Close()
+			p.Close()
+			return 0, err
+		}
+	}
+	if err := bg.Close(); err != nil {
+		p.Close()
+		return 0, err
+	}
+	return committed, p.Close()
+}
+
+// BenchmarkReplayLong is the bulk replay of one long session — appends
+// running ahead of compaction — at 6k, 48k and 100k events (1M with
+// STRATA_BENCH_LARGE=1): the real sessions one after another, over and
+// over (LongSession), compacted as `strata replay --no-sync --every-events
+// 40` does. ns/event is what must stay flat as the session grows: a plan
+// or commit that read more than its span (the uncompacted tail, the
+// history) would make it grow with n. ns/op and the allocations are per
+// replay of the whole session.
+func BenchmarkReplayLong(b *testing.B) {
+	base, source := longBase(b)
+	for _, n := range longSizes() {
+		s := LongSession("long", base, n)
+		b.Run(fmt.Sprintf("%s/events=%d", source, n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := replayLong(filepath.Join(b.TempDir(), "long.db"), s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(s.Events)), "ns/event")
+		})
+	}
+}
+
+// TestLongSession: a long session made of the base sessions replays and
+// compacts as the benchmark's does, and the database verifies. It asserts
+// no timing.
+func TestLongSession(t *testing.T) {
+	base, _ := longBase(t)
+	s := LongSession("long", base, 3_000)
+	if len(s.Events) < 2_900 || leavesOpen(s.Events) {
+		t.Fatalf("%d events, open at the end: %v", len(s.Events), leavesOpen(s.Events))
+	}
+	path := filepath.Join(t.TempDir(), "long.db")
+	c, err := replayLong(path, s)
+	if err != nil || c < len(s.Events)/40 {
+		t.Fatalf("replay: %d committed, %v", c, err)
+	}
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+	info, err := db.Info("long")
+	if err != nil || info.Head != uint64(len(s.Events)) || info.CompactedTo < info.Head-40 {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+}

@@ -222,8 +222,8 @@ func (b *Backend) init() error {
 		t := btx.(*viewTx).tx
 		return guard(func() error {
 			root := t.rootAt()
-			s := newShadow(&t.w, root, true)
-			if err := s.all(); err != nil {
+			var s shadow
+			if err := s.init(&t.w, root).all(); err != nil {
 				return errors.Wrapf(backend.Corrupt("", "root", nil, errors.Wrap(err, "damaged page graph")), "%s", b.path)
 			}
 			m, found, err := t.locate(root, bucketMeta)
@@ -234,7 +234,8 @@ func (b *Backend) init() error {
 				return errors.WithHint(errors.Wrapf(backend.ErrNotStrata, "%s: a bbolt file without strata's meta record", b.path),
 					"it was not written by strata")
 			}
-			if err := newShadow(&t.w, m, true).all(); err != nil {
+			var ms shadow
+			if err := ms.init(&t.w, m).all(); err != nil {
 				return errors.Wrapf(backend.Corrupt("", "meta", nil, errors.Wrap(err, "damaged page graph")), "%s", b.path)
 			}
 			mb := t.btx.Bucket(bucketMeta)
@@ -331,8 +332,8 @@ func (b *Backend) View(fn func(backend.Tx) error) error {
 }
 
 // Update runs fn in a write transaction and commits it when fn returns
-// nil. A commit that fails at the disk's fsync, or with EIO, poisons the
-// handle: that error is marked backend.ErrPoisoned, and every later Update
+// nil. A commit that fails at the disk's fsync, or with EIO, or with a
+// panic inside bbolt, poisons the handle: that error is marked backend.ErrPoisoned, and every later Update
 // returns ErrPoisoned without writing; reads go on. A commit that fails
 // otherwise — a write that finds the disk full — leaves the handle as it
 // was: the next Update succeeds once there is room.
@@ -384,11 +385,18 @@ func (b *Backend) Update(fn func(backend.Tx) error) (err error) {
 	// The pages a failed commit wrote were free ones: a cache entry for a
 	// free page (reached through damage) would be stale.
 	b.cache.Store(nil)
-	if syncFailed(err) || errors.Is(err, backend.ErrCorrupt) {
-		b.poisoned.CompareAndSwap(nil, &err)
-		return errmark.Mark(errors.Wrapf(err, "%s: commit failed at the disk", b.path), backend.ErrPoisoned)
+	var why string
+	switch {
+	case syncFailed(err):
+		why = "commit failed at the disk"
+	case errors.Is(err, backend.ErrCorrupt):
+		// A panic inside bbolt's commit: what it wrote is not known.
+		why = "commit failed inside bbolt"
+	default:
+		return errors.Wrapf(err, "%s: commit", b.path)
 	}
-	return errors.Wrapf(err, "%s: commit", b.path)
+	b.poisoned.CompareAndSwap(nil, &err)
+	return errmark.Mark(errors.Wrapf(err, "%s: %s", b.path, why), backend.ErrPoisoned)
 }
 
 // syncFailed reports whether err, returned by bbolt's commit, may come from

@@ -231,9 +231,9 @@ func (c *checker) pages() bool {
 // bucket walks the bucket at where, calling fn with every bucket element
 // of its leaves.
 func (c *checker) bucket(where at, fn func(k, v []byte, sub at)) error {
-	s := newShadow(&c.w, where, true)
+	s := new(shadow).init(&c.w, where)
 	s.seen.bits = c.seen
-	s.visit = func(p *page) error {
+	s.visit = func(p page) error {
 		c.reached++
 		if c.reached%releaseAfterPages == 0 {
 			releaseRange(c.w.data)

@@ -29,8 +29,8 @@ import (
 //     header names it, its overflow stays inside the file, its flags are a
 //     branch's or a leaf's;
 //   - a branch page has elements, inside the page, with keys in order and
-//     child ids inside the file; a leaf's elements (all of them, or on
-//     reads of a range the first and the last) are inside the page;
+//     child ids inside the file; a leaf's elements are inside the page,
+//     with keys in order;
 //   - the page's keys lie inside the range its parent's branch keys give
 //     it, and no page is reached twice in one walk.
 //
@@ -39,7 +39,10 @@ import (
 // them at commit); a Scan or an Events read walks a leaf ahead of bbolt's
 // cursor as it goes (ahead), so that a read that stops early has walked
 // only what it read; Last walks the path to its bound and the leaves on
-// either side. What a page's own checks proved is kept per handle for the
+// either side. The leaves these walks reach are checked whole: bbolt reads
+// them anyway, and a damaged element's offset would otherwise give a
+// cursor a key of garbage, which could end a range read early without an
+// error. What a page's own checks proved is kept per handle for the
 // transaction id it was proved at (pageCache): a commit starts afresh,
 // since the pages it freed are written anew by the next.
 
@@ -55,9 +58,9 @@ const (
 	bucketLeafFlag = 0x01 // a leaf element that holds a bucket
 	boltMagic      = 0xED0CDAED
 	boltVersion    = 2
-	// maxDepth bounds the pages on one path: bbolt's trees of a few
-	// billion keys are under 10 deep.
-	maxDepth = 64
+	// maxDepth bounds the pages on one path: a tree of bbolt's is that
+	// deep only past 2^32 pages.
+	maxDepth = 32
 )
 
 func le16(b []byte) int    { return int(binary.LittleEndian.Uint16(b)) }
@@ -107,15 +110,8 @@ type page struct {
 	n    int // elements
 }
 
-// What a page's own checks proved (pageCache).
-const (
-	provedHeader uint8 = 1 + iota // a leaf: header, first and last element
-	provedFull                    // a branch, or a leaf: every element
-)
-
-// load returns page id, checked: every element when full or when it is a
-// branch page, else the header and the first and last elements.
-func (w *walker) load(id uint64, full bool) (page, error) {
+// load returns page id, checked.
+func (w *walker) load(id uint64) (page, error) {
 	if id < 2 || id >= w.hwm {
 		return page{}, errors.Newf("page id %d outside 2..%d", id, w.hwm-1)
 	}
@@ -131,23 +127,18 @@ func (w *walker) load(id uint64, full bool) (page, error) {
 	p := page{id: id, b: w.data[off : off+(1+overflow)*w.ps], n: n}
 	switch flags {
 	case branchFlag:
-		full = true
 	case leafFlag:
 		p.leaf = true
 	default:
 		return page{}, errors.Newf("page %d has flags %#x where a branch or leaf page was expected", id, flags)
 	}
-	need := provedHeader
-	if full {
-		need = provedFull
-	}
-	if w.known.has(id, need) {
+	if w.known.has(id) {
 		return p, nil
 	}
-	if err := p.check(full, w.hwm, w.ps); err != nil {
+	if err := p.check(w.hwm, w.ps); err != nil {
 		return page{}, errors.Wrapf(err, "page %d", id)
 	}
-	w.known.add(id, need)
+	w.known.add(id)
 	return p, nil
 }
 
@@ -162,15 +153,14 @@ func inlinePage(v []byte) (page, error) {
 		return page{}, errors.Newf("inline bucket with flags %#x, not a leaf", flags)
 	}
 	p := page{b: v, leaf: true, n: le16(v[10:])}
-	if err := p.check(true, 0, 0); err != nil {
+	if err := p.check(0, 0); err != nil {
 		return page{}, errors.Wrap(err, "inline bucket")
 	}
 	return p, nil
 }
 
-// check checks p's elements: all of them when full, else the first and
-// the last (whose keys bound the page). hwm bounds a branch's child ids.
-func (p *page) check(full bool, hwm, ps uint64) error {
+// check checks p's elements. hwm bounds a branch's child ids.
+func (p *page) check(hwm, ps uint64) error {
 	if pageHeader+p.n*elementSize > len(p.b) {
 		return errors.Newf("%d elements do not fit", p.n)
 	}
@@ -180,9 +170,6 @@ func (p *page) check(full bool, hwm, ps uint64) error {
 	extent := pageHeader + p.n*elementSize
 	var prev []byte
 	for i := 0; i < p.n; i++ {
-		if !full && i > 0 && i < p.n-1 {
-			i = p.n - 1
-		}
 		off := pageHeader + i*elementSize
 		e := p.b[off : off+elementSize]
 		var pos, ksize, vsize int
@@ -210,7 +197,7 @@ func (p *page) check(full bool, hwm, ps uint64) error {
 		}
 		extent = max(extent, end)
 		k := p.b[off+pos : off+pos+ksize]
-		if full && prev != nil && bytes.Compare(prev, k) >= 0 {
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
 			return errors.Newf("keys %d and %d out of order", i-1, i)
 		}
 		prev = k
@@ -218,7 +205,7 @@ func (p *page) check(full bool, hwm, ps uint64) error {
 	// bbolt gives a page as many overflow pages as its elements need, no
 	// more (it rounds up; old versions added one when they filled pages
 	// exactly): a page claiming more would free pages not its own.
-	if full && p.id != 0 {
+	if p.id != 0 {
 		if overflow := uint64(len(p.b))/ps - 1; overflow > 0 && overflow*ps > uint64(extent) {
 			return errors.Newf("%d overflow pages for %d bytes", overflow, extent)
 		}
@@ -276,14 +263,15 @@ func searchLeaf(p *page, key []byte) int {
 	return sort.Search(p.n, func(i int) bool { return bytes.Compare(p.key(i), key) != -1 })
 }
 
-// pageCache remembers what the checks of page (load) proved, for one
+// pageCache remembers which pages passed their own checks (load), for one
 // transaction id: every transaction of that id reads the same bytes at
 // those pages. A handle's cache moves to the next id at its next
-// transaction after a commit, empty.
+// transaction after a commit, empty. (A page's header is checked on every
+// load: what the cache spares is the check of its elements.)
 type pageCache struct {
 	txid uint64
 	mu   sync.RWMutex
-	lvl  map[uint64]uint8
+	ok   map[uint64]struct{}
 }
 
 // maxCached bounds a cache: a read-only handle never moves to another
@@ -291,26 +279,26 @@ type pageCache struct {
 const maxCached = 1 << 18
 
 func newPageCache(txid uint64) *pageCache {
-	return &pageCache{txid: txid, lvl: make(map[uint64]uint8)}
+	return &pageCache{txid: txid, ok: make(map[uint64]struct{})}
 }
 
-func (c *pageCache) has(id uint64, need uint8) bool {
+func (c *pageCache) has(id uint64) bool {
 	if c == nil {
 		return false
 	}
 	c.mu.RLock()
-	l := c.lvl[id]
+	_, ok := c.ok[id]
 	c.mu.RUnlock()
-	return l >= need
+	return ok
 }
 
-func (c *pageCache) add(id uint64, l uint8) {
+func (c *pageCache) add(id uint64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	if len(c.lvl) < maxCached && c.lvl[id] < l {
-		c.lvl[id] = l
+	if len(c.ok) < maxCached {
+		c.ok[id] = struct{}{}
 	}
 	c.mu.Unlock()
 }
@@ -372,33 +360,50 @@ type at struct {
 type frame struct {
 	p   page
 	idx int // a branch: the element whose child is next on the path
-	// lo and hi bound the keys a seek routes to this page: lo ≤ key < hi
-	// (nil: unbounded). The leftmost child of a page takes every key below
-	// its parent's range too: its lo is its parent's.
-	lo, hi []byte
 }
 
-// shadow walks a bucket's pages the way bbolt's cursor will.
+// shadow walks a bucket's pages the way bbolt's cursor will. Make one with
+// init, in place (it is a few kilobytes, kept off the heap).
 type shadow struct {
 	w     *walker
 	at    at
-	full  bool // check leaves whole
-	stack []frame
+	depth int // frames on the path
+	stack [maxDepth]frame
 	seen  seenSet
 	// visit, when set, is called with every page reached (the whole-file
 	// walk's own checks).
-	visit func(p *page) error
+	visit func(p page) error
 }
 
-func newShadow(w *walker, where at, full bool) *shadow {
-	return &shadow{w: w, at: where, full: full, stack: make([]frame, 0, 8)}
+func (s *shadow) init(w *walker, where at) *shadow {
+	s.w, s.at = w, where
+	return s
 }
 
-func (s *shadow) top() *frame { return &s.stack[len(s.stack)-1] }
+func (s *shadow) top() *frame { return &s.stack[s.depth-1] }
+
+// bounds returns the keys a seek routes to the page at stack position fi:
+// lo ≤ key < hi (nil: unbounded). The leftmost child of a page takes every
+// key below its parent's range too: its lo is its parent's.
+func (s *shadow) bounds(fi int) (lo, hi []byte) {
+	for i := fi - 1; i >= 0 && (lo == nil || hi == nil); i-- {
+		f := &s.stack[i]
+		if lo == nil && f.idx > 0 {
+			lo = f.p.key(f.idx)
+		}
+		if hi == nil && f.idx+1 < f.p.n {
+			hi = f.p.key(f.idx + 1)
+		}
+		if f.idx == 0 && lo == nil && i == 0 {
+			break
+		}
+	}
+	return lo, hi
+}
 
 // reset puts the shadow at the bucket's root page.
 func (s *shadow) reset() error {
-	s.stack = s.stack[:0]
+	s.depth = 0
 	var p page
 	var err error
 	if s.at.root == 0 {
@@ -407,68 +412,70 @@ func (s *shadow) reset() error {
 		if !s.seen.add(s.at.root) {
 			return errors.Newf("page %d reached twice", s.at.root)
 		}
-		p, err = s.w.load(s.at.root, s.full)
+		p, err = s.w.load(s.at.root)
 	}
 	if err != nil {
 		return err
 	}
 	if s.visit != nil {
-		if err := s.visit(&p); err != nil {
+		if err := s.visit(p); err != nil {
 			return err
 		}
 	}
-	s.stack = append(s.stack, frame{p: p})
+	s.stack[0] = frame{p: p}
+	s.depth = 1
 	return nil
 }
 
-// childFrame returns the frame of the child of element i of the branch at
-// stack position fi, checked.
-func (s *shadow) childFrame(fi, i int) (frame, error) {
+// child returns the child of element i of the branch at stack position fi,
+// checked: its own checks, not reached before, and its keys inside the
+// range its parent gives it.
+func (s *shadow) child(fi, i int) (page, error) {
 	f := &s.stack[fi]
 	if fi+1 >= maxDepth {
-		return frame{}, errors.Newf("pages nested deeper than %d", maxDepth)
+		return page{}, errors.Newf("pages nested deeper than %d", maxDepth)
 	}
 	id := f.p.child(i)
 	if !s.seen.add(id) {
-		return frame{}, errors.Newf("page %d reached twice", id)
+		return page{}, errors.Newf("page %d reached twice", id)
 	}
-	p, err := s.w.load(id, s.full)
+	p, err := s.w.load(id)
 	if err != nil {
-		return frame{}, err
+		return page{}, err
 	}
 	if p.n == 0 {
-		return frame{}, errors.Newf("page %d has no elements (only a bucket's root may be empty)", id)
+		return page{}, errors.Newf("page %d has no elements (only a bucket's root may be empty)", id)
 	}
-	lo, hi := f.lo, f.hi
-	if i > 0 {
-		lo = f.p.key(i)
-	}
+	var hi []byte
 	if i+1 < f.p.n {
 		hi = f.p.key(i + 1)
+	} else {
+		_, hi = s.bounds(fi)
 	}
 	if first := p.key(0); bytes.Compare(first, f.p.key(i)) < 0 {
-		return frame{}, errors.Newf("page %d starts at key %s, below its branch key %s", id, clip(first), clip(f.p.key(i)))
+		return page{}, errors.Newf("page %d starts at key %s, below its branch key %s", id, clip(first), clip(f.p.key(i)))
 	}
 	if last := p.key(p.n - 1); hi != nil && bytes.Compare(last, hi) >= 0 {
-		return frame{}, errors.Newf("page %d ends at key %s, not below the next branch key %s", id, clip(last), clip(hi))
+		return page{}, errors.Newf("page %d ends at key %s, not below the next branch key %s", id, clip(last), clip(hi))
 	}
 	if s.visit != nil {
-		if err := s.visit(&p); err != nil {
-			return frame{}, err
+		if err := s.visit(p); err != nil {
+			return page{}, err
 		}
 	}
-	return frame{p: p, lo: lo, hi: hi}, nil
+	return p, nil
 }
 
 // down descends to the child of element i of the top page.
 func (s *shadow) down(i int) error {
-	fi := len(s.stack) - 1
+	fi := s.depth - 1
 	s.stack[fi].idx = i
-	f, err := s.childFrame(fi, i)
+	p, err := s.child(fi, i)
 	if err != nil {
 		return err
 	}
-	s.stack = append(s.stack, f)
+	s.stack[s.depth] = frame{p: p}
+	s.depth++
 	return nil
 }
 
@@ -521,9 +528,9 @@ func (s *shadow) rightmost() error {
 // next moves to the next leaf, as bbolt's cursor moves past the end of a
 // leaf; false at the bucket's last leaf.
 func (s *shadow) next() (bool, error) {
-	for i := len(s.stack) - 2; i >= 0; i-- {
+	for i := s.depth - 2; i >= 0; i-- {
 		if idx := s.stack[i].idx; idx+1 < s.stack[i].p.n {
-			s.stack = s.stack[:i+1]
+			s.depth = i + 1
 			if err := s.down(idx + 1); err != nil {
 				return false, err
 			}
@@ -535,9 +542,9 @@ func (s *shadow) next() (bool, error) {
 
 // prev moves to the previous leaf; false at the bucket's first leaf.
 func (s *shadow) prev() (bool, error) {
-	for i := len(s.stack) - 2; i >= 0; i-- {
+	for i := s.depth - 2; i >= 0; i-- {
 		if idx := s.stack[i].idx; idx > 0 {
-			s.stack = s.stack[:i+1]
+			s.depth = i + 1
 			if err := s.down(idx - 1); err != nil {
 				return false, err
 			}
@@ -551,11 +558,11 @@ func (s *shadow) prev() (bool, error) {
 // it: bbolt's rebalance, at the commit of a Delete, merges a node that fell
 // under its threshold with one of them.
 func (s *shadow) siblings() error {
-	for fi := 0; fi < len(s.stack)-1; fi++ {
+	for fi := 0; fi < s.depth-1; fi++ {
 		f := &s.stack[fi]
 		for _, i := range [2]int{f.idx - 1, f.idx + 1} {
 			if i >= 0 && i < f.p.n {
-				if _, err := s.childFrame(fi, i); err != nil {
+				if _, err := s.child(fi, i); err != nil {
 					return err
 				}
 			}
@@ -577,24 +584,25 @@ func (s *shadow) all() error {
 	}
 }
 
-// clone returns a copy of s at the same place, sharing what it has seen:
-// pages a copy reaches were not reached by s.
-func (s *shadow) clone() *shadow {
-	c := *s
-	c.stack = append(make([]frame, 0, cap(s.stack)), s.stack...)
-	c.seen = seenSet{}
-	for _, f := range s.stack {
+// cloneTo makes c a copy of s at the same place, having seen the pages on
+// its path.
+func (s *shadow) cloneTo(c *shadow) *shadow {
+	c.init(s.w, s.at)
+	c.visit = s.visit
+	c.depth = s.depth
+	copy(c.stack[:s.depth], s.stack[:s.depth])
+	for _, f := range s.stack[:s.depth] {
 		if f.p.id != 0 {
 			c.seen.add(f.p.id)
 		}
 	}
-	return &c
+	return c
 }
 
 // ahead keeps a shadow one leaf ahead of a forward read: before bbolt's
 // cursor moves on from key k, the leaf after k's has been walked.
 type ahead struct {
-	s      *shadow
+	s      shadow
 	lastLo []byte // lo of the last leaf walked (nil: the bucket's first)
 	end    bool   // the last leaf walked is the bucket's last
 }
@@ -611,7 +619,7 @@ func (a *ahead) start(from []byte) error {
 	if err != nil {
 		return err
 	}
-	a.lastLo = a.s.top().lo
+	a.lastLo, _ = a.s.bounds(a.s.depth - 1)
 	return a.step()
 }
 
@@ -624,7 +632,7 @@ func (a *ahead) step() error {
 		a.end = true
 		return nil
 	}
-	a.lastLo = a.s.top().lo
+	a.lastLo, _ = a.s.bounds(a.s.depth - 1)
 	return nil
 }
 

@@ -117,7 +117,8 @@ func (t *tx) locate(in at, key []byte) (at, bool, error) {
 	if in.fresh {
 		return at{fresh: true}, true, nil
 	}
-	s := newShadow(&t.w, in, true)
+	var sh shadow
+	s := sh.init(&t.w, in)
 	if err := s.seek(key); err != nil {
 		return at{}, false, errors.Wrap(err, "damaged page graph")
 	}
@@ -142,7 +143,8 @@ func (t *tx) point(where at, key []byte, del bool) error {
 	if where.fresh {
 		return nil
 	}
-	s := newShadow(&t.w, where, true)
+	var sh shadow
+	s := sh.init(&t.w, where)
 	if err := s.seek(key); err != nil {
 		return errors.Wrap(err, "damaged page graph")
 	}
@@ -158,7 +160,8 @@ func (t *tx) point(where at, key []byte, del bool) error {
 func (t *tx) Sessions(fn func(id string) error) (err error) {
 	inFn := false
 	defer t.unguard(debug.SetPanicOnFault(true), &err, &inFn, "", "root")
-	a := ahead{s: newShadow(&t.w, t.rootAt(), false)}
+	var a ahead
+	a.s.init(&t.w, t.rootAt())
 	if err := a.start(sessionPrefix); err != nil {
 		return backend.Corrupt("", "root", nil, errors.Wrap(err, "damaged page graph"))
 	}
@@ -365,7 +368,8 @@ func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, e
 	lo := eventKey(from)
 	var a *ahead
 	if !s.at.fresh {
-		a = &ahead{s: newShadow(&s.t.w, s.at, false)}
+		a = new(ahead)
+		a.s.init(&s.t.w, s.at)
 		if err := a.start(lo); err != nil {
 			return s.corrupt("events", lo, errors.Wrap(err, "damaged page graph"))
 		}
@@ -525,7 +529,7 @@ func (s *session) Scan(tb backend.Table, from []byte, fn func(k, v []byte) (bool
 		if x.at.fresh {
 			return nil
 		}
-		if err := newShadow(&s.t.w, x.at, false).all(); err != nil {
+		if err := new(shadow).init(&s.t.w, x.at).all(); err != nil {
 			return s.corrupt(x.name, nil, errors.Wrap(err, "damaged page graph"))
 		}
 		return nil
@@ -537,7 +541,8 @@ func (s *session) Scan(tb backend.Table, from []byte, fn func(k, v []byte) (bool
 			return err
 		}
 	default:
-		a = &ahead{s: newShadow(&s.t.w, x.at, false)}
+		a = new(ahead)
+		a.s.init(&s.t.w, x.at)
 		if err := a.start(from); err != nil {
 			return s.corrupt(x.name, from, errors.Wrap(err, "damaged page graph"))
 		}
@@ -592,7 +597,7 @@ func (s *session) Last(tb backend.Table, below []byte) (k, v []byte, err error) 
 	} else if k, v = c.Seek(below); k == nil {
 		if !x.at.fresh && !s.wasDeleted(x) {
 			// Every key is below: the last of all.
-			if err := newShadow(&s.t.w, x.at, false).last(); err != nil {
+			if err := new(shadow).init(&s.t.w, x.at).last(); err != nil {
 				return nil, nil, s.corrupt(x.name, nil, errors.Wrap(err, "damaged page graph"))
 			}
 		}
@@ -615,7 +620,8 @@ func (s *session) Last(tb backend.Table, below []byte) (k, v []byte, err error) 
 // its Prev to the previous). A table this transaction deleted from is
 // walked whole.
 func (s *session) walkLast(x *table, below []byte) error {
-	sh := newShadow(&s.t.w, x.at, false)
+	var fwd, back shadow
+	sh := fwd.init(&s.t.w, x.at)
 	switch {
 	case s.wasDeleted(x):
 		return sh.all()
@@ -625,7 +631,7 @@ func (s *session) walkLast(x *table, below []byte) error {
 	if err := sh.seek(below); err != nil {
 		return err
 	}
-	back := sh.clone()
+	sh.cloneTo(&back)
 	if _, err := sh.next(); err != nil {
 		return err
 	}

@@ -362,3 +362,116 @@ func TestTx_FreshSessionRanges(t *testing.T) {
 		return nil
 	})
 }
+
+// Sessions lists many (the root bucket of many pages), in byte order,
+// with those a write transaction made in it.
+func TestTx_ManySessions(t *testing.T) {
+	b, _ := newDB(t)
+	var want []string
+	mustUpdate(t, b, func(tx backend.Tx) error {
+		for i := 0; i < 600; i += 2 {
+			id := fmt.Sprintf("a session with a long name %04d", i)
+			want = append(want, id)
+			if _, err := tx.CreateSession(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	list := func(tx backend.Tx) []string {
+		var ids []string
+		if err := tx.Sessions(func(id string) error { ids = append(ids, id); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	mustView(t, b, func(tx backend.Tx) error {
+		if got := list(tx); !slices.Equal(got, want) {
+			t.Errorf("Sessions: %d, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	mustUpdate(t, b, func(tx backend.Tx) error {
+		for i := 1; i < 600; i += 50 {
+			id := fmt.Sprintf("a session with a long name %04d", i)
+			want = append(want, id)
+			if _, err := tx.CreateSession(id); err != nil {
+				return err
+			}
+		}
+		sort.Strings(want)
+		if got := list(tx); !slices.Equal(got, want) {
+			t.Errorf("Sessions in the write: %d, want %d", len(got), len(want))
+		}
+		return nil
+	})
+	mustView(t, b, func(tx backend.Tx) error {
+		if got := list(tx); !slices.Equal(got, want) {
+			t.Errorf("Sessions after: %d, want %d", len(got), len(want))
+		}
+		return nil
+	})
+}
+
+// Readers beside a writer: each reads a consistent state (the race
+// detector watches the page cache shared between them).
+func TestTx_Concurrent(t *testing.T) {
+	b, _ := newDB(t)
+	fill(t, b, "s", 1000, 100)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := 0; r < 3; r++ {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				err := b.View(func(tx backend.Tx) error {
+					s, err := tx.Session("s")
+					if err != nil {
+						return err
+					}
+					st, err := s.State()
+					if err != nil {
+						return err
+					}
+					var head uint64
+					fmt.Sscan(string(st), &head)
+					n := uint64(0)
+					if err := s.Events(1, ^uint64(0), func(seq uint64, _ []byte) (bool, error) { n = seq; return true, nil }); err != nil {
+						return err
+					}
+					if head != 0 && n != head {
+						return fmt.Errorf("state says head %d, the events end at %d", head, n)
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for seq := uint64(1001); seq <= 1200; seq++ {
+		mustUpdate(t, b, func(tx backend.Tx) error {
+			s := mustSession(t, tx, "s")
+			if err := s.PutEvent(seq, eventText("s", seq)); err != nil {
+				return err
+			}
+			if err := s.Delete(backend.Nodes, u64(seq-1000)); err != nil {
+				return err
+			}
+			return s.PutState([]byte(fmt.Sprint(seq)))
+		})
+	}
+	close(done)
+	for r := 0; r < 3; r++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

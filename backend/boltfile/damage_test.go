@@ -47,7 +47,7 @@ func graphFile(t *testing.T) string {
 	return path
 }
 
-// branchKeySeq returns the seq of event key k.
+// keySeq returns the seq of event key k.
 func keySeq(t *testing.T, k []byte) uint64 {
 	t.Helper()
 	if len(k) != eventKeyLen || k[0] != eventPrefix {

@@ -20,6 +20,30 @@
 //   - a commit that fails at the disk's fsync poisons the handle; one that
 //     finds the disk full does not (Backend.Update).
 //
+// # Layout
+//
+// Format 6 (FormatVersion), one bbolt file:
+//
+//	meta/
+//	  version             → the meta record: format, created by, created
+//	s/<id>/               → one bucket per session:
+//	  art, audit, ckpts,  → the tables (backend.Table's String), buckets
+//	  ckvalid, constr,      of records by key
+//	  disp, markers,
+//	  nodes, roots
+//	  0xFE <seq>          → event seq (big-endian u64)
+//	  0xFF                → the state
+//	  0xFF "open"/        → the Open table
+//
+// The events sort after the tables' names and before the state and the
+// open calls: an append writes one leaf of the session's bucket.
+//
+// Every value is its payload, then a 5-byte trailer: the CRC32C of the
+// record's identity (session id, table, key, each length-prefixed where it
+// varies) and the payload, big-endian, then the envelope version, 1.
+//
+// # Checks
+//
 // Backend.Check checks the file's own structure for the store's Verify:
 // bbolt's meta pages and freelist, every page, every envelope, then bbolt's
 // own consistency check.

@@ -317,6 +317,9 @@ func (s *seenSet) add(id uint64) bool {
 	switch {
 	case s.bits != nil:
 		w, b := id/64, uint64(1)<<(id%64)
+		if w >= uint64(len(s.bits)) {
+			return true // past the file: load says so
+		}
 		if s.bits[w]&b != 0 {
 			return false
 		}
@@ -393,9 +396,6 @@ func (s *shadow) bounds(fi int) (lo, hi []byte) {
 		}
 		if hi == nil && f.idx+1 < f.p.n {
 			hi = f.p.key(f.idx + 1)
-		}
-		if f.idx == 0 && lo == nil && i == 0 {
-			break
 		}
 	}
 	return lo, hi

@@ -13,23 +13,7 @@ import (
 	"github.com/strata-go/strata/backend"
 )
 
-// Layout, format 6 (one bbolt file):
-//
-//	meta/
-//	  version             → the meta record (envelope.go)
-//	s/<id>/               → one bucket per session:
-//	  art, audit, ckpts,  → the tables (backend.Table.String()), nested
-//	  ckvalid, constr,      buckets of records by key
-//	  disp, markers,
-//	  nodes, roots
-//	  0xFE <seq>          → event seq (big-endian u64)
-//	  0xFF                → the state
-//	  0xFF "open"/        → the Open table
-//
-// The events sort after the tables' names and before the state and the
-// open calls: an append, which writes the newest event and the state, and
-// opens or resolves a call, writes one leaf of the session's bucket while
-// the open calls' bucket stays inline.
+// The layout (doc.go): event keys, the state's, the Open table's.
 const (
 	eventPrefix = 0xFE
 	eventKeyLen = 9

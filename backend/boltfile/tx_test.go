@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"sort"
 	"testing"
@@ -474,4 +475,43 @@ func TestTx_Concurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// The first reads of a long session — its state, its newest events, its
+// last node — check a few of its pages, not all of them: what the handle
+// checked is its page cache.
+func TestTx_ReadsWalkWhatTheyRead(t *testing.T) {
+	b, path := newDB(t)
+	const n = 20000
+	fill(t, b, "s", n, 2000)
+	b.Close()
+	b, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pages := func() int {
+		c := b.cache.Load()
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return len(c.ok)
+	}
+	atOpen := pages()
+	var total int64
+	mustView(t, b, func(tx backend.Tx) error {
+		total = tx.(backend.Snapshotter).Size() / int64(os.Getpagesize())
+		s := mustSession(t, tx, "s")
+		if _, err := s.State(); err != nil {
+			return err
+		}
+		k, _, err := s.Last(backend.Nodes, nil)
+		if err != nil || !bytes.Equal(k, u64(2000)) {
+			t.Fatalf("Last = %x, %v", k, err)
+		}
+		return s.Events(n-100, n, func(uint64, []byte) (bool, error) { return true, nil })
+	})
+	if got := pages() - atOpen; got > 30 || total < 500 {
+		t.Errorf("the reads checked %d pages of %d", got, total)
+	}
+	t.Logf("Open checked %d pages, the reads %d more, of %d", atOpen, pages()-atOpen, total)
 }

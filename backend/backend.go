@@ -75,7 +75,9 @@ type Backend interface {
 
 // Tx is a transaction. Values it returns are valid until the transaction
 // ends and must not be modified; values passed to a write must not be
-// modified until the transaction ends.
+// modified until the transaction ends. A write may use the spare capacity
+// of a value passed (v[len(v):cap(v)]), so that a backend's framing takes
+// no copy: pass v[:len(v):len(v)] when those bytes hold something else.
 type Tx interface {
 	// Writable reports whether the transaction can write.
 	Writable() bool

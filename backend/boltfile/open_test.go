@@ -1,0 +1,246 @@
+package boltfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend"
+)
+
+// hintsOf returns the error's hints, which a user reads: they must not
+// name Go identifiers.
+func hintsOf(t *testing.T, err error) string {
+	t.Helper()
+	h := strings.Join(errors.GetAllHints(err), "\n")
+	for _, bad := range []string{"Options", "Create:", "ReadOnly", "LockTimeout", "boltfile."} {
+		if strings.Contains(h, bad) {
+			t.Errorf("hint %q names %q", h, bad)
+		}
+	}
+	return h
+}
+
+func TestOpen_Errors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A bbolt file of some other program.
+	other := filepath.Join(dir, "other.db")
+	bdb, err := bolt.Open(other, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("widgets"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("a"), []byte("b"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	// A bbolt file with an empty meta bucket.
+	noMeta := filepath.Join(dir, "nometa.db")
+	bdb, err = bolt.Open(noMeta, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucketMeta); return err }); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+
+	for _, tc := range []struct {
+		name string
+		path string
+		opts Options
+		want error
+		says []string
+		hint string
+	}{
+		{"missing", filepath.Join(dir, "missing.db"), Options{}, backend.ErrNotExist, []string{"missing.db"}, "creates one"},
+		{"empty", write("empty.db", nil), Options{}, backend.ErrEmptyFile, []string{"empty.db"}, "zero-length"},
+		{"empty with create", write("empty2.db", nil), Options{Create: true}, backend.ErrEmptyFile, []string{"empty2.db"}, "zero-length"},
+		{"directory", dir, Options{}, backend.ErrNotStrata, []string{"directory"}, ""},
+		{"text", write("text.db", []byte(strings.Repeat("not a database\n", 1000))), Options{}, backend.ErrNotStrata, []string{"text.db"}, ""},
+		{"short text", write("short.db", []byte("hello")), Options{}, backend.ErrNotStrata, []string{"short.db"}, ""},
+		{"bbolt of another program", other, Options{}, backend.ErrNotStrata, []string{"meta record"}, "not written by strata"},
+		{"bbolt with an empty meta bucket", noMeta, Options{ReadOnly: true}, backend.ErrNotStrata, []string{"meta record"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Open(tc.path, tc.opts)
+			if err == nil {
+				b.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open = %v, want %v", err, tc.want)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Open = %v, want it to say %q", err, s)
+				}
+			}
+			if h := hintsOf(t, err); !strings.Contains(h, tc.hint) {
+				t.Errorf("hint %q, want it to say %q", h, tc.hint)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); !os.IsNotExist(err) {
+		t.Errorf("a failed Open left a file: %v", err)
+	}
+	if _, err := Open(filepath.Join(dir, "x.db"), Options{Create: true, ReadOnly: true}); err == nil {
+		t.Error("Create and ReadOnly together: no error")
+	}
+}
+
+// TestOpen_Formats: files of formats 5 (the store before this package,
+// with its meta record at meta/format) and 7 (a newer one) are refused,
+// naming the file's format and this one's.
+func TestOpen_Formats(t *testing.T) {
+	dir := t.TempDir()
+	// Format 5, as the old store wrote it: a 10-byte envelope (version 1,
+	// type 1, length, CRC32C) around msgpack {"v":1,"f":5,...}.
+	v5 := filepath.Join(dir, "v5.db")
+	bdb, err := bolt.Open(v5, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		m, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := m.Put(keyFormatOld, oldMeta(t, 5)); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket([]byte("e"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	// Format 7: a database of this one with its meta record rewritten.
+	v7 := filepath.Join(dir, "v7.db")
+	b, err := Open(v7, Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	rawUpdate(t, v7, func(tx *bolt.Tx) error {
+		v, err := encodeMeta(metaRecord{Format: 7, CreatedBy: "strata"})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyVersion, v)
+	})
+
+	for _, tc := range []struct {
+		path string
+		want error
+		says string
+		hint string
+	}{
+		{v5, backend.ErrFormatTooOld, "has format 5; this strata reads format 6", "strata dump --json"},
+		{v7, backend.ErrFormatTooNew, "has format 7; this strata reads format 6", "newer strata"},
+	} {
+		for _, ro := range []bool{false, true} {
+			b, err := Open(tc.path, Options{ReadOnly: ro})
+			if err == nil {
+				b.Close()
+				t.Fatalf("%s: Open succeeded", tc.path)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("%s: Open = %v, want %v saying %q", tc.path, err, tc.want, tc.says)
+			}
+			if h := hintsOf(t, err); !strings.Contains(h, tc.hint) {
+				t.Errorf("%s: hint %q, want %q", tc.path, h, tc.hint)
+			}
+		}
+	}
+}
+
+// oldMeta returns a meta record of the old store's formats.
+func oldMeta(t *testing.T, format int) []byte {
+	t.Helper()
+	// msgpack: fixmap of 2: "v": 1, "f": format.
+	payload := []byte{0x82, 0xa1, 'v', 0x01, 0xa1, 'f', byte(format)}
+	b := make([]byte, 10, 10+len(payload))
+	b[0], b[1] = 1, 1
+	b[2], b[3], b[4], b[5] = 0, 0, 0, byte(len(payload))
+	b = append(b, payload...)
+	crc := crc32Update(crc32Checksum(b[:6]), b[10:])
+	b[6], b[7], b[8], b[9] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	return b
+}
+
+// A damaged meta record is damage, not a foreign file.
+func TestOpen_DamagedMeta(t *testing.T) {
+	b, path := newDB(t)
+	b.Close()
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		v := append([]byte(nil), m.Get(keyVersion)...)
+		v[0] ^= 1
+		return m.Put(keyVersion, v)
+	})
+	_, err := Open(path, Options{})
+	var ce *backend.CorruptError
+	if !errors.Is(err, backend.ErrCorrupt) || !errors.As(err, &ce) || ce.Bucket != "meta" {
+		t.Fatalf("Open = %v, want a CorruptError in meta", err)
+	}
+}
+
+// A database reopens, read-only too, and what it holds is there; a
+// read-only handle refuses writes.
+func TestOpen_Reopen(t *testing.T) {
+	b, path := newDB(t)
+	fill(t, b, "s", 10, 3)
+	if !strings.HasSuffix(b.Path(), "strata.db") || b.ReadOnly() {
+		t.Errorf("Path %q ReadOnly %v", b.Path(), b.ReadOnly())
+	}
+	if n, err := b.FileSize(); err != nil || n == 0 {
+		t.Errorf("FileSize = %d, %v", n, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !ro.ReadOnly() {
+		t.Error("ReadOnly false")
+	}
+	mustView(t, ro, func(tx backend.Tx) error {
+		v, err := mustSession(t, tx, "s").Event(10)
+		if err != nil || string(v) != string(eventText("s", 10)) {
+			t.Errorf("Event(10) = %q, %v", v, err)
+		}
+		return nil
+	})
+	if err := ro.Update(func(backend.Tx) error { return nil }); !errors.Is(err, backend.ErrReadOnly) {
+		t.Errorf("Update on a read-only handle = %v, want ErrReadOnly", err)
+	}
+	// A second reader beside the first.
+	ro2, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro2.Close()
+}

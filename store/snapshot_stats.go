@@ -31,8 +31,10 @@ func (s *Snapshot) Stats() (Stats, error) {
 		out.Sessions = append(out.Sessions, st)
 		out.Total.add(&st)
 	}
-	if f, ok := s.db.be.(interface{ FileSize() int64 }); ok {
-		out.FileBytes = f.FileSize()
+	if f, ok := s.db.be.(interface{ FileSize() (int64, error) }); ok {
+		if n, err := f.FileSize(); err == nil {
+			out.FileBytes = n
+		}
 	}
 	if out.Total.Events > 0 {
 		out.BytesPerEvent = float64(out.FileBytes) / float64(out.Total.Events)

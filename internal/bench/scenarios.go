@@ -254,7 +254,7 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 		commit = append(commit, time.Since(t2))
 		for maxRoots > 0 {
 			t0 := time.Now()
-			d, err := db.PlanDigest("history", maxRoots, compaction.DefaultBudget)
+			d, err := compaction.Policy{MaxRoots: maxRoots}.PlanDigest(db, "history")
 			if errors.Is(err, store.ErrNothingToCompact) {
 				break
 			}

@@ -1,8 +1,8 @@
 package store_test
 
 import (
-	"github.com/strata-go/strata/compaction"
 	"fmt"
+	"github.com/strata-go/strata/compaction"
 	"path/filepath"
 	"strings"
 	"testing"

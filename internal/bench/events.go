@@ -91,7 +91,9 @@ func loadFile(path string) (Session, error) {
 // Keys come from small pools, so that the state the log implies (open
 // calls, dispositions, constraints, artifacts) stays bounded however long
 // the history: what must stay flat then is the store's cost, not the
-// context's size. Texts are 40–1,500 bytes, about 450 on average, the
+// context's size. A failed call is a fact of its own for ever (every
+// summary over it names it), so calls fail only among the first
+// maxFailedCalls: after them, the state is bounded too. Texts are 40–1,500 bytes, about 450 on average, the
 // shape of the real sessions.
 func Synth(id string, n int, seed uint64) Session {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -122,7 +124,7 @@ func Synth(id string, n int, seed uint64) Session {
 			id := fmt.Sprintf("call_%d", call)
 			add(tier.Event{Kind: tier.KindToolCall, ID: id, Name: "bash", Text: text()})
 			res := tier.Event{Kind: tier.KindToolResult, ID: id, Text: text()}
-			if r.IntN(8) == 0 {
+			if r.IntN(8) == 0 && call <= maxFailedCalls {
 				res.Failed, res.Key = true, fmt.Sprintf("approach/%d", r.IntN(12))
 			}
 			if len(s.Events)+1 < n { // never leave the last call open
@@ -136,6 +138,10 @@ func Synth(id string, n int, seed uint64) Session {
 	}
 	return s
 }
+
+// maxFailedCalls is how many of a synthetic session's first calls may fail
+// (one in eight of them does).
+const maxFailedCalls = 256
 
 // synthEpoch is the time of a synthetic session's first event.
 const synthEpoch = 1_750_000_000_000_000_000

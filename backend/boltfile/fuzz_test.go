@@ -15,14 +15,15 @@ import (
 // every other file, points a branch element at a random page — and reads
 // and writes everything it can: any error is allowed, a hang or a crash is
 // not (the test binary would die). BOLTFILE_FLIPS sets how many damaged
-// files (default 40).
+// files (default 12).
 func TestDamage_RandomBytes(t *testing.T) {
-	files := 40
+	t.Parallel() // sets no test hook, and none is set while it runs
+	files := 12
 	if v, err := strconv.Atoi(os.Getenv("BOLTFILE_FLIPS")); err == nil {
 		files = v
 	}
 	if testing.Short() {
-		files = 5
+		files = 4
 	}
 	b, clean := newDB(t)
 	fill(t, b, "s", 6000, 3000)

@@ -62,6 +62,7 @@ func keySeq(t *testing.T, k []byte) uint64 {
 // is a CorruptError naming the session, none hangs, and session t stays
 // readable.
 func TestDamage_Cycles(t *testing.T) {
+	t.Parallel() // sets no test hook, and none is set while it runs
 	clean := graphFile(t)
 	sessRoot := rootOf(t, clean, "s/s")
 	nodesRoot := rootOf(t, clean, "s/s", "nodes")

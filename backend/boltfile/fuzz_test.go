@@ -1,6 +1,7 @@
 package boltfile
 
 import (
+	"encoding/binary"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -10,24 +11,26 @@ import (
 	"github.com/strata-go/strata/backend"
 )
 
-// TestDamage_RandomBytes flips random bytes of a database file and reads
+// TestDamage_RandomBytes flips random bytes of a database file — and in
+// every other file, points a branch element at a random page — and reads
 // and writes everything it can: any error is allowed, a hang or a crash is
 // not (the test binary would die). BOLTFILE_FLIPS sets how many damaged
-// files (default 40).
+// files (default 12).
 func TestDamage_RandomBytes(t *testing.T) {
-	files := 40
+	t.Parallel() // sets no test hook, and none is set while it runs
+	files := 12
 	if v, err := strconv.Atoi(os.Getenv("BOLTFILE_FLIPS")); err == nil {
 		files = v
 	}
 	if testing.Short() {
-		files = 5
+		files = 4
 	}
 	b, clean := newDB(t)
-	fill(t, b, "s", 3000, 800)
+	fill(t, b, "s", 6000, 3000)
 	fill(t, b, "t", 20, 20)
 	mustUpdate(t, b, func(tx backend.Tx) error {
 		s := mustSession(t, tx, "s")
-		for i := uint64(1); i <= 800; i += 3 {
+		for i := uint64(1); i <= 3000; i += 3 {
 			if err := s.Delete(backend.Nodes, u64(i)); err != nil {
 				return err
 			}
@@ -43,15 +46,43 @@ func TestDamage_RandomBytes(t *testing.T) {
 	dir := t.TempDir()
 	opened, failed := 0, 0
 	defer func() { t.Logf("%d damaged files: %d opens, %d reads and writes that failed", files, opened, failed) }()
+	ps := os.Getpagesize()
+	var branches []int // the branch pages the file's buckets reach
+	b, err = Open(clean, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustView(t, b, func(tx backend.Tx) error {
+		c := &checker{t: tx.(*viewTx).tx, report: func(s, what string) { t.Fatal(s, what) }}
+		c.pages()
+		for pg := 2; pg < len(raw)/ps; pg++ {
+			if c.seen[pg/64]&(1<<(pg%64)) != 0 && le16(raw[pg*ps+8:]) == branchFlag {
+				branches = append(branches, pg)
+			}
+		}
+		return nil
+	})
+	b.Close()
+	if len(branches) < 4 {
+		t.Fatalf("%d branch pages", len(branches))
+	}
 	for i := 0; i < files; i++ {
 		damaged := append([]byte(nil), raw...)
-		for n := 1 + rng.Intn(4); n > 0; n-- {
+		if i%2 == 1 {
+			// A child id of a branch page pointing anywhere in the file:
+			// at an ancestor, another bucket's page, a free one.
+			pg := branches[rng.Intn(len(branches))]
+			n := le16(raw[pg*ps+10:])
+			off := pg*ps + pageHeader + rng.Intn(n)*elementSize + 8
+			binary.LittleEndian.PutUint64(damaged[off:], uint64(2+rng.Intn(len(raw)/ps-2)))
+		}
+		for n := rng.Intn(4); n > 0; n-- {
 			// Mostly page headers and element tables, where a flip
 			// changes the graph; some anywhere.
-			pg := 2 + rng.Intn(len(raw)/os.Getpagesize()-2)
-			off := pg*os.Getpagesize() + rng.Intn(16+16*8)
+			pg := 2 + rng.Intn(len(raw)/ps-2)
+			off := pg*ps + rng.Intn(16+16*8)
 			if rng.Intn(3) == 0 {
-				off = pg*os.Getpagesize() + rng.Intn(os.Getpagesize())
+				off = pg*ps + rng.Intn(ps)
 			}
 			damaged[off] ^= byte(1 << rng.Intn(8))
 		}

@@ -55,6 +55,7 @@ func (t *tx) unguard(restore bool, err *error, inFn *bool, session, where string
 // a full disk); "create:synced" once the new database's temporary file is
 // complete and synced, before it takes its place; "create:linked" after it
 // did. It is nil outside tests: the cost is one atomic load per commit.
+// A test that sets it is not parallel: the hook is the process's.
 var testHook atomic.Pointer[func(step string) error]
 
 func hook(step string) error {

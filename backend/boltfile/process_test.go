@@ -67,6 +67,7 @@ func child(t *testing.T, what, path string) *exec.Cmd {
 // is complete, before the file takes its name, leaves no file at the path;
 // the next creation removes the leftover and makes a database.
 func TestCreate_KilledBeforeRename(t *testing.T) {
+	t.Parallel() // sets no test hook, and none is set while it runs
 	dir := t.TempDir()
 	path := filepath.Join(dir, "strata.db")
 	out, err := child(t, "create", path).Output()
@@ -180,6 +181,7 @@ func TestCreate_Race(t *testing.T) {
 // after the lock timeout, for writing and for reading, with a hint; once
 // that process is gone, it opens.
 func TestLock_AnotherProcess(t *testing.T) {
+	t.Parallel() // sets no test hook, and none is set while it runs
 	b, path := newDB(t)
 	b.Close()
 	cmd := child(t, "lock", path)

@@ -55,8 +55,14 @@ type tx struct {
 	// over leaves a Delete emptied, in memory, to pages past those a read's
 	// shadow walks: a range read of such a table walks it whole.
 	created map[string]bool
-	deleted map[string]bool // session id + "/" + table
-	broken  error           // a panic recovered inside bbolt: not to be committed
+	deleted map[tableRef]bool
+	broken  error // a panic recovered inside bbolt: not to be committed
+}
+
+// tableRef names a session's table.
+type tableRef struct {
+	session string
+	t       backend.Table
 }
 
 type viewTx struct{ *tx }
@@ -423,7 +429,7 @@ func (s *session) table(tb backend.Table) (*table, error) {
 
 // wasDeleted reports whether this transaction deleted from table x.
 func (s *session) wasDeleted(x *table) bool {
-	return s.t.deleted[s.id+"/"+x.name]
+	return s.t.deleted[tableRef{s.id, x.t}]
 }
 
 // Get implements backend.Session.
@@ -480,9 +486,9 @@ func (s *session) Delete(tb backend.Table, key []byte) (err error) {
 		return errors.Wrapf(err, "boltfile: session %q: %s key %s", s.id, x.name, backend.ShowKey(key))
 	}
 	if s.t.deleted == nil {
-		s.t.deleted = map[string]bool{}
+		s.t.deleted = map[tableRef]bool{}
 	}
-	s.t.deleted[s.id+"/"+x.name] = true
+	s.t.deleted[tableRef{s.id, x.t}] = true
 	return nil
 }
 

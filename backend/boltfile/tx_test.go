@@ -417,6 +417,7 @@ func TestTx_ManySessions(t *testing.T) {
 // Readers beside a writer: each reads a consistent state (the race
 // detector watches the page cache shared between them).
 func TestTx_Concurrent(t *testing.T) {
+	t.Parallel() // sets no test hook, and none is set while it runs
 	b, _ := newDB(t)
 	fill(t, b, "s", 1000, 100)
 	done := make(chan struct{})
@@ -481,6 +482,7 @@ func TestTx_Concurrent(t *testing.T) {
 // last node — check a few of its pages, not all of them: what the handle
 // checked is its page cache.
 func TestTx_ReadsWalkWhatTheyRead(t *testing.T) {
+	t.Parallel() // sets no test hook, and none is set while it runs
 	b, path := newDB(t)
 	const n = 20000
 	fill(t, b, "s", n, 2000)

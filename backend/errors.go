@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 )
@@ -75,7 +76,7 @@ func ShowKey(key []byte) string {
 func (e *CorruptError) Error() string {
 	where := e.Bucket
 	if e.Session != "" {
-		where = fmt.Sprintf("session %q %s", e.Session, e.Bucket)
+		where = strings.TrimSpace(fmt.Sprintf("session %q %s", e.Session, e.Bucket))
 	}
 	if e.Key != "" {
 		where += " key " + e.Key

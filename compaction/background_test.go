@@ -227,8 +227,7 @@ func TestBackground_CloseWaitsForAppends(t *testing.T) {
 // CommitWait of a minute, a load whose appends wait for their session's
 // Run, and a Close, finish at once: a compaction's commit never waits for
 // an append that is itself waiting for that compaction, nor for one after
-// the last. (A commit once waited out CommitWait in both cases. Found by a
-// second reading.)
+// the last.
 func TestBackground_CommitsNeverWaitForAnAppendThatWaitsForThem(t *testing.T) {
 	order, runs := backgroundLoadOf(t, false)
 	db := dbtest.Open(t, store.Options{NoSync: true, CommitWait: time.Minute, Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})

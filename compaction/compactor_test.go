@@ -63,7 +63,7 @@ func TestCompactor_Run_Retries(t *testing.T) {
 	t.Run("Retries=1 commits on the repaired attempt", func(t *testing.T) {
 		db := dbtest.Open(t, store.Options{NoSync: true})
 		s := &repairing{}
-		c := newCompactor(t, db, compaction.Options{Summarizer: s, Retries: 1, Policy: Policy{EveryTurns: 4}})
+		c := newCompactor(t, db, compaction.Options{Summarizer: s, Retries: 1, Policy: compaction.Policy{EveryTurns: 4}})
 		for _, e := range events {
 			if _, err := db.Append(session, e); err != nil {
 				t.Fatal(err)
@@ -111,7 +111,7 @@ func TestCompactor_Run_Retries(t *testing.T) {
 	t.Run("Retries=0 is refused", func(t *testing.T) {
 		db := dbtest.Open(t, store.Options{NoSync: true})
 		s := &repairing{}
-		c := newCompactor(t, db, compaction.Options{Summarizer: s, Policy: Policy{EveryTurns: 4}})
+		c := newCompactor(t, db, compaction.Options{Summarizer: s, Policy: compaction.Policy{EveryTurns: 4}})
 		results := agentLoop(t, db, c, session, append(slices.Clone(events), tier.Event{Kind: tier.KindUser, Text: "next"}))
 		if len(results) != 1 || results[0].Committed() || results[0].Attempts != 1 || s.calls != 1 {
 			t.Fatalf("results %+v (%d calls), want one refused attempt", results, s.calls)
@@ -134,7 +134,7 @@ func TestCompactor_Run_Retries(t *testing.T) {
 			c.Artifacts = nil
 			return compaction.Output{Claims: c}, nil
 		}}
-		c := newCompactor(t, db, compaction.Options{Summarizer: stubborn, Retries: 2, Policy: Policy{EveryTurns: 4}})
+		c := newCompactor(t, db, compaction.Options{Summarizer: stubborn, Retries: 2, Policy: compaction.Policy{EveryTurns: 4}})
 		results := agentLoop(t, db, c, session, append(slices.Clone(events), tier.Event{Kind: tier.KindUser, Text: "next"}))
 		if len(results) != 1 || results[0].Committed() || results[0].Attempts != 3 {
 			t.Fatalf("results %+v, want 3 attempts, refused", results)
@@ -158,7 +158,7 @@ func TestCompactor_Run_SummarizerError(t *testing.T) {
 	boom := errors.New("model: rate limited")
 	c := newCompactor(t, db, compaction.Options{Summarizer: summarizerFunc{name: "flaky", fn: func(*compaction.Input) (compaction.Output, error) {
 		return compaction.Output{}, boom
-	}}, Policy: Policy{EveryEvents: 10}})
+	}}, Policy: compaction.Policy{EveryEvents: 10}})
 	if _, err := db.Append(session, events[:12]...); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCompactor_Run_SummarizerError(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c2 := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: Policy{EveryEvents: 10}})
+	c2 := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryEvents: 10}})
 	if _, err := c2.Run(ctx, session); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run with a cancelled context: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestDB_Commit_Conflict(t *testing.T) {
 	}
 	setup := func(t *testing.T) *store.DB {
 		db := dbtest.Open(t, store.Options{NoSync: true})
-		c := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: Policy{EveryTurns: 1}})
+		c := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryTurns: 1}})
 		agentLoop(t, db, c, session, events)
 		if n := len(roots(t, db, session)); n < 4 {
 			t.Fatalf("%d roots", n)
@@ -227,11 +227,11 @@ func TestDB_Commit_Conflict(t *testing.T) {
 
 	t.Run("two folds", func(t *testing.T) {
 		db := setup(t)
-		p1, err := Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
+		p1, err := compaction.Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p2, err := Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
+		p2, err := compaction.Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +249,7 @@ func TestDB_Commit_Conflict(t *testing.T) {
 		if _, err := db.Append(session, events...); err != nil {
 			t.Fatal(err)
 		}
-		p, err := Policy{EveryTurns: 2, Budget: 512}.PlanSpan(db, session)
+		p, err := compaction.Policy{EveryTurns: 2, Budget: 512}.PlanSpan(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestDB_Commit_Conflict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pf, err := Policy{Fold: 3, Budget: 512}.PlanFold(db, session)
+		pf, err := compaction.Policy{Fold: 3, Budget: 512}.PlanFold(db, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,8 +280,8 @@ func TestDB_Commit_Conflict(t *testing.T) {
 		// A stale plan is a conflict even when the summary is also invalid:
 		// nothing is audited for a plan that no longer applies.
 		db := setup(t)
-		p1, _ := Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
-		p2, _ := Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
+		p1, _ := compaction.Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
+		p2, _ := compaction.Policy{Fold: 2, Budget: 512}.PlanFold(db, session)
 		if _, err := db.Commit(p1, extract(p1)); err != nil {
 			t.Fatal(err)
 		}
@@ -305,15 +305,15 @@ func TestDB_Resume_Deterministic(t *testing.T) {
 	cases := []struct {
 		name   string
 		sum    compaction.Summarizer
-		policy Policy
+		policy compaction.Policy
 		marker func(t *testing.T, db *store.DB) uint64
 		source string
 	}{
-		{"marker", compaction.Extractive{}, Policy{EveryTurns: 2, Fold: 3},
+		{"marker", compaction.Extractive{}, compaction.Policy{EveryTurns: 2, Fold: 3},
 			func(*testing.T, *store.DB) uint64 { return store.Latest }, checkpoint.SourceMarker},
-		{"checkpoint", mustLossy(t, compaction.DropConstraints), Policy{EveryTurns: 2},
+		{"checkpoint", mustLossy(t, compaction.DropConstraints), compaction.Policy{EveryTurns: 2},
 			func(*testing.T, *store.DB) uint64 { return store.Latest }, checkpoint.SourceCheckpoint},
-		{"stale marker", compaction.Extractive{}, Policy{EveryTurns: 2, Fold: 3},
+		{"stale marker", compaction.Extractive{}, compaction.Policy{EveryTurns: 2, Fold: 3},
 			func(t *testing.T, db *store.DB) uint64 { return 1 }, checkpoint.SourceCheckpoint},
 	}
 	for _, tc := range cases {
@@ -536,7 +536,7 @@ func TestCompactor_Run_ConflictReplans(t *testing.T) {
 		asked = append(asked, fmt.Sprintf("%d..%d", in.From, in.To))
 		if !raced {
 			raced = true
-			p, err := Policy{EveryTurns: 2, Budget: 512}.PlanSpan(db, session)
+			p, err := compaction.Policy{EveryTurns: 2, Budget: 512}.PlanSpan(db, session)
 			if err != nil {
 				return compaction.Output{}, err
 			}
@@ -546,7 +546,7 @@ func TestCompactor_Run_ConflictReplans(t *testing.T) {
 		}
 		return compaction.Output{Narrative: "n", Claims: in.Required.Claims()}, nil
 	}}
-	c := newCompactor(t, db, compaction.Options{Summarizer: racing, Policy: Policy{EveryTurns: 2}})
+	c := newCompactor(t, db, compaction.Options{Summarizer: racing, Policy: compaction.Policy{EveryTurns: 2}})
 	results, err := c.Run(context.Background(), session)
 	if err != nil {
 		t.Fatal(err)
@@ -592,7 +592,7 @@ func TestCompactor_Run_OversizedSummaryIsRefused(t *testing.T) {
 			db := dbtest.Open(t, store.Options{NoSync: true, MaxEventBytes: 4096})
 			c := newCompactor(t, db, compaction.Options{Summarizer: summarizerFunc{name: "verbose", fn: func(in *compaction.Input) (compaction.Output, error) {
 				return tc.out(in), nil
-			}}, Policy: Policy{EveryEvents: 10}})
+			}}, Policy: compaction.Policy{EveryEvents: 10}})
 			if _, err := db.Append(session, events[:12]...); err != nil {
 				t.Fatal(err)
 			}
@@ -630,7 +630,7 @@ func TestCompactor_Run_RefusedFoldIsNotAskedAgain(t *testing.T) {
 		}
 		return compaction.Output{Claims: c}, nil
 	}}
-	c := newCompactor(t, db, compaction.Options{Summarizer: sum, Policy: Policy{EveryEvents: 8, Fold: 2}})
+	c := newCompactor(t, db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryEvents: 8, Fold: 2}})
 	res := agentLoop(t, db, c, session, events)
 	var spans, folds int
 	var refusedFolds [][2]uint64

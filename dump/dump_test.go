@@ -233,7 +233,7 @@ func TestDump_UncheckedSaysSo(t *testing.T) {
 	if _, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "hi"}, tier.Event{Kind: tier.KindRejected, Key: "a", Text: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.PlanSpan("s", store.SpanPolicy{Events: 2}, 100)
+	p, err := db.PlanSpan("s", 2, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 // The newlines of a stream are remembered only as far back as a line can
 // still be asked for: memory follows the record being read, not the file
-// (a file of blank lines once took 8 bytes of memory per input byte), and
-// lines stay exact.
+// (a file of blank lines must not take memory per input byte), and lines
+// stay exact.
 func TestValueSource_ForgetsReadLines(t *testing.T) {
 	const values, gap = 2000, 100
 	var b strings.Builder

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/strata-go/strata/store"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-go/strata/store"
 )
 
 // dumpDoc is the JSON dump, decoded loosely: each session's members are
@@ -31,6 +32,22 @@ func decodeDump(t *testing.T, out string) dumpDoc {
 		t.Fatalf("dump --json lacks format_version or sessions:\n%s", out)
 	}
 	return d
+}
+
+// storedFormat returns the format version the store reports for the
+// database at path.
+func storedFormat(t *testing.T, path string) int {
+	t.Helper()
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.View(func(s *store.Snapshot) (err error) { v, err = s.FormatVersion(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // eventsJSONL returns the events of a `dump --json --raw` as JSONL.
@@ -59,8 +76,8 @@ func TestDump_JSON(t *testing.T) {
 	db := replayed(t, []string{"--every", "0", "--every-events", "5", "--fold", "2", "--summarizer", "lossy", "--drop", "open"}, incident(t))
 	out := mustCLI(t, "dump", "--json", "--raw", db)
 	d := decodeDump(t, out)
-	if *d.FormatVersion != store.DefaultFormat || len(d.Sessions) != 1 {
-		t.Fatalf("format_version %d, %d sessions", *d.FormatVersion, len(d.Sessions))
+	if want := storedFormat(t, db); *d.FormatVersion != want || len(d.Sessions) != 1 {
+		t.Fatalf("format_version %d (the store reports %d), %d sessions", *d.FormatVersion, want, len(d.Sessions))
 	}
 	s := d.Sessions[0]
 	for _, k := range []string{"roots", "nodes", "markers", "checkpoints", "audit", "events"} {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/strata-go/strata/backend/boltfile"
 )
 
 func TestVerify_OK(t *testing.T) {
@@ -40,9 +42,7 @@ func TestVerify_Damaged(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, []string{"--every", "2"}, incident(t))
 	damage(t, db, func(tx *bolt.Tx) error {
-		// Format 5: replay appends runs of events, which a session that
-		// has never appended a few at a time (cold) keeps in its own
-		// bucket, keyed 0xFE, seq.
+		// A session's events are in its bucket, keyed 0xFE, seq.
 		l0 := tx.Bucket([]byte("s/mig"))
 		if l0 == nil {
 			t.Fatal("no session mig")
@@ -52,7 +52,7 @@ func TestVerify_Damaged(t *testing.T) {
 		if len(v) == 0 {
 			t.Fatal("no event at seq 5")
 		}
-		v[len(v)-2] ^= 0x20 // inside the payload: the envelope's checksum catches it
+		v[len(v)-6] ^= 0x20 // the payload's last byte, before the 5-byte trailer: the envelope's checksum catches it
 		return l0.Put(key, v)
 	})
 	r := cli(t, "", "verify", db)
@@ -104,20 +104,23 @@ func TestVerify_CannotOpen(t *testing.T) {
 	}
 	newer := replayed(t, nil, incident(t))
 	damage(t, newer, func(tx *bolt.Tx) error {
+		// The meta record as every format keeps it (boltfile's envelope.go):
+		// msgpack {"f": format, "c": creator}, then the CRC32C of its
+		// identity (no session, code 0xF0, key "version") and the payload,
+		// big-endian, then the envelope version 1.
 		payload, err := msgpack.Marshal(&struct {
-			V int `msgpack:"v"`
-			F int `msgpack:"f"`
-		}{1, 99})
+			F int    `msgpack:"f"`
+			C string `msgpack:"c"`
+		}{boltfile.FormatVersion + 1, "strata"})
 		if err != nil {
 			return err
 		}
-		v := make([]byte, 10, 10+len(payload))
-		v[0], v[1] = 1, 1 // envelope version, record type meta
-		binary.BigEndian.PutUint32(v[2:6], uint32(len(payload)))
-		v = append(v, payload...)
+		key := []byte("version")
 		tab := crc32.MakeTable(crc32.Castagnoli)
-		binary.BigEndian.PutUint32(v[6:10], crc32.Update(crc32.Checksum(v[:6], tab), tab, payload))
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), v)
+		crc := crc32.Checksum(append([]byte{0, 0xF0, byte(len(key))}, key...), tab)
+		crc = crc32.Update(crc, tab, payload)
+		v := binary.BigEndian.AppendUint32(payload, crc)
+		return tx.Bucket([]byte("meta")).Put(key, append(v, 1))
 	})
 	for _, tc := range []struct{ name, path, want string }{
 		{"missing", tempDB(t), "does not exist"},

@@ -12,7 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/store"
-	"github.com/strata-go/strata/tier"
 )
 
 // large reports whether the 1M-event cases are asked for.

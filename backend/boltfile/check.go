@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
@@ -56,9 +57,13 @@ func (b *Backend) Check(btx backend.Tx, problem func(session, what string)) (saf
 		c.records()
 	}
 	if clean && bboltSafe {
+		// tx.Check reads every page in a goroutine of its own: trim the
+		// resident set beside it, as the walk above does as it goes.
+		stop := releaseEvery(t.w.data, releaseInterval)
 		for err := range t.btx.Check() {
 			report("", "bbolt: "+err.Error())
 		}
+		stop()
 	}
 	// Every page was touched: let them leave the resident set.
 	releaseRange(t.w.data)
@@ -417,6 +422,30 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 			report(fmt.Sprintf("table %s is missing", tb))
 		}
 	}
+}
+
+// releaseInterval is how often the resident set is trimmed while bbolt's
+// tx.Check runs: at the speed it reads, a few tens of MiB.
+const releaseInterval = 50 * time.Millisecond
+
+// releaseEvery calls releaseRange(b) every d until stop is called.
+func releaseEvery(b []byte, d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				releaseRange(b)
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }
 
 // releaseAfterPages is how many pages Check's walk may touch before it

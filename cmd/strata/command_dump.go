@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/dump"
@@ -125,7 +126,25 @@ func (o *dumpOptions) run(out io.Writer) (err error) {
 	case "dot":
 		render = dump.Dot
 	}
-	return db.View(func(s *store.Snapshot) error { return render(out, s, opts) })
+	w := &countingWriter{w: out}
+	err = db.View(func(s *store.Snapshot) error { return render(w, s, opts) })
+	if err != nil && w.n > 0 {
+		err = errors.WithHint(err, "the dump stopped there: what it printed is incomplete")
+	}
+	return err
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+// Write implements io.Writer.
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // oneLine keeps s on one line.

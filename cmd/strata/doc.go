@@ -21,7 +21,11 @@
 //
 // Every command that only reads a database opens it read-only, waiting at
 // most --timeout (default 1s) for the file lock, and never changes a byte of
-// the file.
+// the file. A reading command (dump, resume, stats) that meets a damaged
+// record stops there with status 1, never a partial answer with status 0:
+// the error names the record and its session, and a hint says to run
+// verify, which lists every problem (status 3). A dump has by then printed
+// what came before; its error says so.
 //
 // # Caveats
 //

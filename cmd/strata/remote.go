@@ -88,12 +88,17 @@ func (b *body) Read(p []byte) (int, error) {
 		err = errors.WithHint(errors.Newf("%s: the server sent nothing for %s", b.resp.Request.URL.Redacted(), b.timeout),
 			"raise --timeout for a large or busy database")
 	case b.resp.ContentLength >= 0:
-		err = errors.Wrapf(err, "%s: transfer cut after %d of %d bytes", b.resp.Request.URL.Redacted(), b.n, b.resp.ContentLength)
+		err = errors.WithHint(errors.Wrapf(err, "%s: transfer cut after %d of %d bytes", b.resp.Request.URL.Redacted(), b.n, b.resp.ContentLength), hintCut)
 	default:
-		err = errors.Wrapf(err, "%s: transfer cut after %d bytes", b.resp.Request.URL.Redacted(), b.n)
+		err = errors.WithHint(errors.Wrapf(err, "%s: transfer cut after %d bytes", b.resp.Request.URL.Redacted(), b.n), hintCut)
 	}
 	return n, err
 }
+
+// hintCut says why a handler cuts an answer it has begun: a read that met
+// damage (the status line is gone, so it cannot say so), or an agent that
+// stopped.
+const hintCut = "the handler stopped mid-answer: the agent stopped, or its read met damage; 'strata verify' on the same URL checks the database"
 
 // Close releases the response.
 func (b *body) Close() error {

@@ -62,6 +62,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ec.code
 	}
 	code := exitError
+	if db, ok := databaseOf(cmd); ok {
+		err = explainDamage(err, db)
+	}
 	if isUsage(err) {
 		code = exitUsage
 		if cmd == nil {
@@ -82,6 +85,51 @@ func isUsage(err error) bool {
 	}
 	msg := err.Error()
 	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag")
+}
+
+// explainDamage adds to an error that says the database is damaged — read
+// here, or by the debug handler of a live one — the hint to run verify: a
+// reading command stops at the first damaged record it meets and exits 1,
+// verify lists every problem.
+func explainDamage(err error, db string) error {
+	var he *HTTPError
+	damaged := errors.Is(err, store.ErrCorrupt) ||
+		errors.As(err, &he) && strings.Contains(he.Message, store.ErrCorrupt.Error())
+	if !damaged {
+		return err
+	}
+	return errors.WithHintf(err, "the database is damaged; to list every problem it holds, run: strata verify %s", shellQuote(db))
+}
+
+// databaseOf returns the database a command reads or writes, as given: its
+// --db flag, or the first argument of dump, stats and backup. ok is false
+// for a command without one, and for verify, which reports damage itself.
+func databaseOf(cmd *cobra.Command) (db string, ok bool) {
+	if cmd == nil {
+		return "", false
+	}
+	if f := cmd.Flags().Lookup("db"); f != nil {
+		return f.Value.String(), f.Value.String() != ""
+	}
+	switch cmd.Name() {
+	case "dump", "stats", "backup":
+		if args := cmd.Flags().Args(); len(args) > 0 {
+			return args[0], true
+		}
+	}
+	return "", false
+}
+
+// shellQuote returns s as a shell word: as it is when it holds only
+// characters a shell leaves alone, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=@%,", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printError writes err as "Error: <message>", then one "Hint: <hint>" line

@@ -140,6 +140,16 @@ func corrupt(session, bucket string, key []byte, err error) error {
 	return backend.Corrupt(session, bucket, key, err)
 }
 
+// damaged returns err, or when err says a record is missing (ErrNotFound)
+// that another record names, damage at the naming record: what is missing
+// was committed with it.
+func damaged(err error, session, bucket string, key []byte, what string) error {
+	if errors.Is(err, ErrNotFound) {
+		return corrupt(session, bucket, key, errors.Wrapf(err, "%s is missing", what))
+	}
+	return err
+}
+
 func u64val(k []byte) uint64 {
 	v, _ := parseU64(k)
 	return v

@@ -65,7 +65,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 				ctx.Reason = refusalReason(r)
 			}
 		} else if m, err = ss.marker(roots[len(roots)-1].Node); err != nil {
-			return nil, err
+			return nil, damaged(err, ss.id, "roots", u64(roots[len(roots)-1].From), "the last root's marker")
 		}
 	} else {
 		if m, err = ss.marker(markerID); err != nil {
@@ -107,7 +107,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 	}
 	ck, err := ss.checkpoint(id)
 	if err != nil {
-		return nil, err
+		return nil, damaged(err, session, "ckvalid", checkpoint.IndexKey(at, id), "the indexed checkpoint")
 	}
 	if ck.Seq != at || !ck.Usable() {
 		return nil, corrupt(session, "ckvalid", checkpoint.IndexKey(at, id), errors.Newf("indexes checkpoint %d (seq %d, %s)", id, ck.Seq, ck.Status))
@@ -115,7 +115,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 	for _, nid := range ck.Prefix {
 		n, err := ss.node(nid)
 		if err != nil {
-			return nil, err
+			return nil, damaged(err, session, "ckpts", u64(id), "a node of the checkpoint's prefix")
 		}
 		if !n.IsRoot() {
 			return nil, corrupt(session, "ckpts", u64(id), errors.Newf("usable checkpoint's prefix node %d is not a root", nid))
@@ -139,7 +139,7 @@ func (ss *sess) markerUsable(m *marker.Marker) (*tier.Node, string, error) {
 	}
 	n, err := ss.node(m.Node)
 	if err != nil {
-		return nil, "", err
+		return nil, "", damaged(err, ss.id, "markers", u64(m.ID), "the marker's node")
 	}
 	if !n.IsRoot() || n.Depth != m.Depth || n.To != m.Boundary {
 		return nil, "", corrupt(ss.id, "markers", u64(m.ID), errors.Newf("valid marker, but node %d is not a root of depth %d ending at %d", n.ID, m.Depth, m.Boundary))

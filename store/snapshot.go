@@ -129,7 +129,7 @@ func (ss *sess) rootNodes(upto uint64) ([]tier.Node, error) {
 	for _, r := range rs {
 		n, err := ss.node(r.Node)
 		if err != nil {
-			return nil, err
+			return nil, damaged(err, ss.id, "roots", u64(r.From), "the root's node")
 		}
 		out = append(out, n)
 	}

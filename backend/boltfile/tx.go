@@ -276,6 +276,13 @@ func (t *tx) newSession(id string, b *bolt.Bucket, where at) *session {
 func (s *session) ID() string { return s.id }
 
 func (s *session) corrupt(where string, key []byte, err error) error {
+	if where == "events" {
+		// The raw log, by seq, as the store names it.
+		where = "l0"
+		if len(key) == 9 && key[0] == eventPrefix {
+			key = key[1:]
+		}
+	}
 	return backend.Corrupt(s.id, where, key, err)
 }
 

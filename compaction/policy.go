@@ -100,35 +100,24 @@ func (p Policy) PlanFold(db *store.DB, session string) (*store.Plan, error) {
 	if k < 2 {
 		return nil, store.ErrNothingToCompact
 	}
-	var first uint64
-	err := db.View(func(s *store.Snapshot) error {
-		info, err := s.Info(session)
-		if err != nil {
-			return err
-		}
-		roots, err := s.Roots(session)
-		if err != nil {
-			return err
-		}
-		i := 0
-		for i < len(roots) && roots[i].From <= info.FoldRefusedTo {
-			i++
-		}
-		for i+k <= len(roots) {
-			j := i
-			for j < len(roots) && roots[j].Depth == roots[i].Depth {
-				j++
-			}
-			if j-i >= k {
-				first = roots[i].ID
-				return nil
-			}
-			i = j
-		}
-		return nil
-	})
+	info, roots, err := frame(db, session)
 	if err != nil {
 		return nil, err
+	}
+	var first uint64
+	i := 0
+	for i < len(roots) && roots[i].From <= info.FoldRefusedTo {
+		i++
+	}
+	for i+k <= len(roots) && first == 0 {
+		j := i
+		for j < len(roots) && roots[j].Depth == roots[i].Depth {
+			j++
+		}
+		if j-i >= k {
+			first = roots[i].ID
+		}
+		i = j
 	}
 	if first == 0 {
 		return nil, store.ErrNothingToCompact
@@ -144,26 +133,27 @@ func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
 	if p.MaxRoots < 1 {
 		return nil, store.ErrNothingToCompact
 	}
-	due := false
-	err := db.View(func(s *store.Snapshot) error {
-		info, err := s.Info(session)
-		if err != nil {
-			return err
-		}
-		roots, err := s.Roots(session)
-		if err != nil {
-			return err
-		}
-		due = len(roots) > p.MaxRoots && len(roots) >= 2 && roots[1].To > info.FoldRefusedTo
-		return nil
-	})
+	info, roots, err := frame(db, session)
 	if err != nil {
 		return nil, err
 	}
+	due := len(roots) > p.MaxRoots && len(roots) >= 2 && roots[1].To > info.FoldRefusedTo
 	if !due {
 		return nil, store.ErrNothingToCompact
 	}
 	return db.PlanDigest(session, p.budget())
+}
+
+// frame returns session's head and roots, from one snapshot.
+func frame(db *store.DB, session string) (info store.Info, roots []tier.Node, err error) {
+	err = db.View(func(s *store.Snapshot) error {
+		if info, err = s.Info(session); err != nil {
+			return err
+		}
+		roots, err = s.Roots(session)
+		return err
+	})
+	return info, roots, err
 }
 
 func (p Policy) budget() int {

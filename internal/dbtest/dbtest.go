@@ -15,12 +15,7 @@ import (
 // problem store.Verify reports.
 func Open(t testing.TB, opts store.Options) *store.DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "strata.db")
-	opts.Create = true
-	db, err := store.Open(path, opts)
-	if err != nil {
-		t.Fatalf("dbtest: open %s: %v", path, err)
-	}
+	db, path := create(t, opts)
 	t.Cleanup(func() {
 		if err := db.Close(); err != nil {
 			t.Errorf("dbtest: close: %v", err)
@@ -30,9 +25,8 @@ func Open(t testing.TB, opts store.Options) *store.DB {
 	return db
 }
 
-// OpenUnverified is Open for a test that damages the database on purpose:
-// t.Cleanup closes it without verifying it.
-func OpenUnverified(t testing.TB, opts store.Options) *store.DB {
+// create makes a database in t.TempDir().
+func create(t testing.TB, opts store.Options) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "strata.db")
 	opts.Create = true
@@ -40,6 +34,14 @@ func OpenUnverified(t testing.TB, opts store.Options) *store.DB {
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", path, err)
 	}
+	return db, path
+}
+
+// OpenUnverified is Open for a test that damages the database on purpose:
+// t.Cleanup closes it without verifying it.
+func OpenUnverified(t testing.TB, opts store.Options) *store.DB {
+	t.Helper()
+	db, _ := create(t, opts)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }

@@ -57,13 +57,12 @@ func startWriters(t *testing.T, db *store.DB, n int) (stop func(), appended *ato
 	return func() { once.Do(func() { close(done); wg.Wait() }) }, appended
 }
 
-// waitFor waits until at least n appends are done.
+// waitFor waits until at least n appends are done, or a writer failed.
 func waitFor(t *testing.T, appended *atomic.Int64, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for appended.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("writers made %d appends in 10s", appended.Load())
+		if t.Failed() {
+			t.FailNow()
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -2,11 +2,11 @@ package store_test
 
 import (
 	"fmt"
-	"github.com/strata-go/strata/compaction"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )

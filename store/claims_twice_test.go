@@ -1,17 +1,17 @@
 package store_test
 
 import (
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
 // TestCommit_ContradictoryClaimsForOneKey: claims that give one key two
-// dispositions (the wrong one first) validate: marker.checkSet keeps the
-// last claim per key, and Normalize drops exact duplicates only.
+// dispositions, the wrong one first, are refused: the right claim last
+// does not hide the wrong one (Normalize drops exact duplicates only).
 func TestCommit_ContradictoryClaimsForOneKey(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "go"}, tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"})

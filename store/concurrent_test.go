@@ -185,11 +185,18 @@ func TestClose_WhileAppending(t *testing.T) {
 	const writers = 16
 	byWriter := make([][]ack, writers)
 	var wg sync.WaitGroup
+	// Close comes once every writer has an append acknowledged, while they
+	// go on appending.
+	var acked sync.WaitGroup
+	acked.Add(writers)
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
+				if i == 1 {
+					acked.Done()
+				}
 				text := fmt.Sprintf("w%d i%d", w, i)
 				res, err := db.Append(fmt.Sprintf("s%d", w%4), tier.Event{Kind: tier.KindAssistant, Text: text})
 				if errors.Is(err, store.ErrClosed) {
@@ -197,13 +204,16 @@ func TestClose_WhileAppending(t *testing.T) {
 				}
 				if err != nil {
 					t.Errorf("writer %d: %v", w, err)
+					if i == 0 {
+						acked.Done()
+					}
 					return
 				}
 				byWriter[w] = append(byWriter[w], ack{session: fmt.Sprintf("s%d", w%4), res: res, texts: []string{text}})
 			}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	acked.Wait()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package store_test
 import (
 	"bytes"
 	"encoding/binary"
+	stderrors "errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,78 +24,35 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
+// trailer is the size of the check the bbolt backend keeps after every
+// value it stores (backend/boltfile: a CRC32C of the record's place and
+// payload, then a version byte).
+const trailer = 5
+
 // record returns the path of the bucket (from the root) and the key in the
-// file of the record at key of session's bucket sub, and how many bytes of
-// the value come before the record. In format 2 the events ("l0": key 0xFE
-// seq), the state ("" and "state": key 0xFF) and the open calls (bucket
-// "\xffopen") are in the session's bucket "s/"+session; in format 3 they
-// are in the events bucket "e" under the session's number (key 0x00 of its
-// bucket); in format 4 the state and open calls are in the hot bucket "h"
-// under the number, and an event is in "e" once folded, or in the journal
-// "j" (behind its session number and seq) before; in format 5 a cold
-// session's are where format 2 puts them, and a hot one's as in format 4,
-// but for the events it was appended while cold, in its own bucket. The
-// rest is in the session's bucket either way.
-func record(t *testing.T, tx *bolt.Tx, session, sub string, key []byte) (path []string, fileKey []byte, off int) {
+// file of the record at key of session's place: "l0" (the events: key 0xFE
+// and the seq, in the session's bucket "s/"+session), "state" (key 0xFF
+// there) or a table, a bucket inside the session's by its name ("open" is
+// "\xffopen").
+func record(t *testing.T, tx *bolt.Tx, session, place string, key []byte) (path []string, fileKey []byte) {
 	t.Helper()
 	sb := "s/" + session
 	b := tx.Bucket([]byte(sb))
 	if b == nil {
 		t.Fatalf("session %q not found in the file", session)
 	}
-	hot, prefix := []string{sb}, []byte(nil) // format 2
-	if num := b.Get([]byte{0}); num != nil {
-		if len(num) != 4 || tx.Bucket([]byte("e")) == nil {
-			t.Fatalf("session %q: number %x, events bucket %v", session, num, tx.Bucket([]byte("e")) != nil)
-		}
-		hot, prefix = []string{"e"}, bytes.Clone(num)
-		if b.Get([]byte{0xFF}) != nil {
-			// Format 5, a cold session: everything in its bucket, as in
-			// format 2.
-			hot, prefix = []string{sb}, nil
-		}
+	switch place {
+	case "l0":
+		return []string{sb}, append([]byte{0xFE}, key...)
+	case "state":
+		return []string{sb}, []byte{0xFF}
+	case "open":
+		place = "\xffopen"
 	}
-	under := func(suffix ...byte) []byte {
-		return append(append(bytes.Clone(prefix), suffix...), key...)
+	if b.Bucket([]byte(place)) == nil {
+		t.Fatalf("session %q has no bucket %q", session, place)
 	}
-	if tx.Bucket([]byte("h")) != nil && prefix != nil { // format 4
-		switch {
-		case sub == "l0":
-			if k := append([]byte{0xFE}, key...); b.Get(k) != nil {
-				return []string{sb}, k, 0 // format 5: appended while cold
-			}
-			if k := under(0xFE); tx.Bucket([]byte("e")).Get(k) != nil {
-				return hot, k, 0
-			}
-			c := tx.Bucket([]byte("j")).Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(v) >= 12 && bytes.Equal(v[:4], prefix) && bytes.Equal(v[4:12], key) {
-					return []string{"j"}, bytes.Clone(k), 12
-				}
-			}
-			return hot, under(0xFE), 0 // absent: a Put adds it to e
-		case sub == "" && string(key) == "state":
-			return []string{"h"}, append(bytes.Clone(prefix), 0x00), 0
-		case sub == "open":
-			return []string{"h"}, under('o'), 0
-		}
-	}
-	switch {
-	case sub == "l0":
-		return hot, under(0xFE), 0
-	case sub == "" && string(key) == "state":
-		return hot, append(bytes.Clone(prefix), 0xFF), 0
-	case sub == "open" && prefix != nil:
-		return hot, under(0xFF, 'o'), 0
-	case sub == "open":
-		sub = "\xffopen"
-	case sub == "":
-		return []string{sb}, key, 0
-	}
-	if b.Bucket([]byte(sub)) == nil {
-		t.Fatalf("session %q has no bucket %q", session, sub)
-	}
-	return []string{sb, sub}, key, 0
+	return []string{sb, place}, key
 }
 
 // bucketAt returns the bucket at path from tx's root.
@@ -105,28 +64,29 @@ func bucketAt(tx *bolt.Tx, path []string) *bolt.Bucket {
 	return b
 }
 
-// damage replaces the value at key of the session's bucket sub (or the
-// session's own bucket if sub is "") with change(value) — nil deletes it —
-// through bbolt directly, and returns a func that restores the original
-// where it was.
-func damage(t *testing.T, path, session, sub string, key []byte, change func([]byte) []byte) (restore func()) {
+// damage replaces the value stored at key of session's place (see record)
+// — its payload and the backend's trailer — with change(value), nil
+// deleting it, through bbolt directly, and returns a func that restores the
+// original where it was.
+func damage(t *testing.T, path, session, place string, key []byte, change func([]byte) []byte) (restore func()) {
 	t.Helper()
 	var orig, fileKey []byte
 	var where []string
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		var off int
-		where, fileKey, off = record(t, tx, session, sub, key)
+		where, fileKey = record(t, tx, session, place, key)
 		b := bucketAt(tx, where)
 		orig = bytes.Clone(b.Get(fileKey))
-		var rec []byte
-		if orig != nil {
-			rec = orig[off:]
-		}
-		if v := change(bytes.Clone(rec)); v != nil {
-			return b.Put(fileKey, append(bytes.Clone(orig[:min(off, len(orig))]), v...))
+		if v := change(bytes.Clone(orig)); v != nil {
+			return b.Put(fileKey, v)
 		}
 		return b.Delete(fileKey)
 	})
+	return restorer(t, path, where, fileKey, orig)
+}
+
+// restorer returns a func that puts orig back at fileKey of the bucket at
+// where, or deletes the key when orig is nil.
+func restorer(t *testing.T, path string, where []string, fileKey, orig []byte) func() {
 	return func() {
 		editBolt(t, path, func(tx *bolt.Tx) error {
 			b := bucketAt(tx, where)
@@ -138,17 +98,47 @@ func damage(t *testing.T, path, session, sub string, key []byte, change func([]b
 	}
 }
 
-// valueOf returns the value at key of the session's bucket sub.
-func valueOf(t *testing.T, path, session, sub string, key []byte) (v []byte) {
+// forge stores payload at key of session's place through the store's
+// backend, which seals it as its own — a record that passes the backend's
+// check and must be caught by the store's — and returns a func that
+// restores the original.
+func forge(t *testing.T, path, session, place string, key, payload []byte) (restore func()) {
 	t.Helper()
+	var orig, fileKey []byte
+	var where []string
 	editBolt(t, path, func(tx *bolt.Tx) error {
-		where, key, off := record(t, tx, session, sub, key)
-		if v = bytes.Clone(bucketAt(tx, where).Get(key)); v != nil {
-			v = v[off:]
-		}
+		where, fileKey = record(t, tx, session, place, key)
+		orig = bytes.Clone(bucketAt(tx, where).Get(fileKey))
 		return nil
 	})
-	return v
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.PutRecord(db, session, place, key, payload)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restorer(t, path, where, fileKey, orig)
+}
+
+// valueOf returns the payload of the record at key of session's place: the
+// record as the store encoded it.
+func valueOf(t *testing.T, path, session, place string, key []byte) (v []byte) {
+	t.Helper()
+	editBolt(t, path, func(tx *bolt.Tx) error {
+		where, key := record(t, tx, session, place, key)
+		v = bytes.Clone(bucketAt(tx, where).Get(key))
+		return nil
+	})
+	if len(v) < trailer {
+		t.Fatalf("session %q %s key %x: a value of %d bytes", session, place, key, len(v))
+	}
+	n := len(v) - trailer
+	return v[:n:n] // a write may use the spare capacity: not the trailer's bytes
 }
 
 // TestVerify_DetectsInconsistency makes records that each decode but no
@@ -164,26 +154,29 @@ func TestVerify_DetectsInconsistency(t *testing.T) {
 	}
 	seq2 := valueOf(t, path, "s", "l0", seqKey(2))
 	openEntry := valueOf(t, path, "s", "open", []byte("call-1"))
-	del := func([]byte) []byte { return nil }
-	put := func(v []byte) func([]byte) []byte { return func([]byte) []byte { return v } }
 	cases := []struct {
-		name, sub string
-		key       []byte
-		change    func([]byte) []byte
-		want      string
+		name, place string
+		key         []byte
+		forge       []byte // nil: the record is deleted
+		want        string
 	}{
-		{"an event deleted", "l0", seqKey(3), del, "seq 3 was expected"},
-		{"the last event deleted", "l0", seqKey(6), del, "head 6, l0 ends at 5"},
-		{"an event past the head", "l0", seqKey(7), put(seq2), "l0 key 7"},
-		{"an event stored under another seq", "l0", seqKey(3), put(seq2), "record holds seq 2"},
-		{"a ledger entry deleted", "open", []byte("call-1"), del, `ledger differs from a replay of the raw log: open "call-1"`},
-		{"a ledger entry added", "open", []byte("call-9"), put(openEntry), `open key "call-9"`},
-		{"a constraint deleted", "constr", []byte("active"), del, `constraint "active"`},
-		{"the state deleted", "", []byte("state"), del, "state"},
+		{"an event deleted", "l0", seqKey(3), nil, "seq 3 was expected"},
+		{"the last event deleted", "l0", seqKey(6), nil, "head 6, l0 ends at 5"},
+		{"an event past the head", "l0", seqKey(7), seq2, "l0 key 7"},
+		{"an event stored under another seq", "l0", seqKey(3), seq2, "record holds seq 2"},
+		{"a ledger entry deleted", "open", []byte("call-1"), nil, `ledger differs from a replay of the raw log: open "call-1"`},
+		{"a ledger entry added", "open", []byte("call-9"), openEntry, `open key "call-9"`},
+		{"a constraint deleted", "constr", []byte("active"), nil, `constraint "active"`},
+		{"the state deleted", "state", nil, nil, "state"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			restore := damage(t, path, "s", tc.sub, tc.key, tc.change)
+			var restore func()
+			if tc.forge != nil {
+				restore = forge(t, path, "s", tc.place, tc.key, tc.forge)
+			} else {
+				restore = damage(t, path, "s", tc.place, tc.key, func([]byte) []byte { return nil })
+			}
 			defer restore()
 			ro, err := store.Open(path, store.Options{ReadOnly: true})
 			if err != nil {
@@ -208,6 +201,24 @@ func TestVerify_DetectsInconsistency(t *testing.T) {
 	}
 }
 
+// eventNames are the ways an error names event seq of a session: as the
+// store's checks name it (the raw log "l0", the seq), or as the bbolt
+// backend names the event's place when its check fails ("events", the
+// event's key in the session's bucket: 0xFE, then the seq).
+func eventNames(seq uint64) (bucketKeys [][2]string) {
+	return [][2]string{{"l0", fmt.Sprint(seq)}, {"events", fmt.Sprintf("%q", append([]byte{0xFE}, seqKey(seq)...))}}
+}
+
+// namesEvent reports whether s — a problem, an error — names event seq.
+func namesEvent(s string, seq uint64) bool {
+	for _, bk := range eventNames(seq) {
+		if strings.Contains(s, bk[0]+" key "+bk[1]) {
+			return true
+		}
+	}
+	return false
+}
+
 func flipAt(i int) func([]byte) []byte {
 	return func(b []byte) []byte {
 		if i < 0 {
@@ -219,7 +230,7 @@ func flipAt(i int) func([]byte) []byte {
 }
 
 // TestVerify_DamagedEvent flips one byte of one stored event, at several
-// places of its envelope: Verify names the session and the seq, reads of the
+// places of its payload and of the backend's trailer: Verify names the session and the seq, reads of the
 // damaged seq fail with ErrCorrupt (never return other data), and everything
 // else still reads.
 func TestVerify_DamagedEvent(t *testing.T) {
@@ -234,8 +245,8 @@ func TestVerify_DamagedEvent(t *testing.T) {
 	}
 	const seq = 3
 	places := map[string]int{
-		"envelope version": 0, "record type": 1, "length": 3, "checksum": 7,
-		"first payload byte": store.EnvelopeHeader, "middle": -8, "last byte": -1,
+		"first payload byte": 0, "middle": -(trailer + 8), "last payload byte": -(trailer + 1),
+		"checksum": -trailer, "trailer version": -1,
 	}
 	for name, at := range places {
 		t.Run(name, func(t *testing.T) {
@@ -257,7 +268,7 @@ func TestVerify_DamagedEvent(t *testing.T) {
 					t.Errorf("a problem outside the damaged session: %s", p)
 					continue
 				}
-				if strings.Contains(p.What, fmt.Sprintf("l0 key %d", seq)) {
+				if namesEvent(p.What, seq) {
 					found = true
 				}
 			}
@@ -275,8 +286,8 @@ func TestVerify_DamagedEvent(t *testing.T) {
 				if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
 					t.Fatalf("Events = %v, want a *CorruptError that Is ErrCorrupt", err)
 				}
-				if ce.Session != "victim" || ce.Bucket != "l0" || ce.Key != fmt.Sprint(seq) {
-					t.Errorf("CorruptError names session %q bucket %q key %q", ce.Session, ce.Bucket, ce.Key)
+				if ce.Session != "victim" || !slices.Contains(eventNames(seq), [2]string{ce.Bucket, ce.Key}) {
+					t.Errorf("CorruptError names session %q bucket %q key %s, want session victim event %d", ce.Session, ce.Bucket, ce.Key, seq)
 				}
 				if !equalEvents(got, want["victim"].Events[:seq-1]) {
 					t.Errorf("before failing, Events returned %d events that are not the first %d written", len(got), seq-1)
@@ -346,6 +357,13 @@ func TestVerify_DamagedLedgerEntry(t *testing.T) {
 	if !errors.Is(err, store.ErrCorrupt) || errors.As(err, &ee) {
 		t.Errorf("Append over the damaged entry = %v, want ErrCorrupt", err)
 	}
+	// The standard library's errors see it too, wrapped or not.
+	for _, e := range []error{err, fmt.Errorf("outer: %w", err)} {
+		var ce *store.CorruptError
+		if !stderrors.Is(e, store.ErrCorrupt) || !stderrors.As(e, &ce) || ce.Session != "s" {
+			t.Errorf("errors.Is(%v, ErrCorrupt) = %v, errors.As = %v", e, stderrors.Is(e, store.ErrCorrupt), ce)
+		}
+	}
 	// An append that does not touch it goes through.
 	mustAppend(t, db2, "s", tier.Event{Kind: tier.KindAssistant, Text: "still writable"})
 	if err := db2.Close(); err != nil {
@@ -365,7 +383,7 @@ func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	restore := damage(t, path, "bad", "", []byte("state"), flipAt(-1))
+	restore := damage(t, path, "bad", "state", nil, flipAt(-1))
 	db2, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -416,4 +434,43 @@ func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore()
+}
+
+// TestResume_MarkerUnderAnotherID: a marker's record stored under another
+// id — a damaged key that the backend's check passes — is damage: Verify
+// reports the id the record holds, and a resume of the id the key says is
+// ErrCorrupt, never the other marker's frame.
+func TestResume_MarkerUnderAnotherID(t *testing.T) {
+	db := dbtest.OpenUnverified(t, store.Options{NoSync: true})
+	mustAppend(t, db, "s",
+		tier.Event{Kind: tier.KindUser, Text: "go"},
+		tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"},
+		tier.Event{Kind: tier.KindUser, Text: "again"})
+	p, err := db.PlanSpan("s", 3, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Commit(p, store.Summary{Narrative: "x rejected", Claims: p.Required.Claims(), Summarizer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := res.Marker
+	forge(t, path, "s", "markers", seqKey(id+8), valueOf(t, path, "s", "markers", seqKey(id)))
+	damage(t, path, "s", "markers", seqKey(id), func([]byte) []byte { return nil })
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	rep, err := ro.Verify(store.VerifyOptions{})
+	if err != nil || !strings.Contains(fmt.Sprint(rep.Problems), fmt.Sprintf("record holds marker %d", id)) {
+		t.Errorf("Verify: %v %v, want the marker under another id", rep.Problems, err)
+	}
+	if _, err := ro.Resume("s", id+8); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Resume(%d): %v, want ErrCorrupt", id+8, err)
+	}
 }

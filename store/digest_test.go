@@ -2,13 +2,12 @@ package store_test
 
 import (
 	"fmt"
-	"github.com/strata-go/strata/compaction"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
@@ -49,10 +48,16 @@ func keyIf(ok bool, k string) string {
 }
 
 // digestFixture is session "s" of turns digestTurns, compacted into L1
-// roots of 4 events each, with no digest yet.
+// roots of 4 events each, with no digest yet, in a database that is
+// verified when the test ends.
 func digestFixture(t *testing.T, turns int) *store.DB {
 	t.Helper()
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	return digestFixtureIn(t, dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()}), turns)
+}
+
+// digestFixtureIn is digestFixture in db.
+func digestFixtureIn(t *testing.T, db *store.DB, turns int) *store.DB {
+	t.Helper()
 	for i := 0; i < turns; i++ {
 		mustAppend(t, db, "s", digestTurn(i)...)
 	}
@@ -146,38 +151,38 @@ func TestDigest_BoundsTheFrame(t *testing.T) {
 	}
 }
 
-// TestDigest_WithoutRecordedFacts: a first root without recorded facts —
-// written by a version of strata before digests — has them computed from the
-// raw log: the digest requires the same, and records facts for the next.
-func TestDigest_WithoutRecordedFacts(t *testing.T) {
-	plans := map[bool]*store.Plan{}
-	for _, drop := range []bool{false, true} {
-		db := digestFixture(t, 4)
-		roots := mustRoots(t, db, "s")
-		if len(roots) < 3 {
-			t.Fatalf("%d roots", len(roots))
-		}
-		if drop {
-			if err := store.DropFacts(db, "s", roots[0].ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		plans[drop] = p
-		res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if has, err := store.HasFacts(db, "s", res.Node.ID); err != nil || !has {
-			t.Errorf("the digest has no facts recorded (%v)", err)
-		}
-		mustVerify(t, db)
+// TestDigest_FirstRootWithoutFactsIsDamage: a digest records facts of its
+// own, for the next digest to extend; a first root whose record lost them
+// is damage — PlanDigest is ErrCorrupt naming the node, never a reason to
+// read the prefix again — and Verify names it.
+func TestDigest_FirstRootWithoutFactsIsDamage(t *testing.T) {
+	db := digestFixtureIn(t, dbtest.OpenUnverified(t, store.Options{NoSync: true, Clock: testClock()}), 4)
+	if roots := mustRoots(t, db, "s"); len(roots) < 3 {
+		t.Fatalf("%d roots", len(roots))
 	}
-	if !reflect.DeepEqual(plans[false].Required, plans[true].Required) {
-		t.Errorf("without recorded facts the digest requires\n%+v\nwith them\n%+v", plans[true].Required, plans[false].Required)
+	p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has, err := store.HasFacts(db, "s", res.Node.ID); err != nil || !has {
+		t.Fatalf("the digest has no facts recorded (%v)", err)
+	}
+	mustVerify(t, db)
+	if err := store.DropFacts(db, "s", res.Node.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
+	var ce *store.CorruptError
+	if !errors.As(err, &ce) || ce.Session != "s" || ce.Bucket != "nodes" || ce.Key != fmt.Sprint(res.Node.ID) {
+		t.Errorf("PlanDigest after the first root's facts were dropped: %v, want ErrCorrupt naming node %d", err, res.Node.ID)
+	}
+	rep, err := db.Verify(store.VerifyOptions{})
+	if want := fmt.Sprintf("root node %d (seq 1..%d): records no facts", res.Node.ID, res.Node.To); err != nil || !strings.Contains(fmt.Sprint(rep.Problems), want) {
+		t.Errorf("Verify: %v %v, want %q", rep.Problems, err, want)
 	}
 }
 
@@ -284,7 +289,7 @@ func TestDigest_FactsAreNotTheClaims(t *testing.T) {
 // facts differ from what its raw span requires — what the next digest
 // would extend — is reported by Verify.
 func TestVerify_RecordedFactsCheckedAgainstTheRawLog(t *testing.T) {
-	db := digestFixture(t, 4)
+	db := digestFixtureIn(t, dbtest.OpenUnverified(t, store.Options{NoSync: true, Clock: testClock()}), 4)
 	d, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -307,10 +312,5 @@ func TestVerify_RecordedFactsCheckedAgainstTheRawLog(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("Verify reports %v, want the digest's recorded facts", rep.Problems)
-	}
-	// No facts at all is what an older version wrote: valid (and what the
-	// cleanup's Verify then finds).
-	if err := store.DropFacts(db, "s", res.Node.ID); err != nil {
-		t.Fatal(err)
 	}
 }

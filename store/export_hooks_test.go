@@ -2,8 +2,8 @@ package store
 
 import (
 	"github.com/cockroachdb/errors"
-	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -63,10 +63,11 @@ func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
 }
 
 // editNode rewrites node id of session's record as edit says, in one
-// write transaction, the way a hand that fixes the checksum would.
+// write transaction: through the backend, which seals it as its own, as a
+// hand that fixes the checksum would.
 func editNode(db *DB, session string, id uint64, edit func(r *nodeRec) error) error {
-	return db.update(func(tx *bolt.Tx) error {
-		ss, err := db.openSess(tx, session)
+	return db.update(func(tx backend.Tx) error {
+		ss, err := openSess(tx, session)
 		if err != nil {
 			return err
 		}
@@ -81,8 +82,8 @@ func editNode(db *DB, session string, id uint64, edit func(r *nodeRec) error) er
 	})
 }
 
-// DropFacts removes the facts recorded with node id of session, as a
-// version of strata before digests wrote it.
+// DropFacts removes the facts recorded with node id of session, as damage
+// that still decodes would.
 func DropFacts(db *DB, session string, id uint64) error {
 	return editNode(db, session, id, func(r *nodeRec) error {
 		if r.facts() == nil {
@@ -95,8 +96,8 @@ func DropFacts(db *DB, session string, id uint64) error {
 
 // HasFacts reports whether node id of session has facts recorded.
 func HasFacts(db *DB, session string, id uint64) (has bool, err error) {
-	err = db.view(func(tx *bolt.Tx) error {
-		ss, err := db.openSess(tx, session)
+	err = db.view(func(tx backend.Tx) error {
+		ss, err := openSess(tx, session)
 		if err != nil {
 			return err
 		}

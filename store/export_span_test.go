@@ -6,7 +6,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-
 	"github.com/strata-go/strata/tier"
 )
 

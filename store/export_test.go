@@ -1,8 +1,9 @@
 package store
 
 import (
-	bolt "go.etcd.io/bbolt"
+	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -10,32 +11,41 @@ import (
 // store_test because they open databases through internal/dbtest, which
 // imports store: an internal test importing it would be an import cycle.
 
-// EncodeMetaFormat returns the meta/format record of a database of the given
-// format version, encoded as the store encodes it.
-func EncodeMetaFormat(format int) ([]byte, error) {
-	return encode(recMeta, &metaRec{V: recordVersion, Format: format, CreatedBy: "strata-test"})
-}
-
-// EnvelopeHeader is the size of a stored value's envelope header.
-const EnvelopeHeader = envelopeHeader
-
-// JournalState reports, through the open handle, format 4's journal
-// sequence, how many entries it holds and how many session pointers
-// (<n> 0x01) the hot bucket holds.
-func JournalState(db *DB) (seq uint64, entries, pointers int, err error) {
-	err = db.view(func(tx *bolt.Tx) error {
-		j, h := tx.Bucket(bucketJournal4), tx.Bucket(bucketHot4)
-		seq = j.Sequence()
-		entries = j.Stats().KeyN
-		c := h.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if len(k) == 5 && k[4] == journalSuffix4 {
-				pointers++
-			}
+// PutRecord stores payload as the record at key of session's place —
+// "l0" (key: the seq, 8 bytes big-endian), "state" (key ignored) or a
+// table by its name — through the backend, which seals it as its own: a
+// record that passes the backend's check, whatever the store makes of it.
+// A nil payload deletes a table's record.
+func PutRecord(db *DB, session, place string, key, payload []byte) error {
+	return db.update(func(tx backend.Tx) error {
+		ss, err := openSess(tx, session)
+		if err != nil {
+			return err
 		}
-		return nil
+		switch place {
+		case "l0":
+			seq, err := parseU64(key)
+			if err != nil {
+				return err
+			}
+			if payload == nil {
+				return errors.New("store: the backend deletes no event")
+			}
+			return ss.b.PutEvent(seq, payload)
+		case "state":
+			return ss.b.PutState(payload)
+		}
+		for t := backend.Table(1); t < backend.Tables; t++ {
+			if t.String() != place {
+				continue
+			}
+			if payload == nil {
+				return ss.b.Delete(t, key)
+			}
+			return ss.b.Put(t, key, payload)
+		}
+		return errors.Newf("store: no place %q", place)
 	})
-	return
 }
 
 // EncodeLedgerRecord encodes v — a *tier.Disposition, *tier.Constraint or

@@ -2,16 +2,15 @@ package store_test
 
 import (
 	"errors"
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 )
 
 // TestCommit_RetriedFoldKeepsDigests: a fold refused once and accepted on
 // retry (compaction.Options.Retries) lifts the refusal: digests go on, and
-// the frame keeps its bound. (The refusal once stayed, and no digest was
-// planned for the rest of the session. Found by a second reading.)
+// the frame keeps its bound for the rest of the session.
 func TestCommit_RetriedFoldKeepsDigests(t *testing.T) {
 	for _, refuseFirst := range []bool{false, true} {
 		db := digestFixture(t, 6)

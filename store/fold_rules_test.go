@@ -2,18 +2,17 @@ package store_test
 
 import (
 	"errors"
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
 // TestCommit_FoldOfMixedDepths: a hand-built fold over roots of two depths
-// (L2 1..8, L1 9..12) is a conflict: a fold takes roots of one depth. (It
-// was once committed, and Verify then reported the node. Found by a second
-// reading.)
+// (L2 1..8, L1 9..12) is a conflict: a fold takes roots of one depth, and
+// the database still verifies.
 func TestCommit_FoldOfMixedDepths(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
 	for i := 0; i < 6; i++ {
@@ -54,8 +53,7 @@ func TestCommit_FoldOfMixedDepths(t *testing.T) {
 
 // TestCommit_RetryKeepsAnEarlierRefusal: a fold refused, then another
 // refused and accepted on retry: the first stays refused — the policy does
-// not ask for it again. (The retry's lift once forgot it. Found by a second
-// reading.)
+// not ask for it again.
 func TestCommit_RetryKeepsAnEarlierRefusal(t *testing.T) {
 	db := digestFixture(t, 6) // 6 L1 roots
 	lossy := store.Summary{Narrative: "lossy", Summarizer: "t"}

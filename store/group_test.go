@@ -2,13 +2,13 @@ package store_test
 
 import (
 	"fmt"
-	"github.com/strata-go/strata/compaction"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -243,15 +243,6 @@ func TestGroupCommit_CommitWaitsForTheNextAppend(t *testing.T) {
 			if tc.inFlight {
 				go func() {
 					_, err := db.Append("a", tier.Event{Kind: tier.KindUser, Text: "1"})
-					if err == nil && tc.nextAppend {
-						// Late: once the commit waits (or would have
-						// committed alone without waiting).
-						select {
-						case <-lingering:
-						case <-time.After(time.Second):
-						}
-						_, err = db.Append("a", tier.Event{Kind: tier.KindUser, Text: "2"})
-					}
 					appended <- err
 				}()
 				<-inFirst
@@ -268,13 +259,21 @@ func TestGroupCommit_CommitWaitsForTheNextAppend(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			select {
-			case err := <-committed:
-				if err != nil {
-					t.Fatal(err)
+			if tc.nextAppend {
+				// The appending goroutine comes back once the commit
+				// waits for it; a commit that goes alone fails the test.
+				select {
+				case <-lingering:
+					mustAppend(t, db, "a", tier.Event{Kind: tier.KindUser, Text: "2"})
+				case err := <-committed:
+					t.Fatalf("the commit went alone (%v), want it to wait for the next append", err)
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the commit waited for an append that never came")
+			}
+			if err := <-committed; err != nil {
+				t.Fatal(err)
+			}
+			if !tc.nextAppend && len(lingering) > 0 {
+				t.Error("the commit waited for an append that never came")
 			}
 			want := int32(1) // the commit alone
 			switch {
@@ -356,8 +355,6 @@ func TestGroupCommit_CommitWaitsAfterARecentAppendOncePipelined(t *testing.T) {
 					t.Fatal(err)
 				}
 				return
-			case <-time.After(5 * time.Second):
-				t.Fatal("the commit neither waited nor committed")
 			}
 			if err := <-committed; err != nil {
 				t.Fatal(err)

@@ -18,13 +18,13 @@ import (
 const lockChildEnv = "STRATA_TEST_LOCK_CHILD_DB"
 
 // TestLock_ChildProcess is not a test: it is the child process of
-// TestOpen_LockedByAnotherProcess (the test binary re-executed with
-// lockChildEnv set). It opens the database for writing, says "ready" on
-// stdout and holds it until killed or its stdin closes.
+// TestOpen_LockedByAnotherProcess and TestLock_Repeated (the test binary
+// re-executed with lockChildEnv set). It opens the database for writing,
+// says "ready" on stdout and holds it until killed or its stdin closes.
 func TestLock_ChildProcess(t *testing.T) {
 	path := os.Getenv(lockChildEnv)
 	if path == "" {
-		t.Skip("helper process for TestOpen_LockedByAnotherProcess")
+		t.Skip("helper process for TestOpen_LockedByAnotherProcess and TestLock_Repeated")
 	}
 	db, err := store.Open(path, store.Options{})
 	if err != nil {
@@ -56,18 +56,13 @@ func TestOpen_LockedByAnotherProcess(t *testing.T) {
 
 	const lockTimeout = 200 * time.Millisecond
 	for _, opts := range []store.Options{{LockTimeout: lockTimeout}, {LockTimeout: lockTimeout, ReadOnly: true}} {
-		began := time.Now()
 		other, err := store.Open(path, opts)
-		took := time.Since(began)
 		if err == nil {
 			other.Close()
 			t.Fatalf("Open(ReadOnly=%v) succeeded while another process holds the file", opts.ReadOnly)
 		}
 		if !errors.Is(err, store.ErrLocked) {
 			t.Errorf("Open(ReadOnly=%v) = %v, want ErrLocked", opts.ReadOnly, err)
-		}
-		if took < lockTimeout/2 || took > lockTimeout+time.Second {
-			t.Errorf("Open(ReadOnly=%v) failed after %v, want about the lock timeout %v", opts.ReadOnly, took, lockTimeout)
 		}
 		if len(errors.GetAllHints(err)) == 0 {
 			t.Errorf("ErrLocked without a hint: %v", err)

@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,9 @@ import (
 	"github.com/cockroachdb/errors"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/internal/memback"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -156,62 +157,41 @@ func editBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	}
 }
 
-func TestOpen_FormatTooNew(t *testing.T) {
+// TestSnapshot_FormatVersion: a database in a bbolt file reports the
+// file's format; one over a backend without a layout of its own reports 0.
+func TestSnapshot_FormatVersion(t *testing.T) {
+	formatOf := func(db *store.DB) int {
+		t.Helper()
+		var v int
+		if err := db.View(func(s *store.Snapshot) (err error) { v, err = s.FormatVersion(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser})
+	if v := formatOf(db); v != boltfile.FormatVersion {
+		t.Errorf("a bbolt file: FormatVersion = %d, want %d", v, boltfile.FormatVersion)
+	}
 	path := db.Path()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var orig []byte
-	setFormat := func(v []byte) {
-		editBolt(t, path, func(tx *bolt.Tx) error {
-			m := tx.Bucket([]byte("meta"))
-			if orig == nil {
-				orig = bytes.Clone(m.Get([]byte("format")))
-			}
-			return m.Put([]byte("format"), v)
-		})
-	}
-	newer, err := store.EncodeMetaFormat(store.FormatVersion + 1)
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	setFormat(newer)
-	for _, opts := range []store.Options{{}, {ReadOnly: true}} {
-		_, err := store.Open(path, opts)
-		if !errors.Is(err, store.ErrFormatTooNew) {
-			t.Errorf("Open(%+v) = %v, want ErrFormatTooNew", opts, err)
-		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("format %d", store.FormatVersion+1)) {
-			t.Errorf("error %q does not say the format", err)
-		}
+	defer ro.Close()
+	if v := formatOf(ro); v != boltfile.FormatVersion {
+		t.Errorf("reopened read-only: FormatVersion = %d, want %d", v, boltfile.FormatVersion)
 	}
-	// Format 0 and a damaged meta record are damage, not "too new".
-	zero, _ := store.EncodeMetaFormat(0)
-	setFormat(zero)
-	if _, err := store.Open(path, store.Options{ReadOnly: true}); !errors.Is(err, store.ErrCorrupt) {
-		t.Errorf("format 0: %v, want ErrCorrupt", err)
-	}
-	setFormat([]byte("garbage"))
-	if _, err := store.Open(path, store.Options{ReadOnly: true}); !errors.Is(err, store.ErrCorrupt) {
-		t.Errorf("garbage meta: %v, want ErrCorrupt", err)
-	}
-	// Restored, the database opens again (and dbtest verifies it).
-	setFormat(orig)
-	db2, err := store.Open(path, store.Options{ReadOnly: true})
+	mem, err := store.New(memback.New(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db2.Close()
-	if err := db2.View(func(s *store.Snapshot) error {
-		v, err := s.FormatVersion()
-		if err == nil && v != store.DefaultFormat {
-			t.Errorf("FormatVersion = %d", v)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
+	defer mem.Close()
+	if v := formatOf(mem); v != 0 {
+		t.Errorf("in memory: FormatVersion = %d, want 0", v)
 	}
 }
 
@@ -225,7 +205,7 @@ func TestOpen_BadOptions(t *testing.T) {
 		t.Errorf("a refused Open created the file")
 	}
 	// Limits the store cannot honour: an id is a bbolt key (at most
-	// bolt.MaxKeySize bytes, less the prefix of format 3's open calls).
+	// bolt.MaxKeySize bytes, less room for a key's prefix).
 	if _, err := store.Open(path, store.Options{Create: true, MaxIDBytes: store.MaxIDBytesLimit + 1}); !errors.Is(err, store.ErrBadOptions) {
 		t.Errorf("MaxIDBytes over bbolt's key size = %v, want ErrBadOptions", err)
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,12 +13,12 @@ import (
 
 // BenchmarkReplayPages replays the real sessions as scenario 3 does
 // (bench.ReplayStrataWith: runs of 256 events, extractive compaction on a
-// second goroutine, NoSync) into each format, and reports the tree pages
-// each commit wrote: the pages reachable from the newest meta page that
-// were not reachable before the commit, read from the file at every
-// commit (store's "commit" test hook). Per bucket too: "root" (the root
-// bucket's own pages), "session" (a session's bucket), "sub" (the buckets
-// inside it), "e", "h", "j". The README's pages per commit come from it:
+// second goroutine, NoSync), and reports the tree pages each commit wrote:
+// the pages reachable from the newest meta page that were not reachable
+// before the commit, read from the file at every commit (store's "commit"
+// test hook). Per bucket too: "root" (the root bucket's own pages), "meta",
+// "session" (a session's bucket), "sub" (the tables inside it). The pages
+// per commit of the docs come from it:
 //
 //	go test ./store -run '^$' -bench ReplayPages -benchtime 1x
 func BenchmarkReplayPages(b *testing.B) {
@@ -31,28 +30,26 @@ func BenchmarkReplayPages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, f := range []int{2, 4, 5} {
-		b.Run(fmt.Sprint("format", f), func(b *testing.B) {
-			b.ReportAllocs()
-			var c pageCount
-			for i := 0; i < b.N; i++ {
-				path := filepath.Join(b.TempDir(), "strata.db")
-				c.prev = nil
-				clear := store.SetTestHook(func(step string) error {
-					if step == "commit" {
-						c.commit(path)
-					}
-					return nil
-				})
-				_, _, err := bench.ReplayStrataWith(path, sessions, store.Options{NoSync: true, Format: f})
-				clear()
-				if err != nil {
-					b.Fatal(err)
+	b.Run("strata", func(b *testing.B) {
+		b.ReportAllocs()
+		var c pageCount
+		for i := 0; i < b.N; i++ {
+			path := filepath.Join(b.TempDir(), "strata.db")
+			c.prev = nil
+			clear := store.SetTestHook(func(step string) error {
+				if step == "commit" {
+					c.commit(path)
 				}
+				return nil
+			})
+			_, _, err := bench.ReplayStrataWith(path, sessions, store.Options{NoSync: true})
+			clear()
+			if err != nil {
+				b.Fatal(err)
 			}
-			c.report(b)
-		})
-	}
+		}
+		c.report(b)
+	})
 	// The peer: bare bbolt, a bucket per session, one commit per append
 	// of the same runs (bench.ReplayPeer), no summaries.
 	b.Run("bbolt", func(b *testing.B) {
@@ -143,7 +140,7 @@ func treePages(path string) (map[uint64]string, bool) {
 		switch {
 		case parent != "":
 			return "sub"
-		case key == "meta" || key == "e" || key == "h" || key == "j":
+		case key == "meta":
 			return key
 		}
 		return "session" // strata's s/<id>, or bare bbolt's <id>

@@ -1,19 +1,19 @@
 package store_test
 
 import (
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
 // TestCommit_PlanChildrenAreChecked: a re-compaction plan of root 1 whose
-// Children names root 3 is a conflict. (Commit once took a plan's Children
-// as they were: it set root 3's Parent while root 3 stayed in the frame,
-// and the database failed Verify. Found by a second reading.)
+// Children names root 3 is a conflict: committed, it would set root 3's
+// Parent while root 3 stays in the frame, and the database would fail
+// Verify.
 func TestCommit_PlanChildrenAreChecked(t *testing.T) {
 	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -19,8 +20,10 @@ import (
 	"time"
 
 	cerrors "github.com/cockroachdb/errors"
+	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -52,7 +55,7 @@ func TestDamage_Child(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			err  error
-		}{{"corrupt", store.ErrCorrupt}, {"not-strata", store.ErrNotStrata}, {"empty", store.ErrEmptyFile}, {"too-new", store.ErrFormatTooNew}} {
+		}{{"corrupt", store.ErrCorrupt}, {"not-strata", store.ErrNotStrata}, {"empty", store.ErrEmptyFile}, {"too-new", store.ErrFormatTooNew}, {"too-old", store.ErrFormatTooOld}} {
 			if cerrors.Is(err, c.err) {
 				fmt.Printf("verdict open-typed %s\n", c.name)
 				os.Exit(0)
@@ -139,10 +142,10 @@ type damageCase struct {
 
 // damageSource builds the pristine database: three sessions, compacted
 // by extractive and lossy summarizers, with folds (and digests in beta).
-func damageSource(t *testing.T, format int) (path string, full []byte) {
+func damageSource(t *testing.T) (path string, full []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "pristine.db")
-	db, err := store.Open(path, store.Options{Create: true, NoSync: true, Format: format, JournalEvents: testJournalEvents})
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +219,7 @@ func damageCasesFor(t *testing.T, full []byte, rng *rand.Rand, random int) []dam
 	both[page+20] ^= 1
 	add("both meta pages damaged", "meta", both)
 	// The freelist page's overflow count: tx.Check counts up to it, and
-	// 0xFFFFFFFF never ends (a hang found by a random run on format 3).
+	// 0xFFFFFFFF never ends.
 	m := 0
 	if binary.LittleEndian.Uint64(full[page+64:]) > binary.LittleEndian.Uint64(full[64:]) {
 		m = 1
@@ -249,13 +252,11 @@ func damageCasesFor(t *testing.T, full []byte, rng *rand.Rand, random int) []dam
 	if exe, err := os.ReadFile(os.Args[0]); err == nil {
 		add("foreign: an executable", "foreign", exe[:min(len(exe), 64<<10)])
 	}
-	cases = append(cases, damageCase{name: "newer format version", region: "format", data: bytes.Clone(full), edit: func(t *testing.T, p string) {
-		v, err := store.EncodeMetaFormat(store.FormatVersion + 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		editBolt(t, p, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("format"), v) })
-	}})
+	for _, f := range []int{boltfile.MinFormatVersion - 1, boltfile.FormatVersion + 1} {
+		cases = append(cases, damageCase{name: fmt.Sprintf("format version %d", f), region: "format", data: bytes.Clone(full), edit: func(t *testing.T, p string) {
+			editBolt(t, p, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("version"), metaRecord(t, f)) })
+		}})
+	}
 	cases = append(cases, damageCase{name: "foreign: bbolt without strata's buckets", region: "foreign", edit: func(t *testing.T, p string) {
 		os.Remove(p)
 		writeBolt(t, p, func(tx *bolt.Tx) error {
@@ -271,21 +272,15 @@ func damageCasesFor(t *testing.T, full []byte, rng *rand.Rand, random int) []dam
 
 // TestDamage_Files damages copies of a database in every way we know —
 // zero length, truncation at page boundaries, bit flips and random bytes on
-// the meta pages and on data pages, zeroed pages, foreign files, a newer
-// format — and has a child process open, verify and read each against the
-// pristine copy. Each case must end in a typed error at Open, or problems
+// the meta pages and on data pages, zeroed pages, foreign files, a format
+// too new or too old — and has a child process open, verify and read each
+// against the pristine copy. Each case must end in a typed error at Open, or problems
 // found by Verify, or (damage to unused space) a clean read of exactly the
 // data written; never a crash, never a hang, never a value that differs
 // from what was written without an error. -strata.damage-cases=N sets the
 // number of random data-page damages.
 func TestDamage_Files(t *testing.T) {
 	t.Parallel()
-	for _, format := range testFormats() {
-		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { damageFiles(t, format) })
-	}
-}
-
-func damageFiles(t *testing.T, format int) {
 	random := *damageCases
 	if testing.Short() {
 		random = min(random, 10)
@@ -296,7 +291,7 @@ func damageFiles(t *testing.T, format int) {
 	}
 	t.Logf("seed %d (-strata.damage-seed to repeat)", seed)
 	rng := rand.New(rand.NewSource(seed))
-	origPath, full := damageSource(t, format)
+	origPath, full := damageSource(t)
 	cases := damageCasesFor(t, full, rng, random)
 	dir := t.TempDir()
 
@@ -341,6 +336,9 @@ func damageFiles(t *testing.T, format int) {
 		default:
 			t.Errorf("%s: %s %s", tc.name, r.kind, r.detail)
 		}
+		if tc.region == "format" && (r.kind != "open-typed" || (r.detail != "too-new" && r.detail != "too-old")) {
+			t.Errorf("%s: %s %s, want the format refused as too new or too old", tc.name, r.kind, r.detail)
+		}
 		if r.kind == "clean" && tc.region != "data" && tc.region != "truncation" {
 			t.Errorf("%s: damage to the %s went unnoticed", tc.name, tc.region)
 		}
@@ -351,6 +349,27 @@ func damageFiles(t *testing.T, format int) {
 	for _, reg := range []string{"file", "truncation", "meta", "data", "foreign", "format"} {
 		t.Logf("  %-10s %v", reg, regions[reg])
 	}
+}
+
+// metaRecord returns a meta record of the given format, as the bbolt
+// backend stores it at meta/version: msgpack {"f": format, "c": creator},
+// then the backend's trailer — the CRC32C of the record's place (no
+// session, the meta code 0xF0, the key) and payload, big-endian, and the
+// trailer's version 1.
+func metaRecord(t *testing.T, format int) []byte {
+	t.Helper()
+	payload, err := msgpack.Marshal(&struct {
+		Format    int    `msgpack:"f"`
+		CreatedBy string `msgpack:"c"`
+	}{format, "strata-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	key := []byte("version")
+	place := append([]byte{0, 0xF0, byte(len(key))}, key...) // uvarint lengths: both under 128
+	crc := crc32.Update(crc32.Checksum(place, tab), tab, payload)
+	return append(binary.BigEndian.AppendUint32(payload, crc), 1)
 }
 
 // runDamageChild runs the child on path and classifies its verdict.

@@ -188,7 +188,7 @@ func injectCases() []commitStep {
 
 // TestInject_EveryWriteStep fails, one at a time, every write step of an
 // append and of each kind of compaction commit (each record encoded and
-// put, and the bbolt commit itself): the injected error comes back, the
+// put, and the backend's commit itself): the injected error comes back, the
 // database reads exactly as before, and the same operation then succeeds.
 //
 // Not parallel: the hook is process-wide, so this test runs in the

@@ -2,9 +2,9 @@ package store_test
 
 import (
 	"crypto/sha256"
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -12,9 +12,8 @@ import (
 // TestCommit_SealOfAnotherKindIsNotReused: a recompact plan of the second
 // root, turned into a digest plan by its exported fields only, is checked
 // against what the digest requires, not against its seal: a summary that
-// drops every fact of the first root's span is refused. (Commit once reused
-// any seal of the same span, whatever plan made it. Found by a second
-// reading.)
+// drops every fact of the first root's span is refused: a seal of the
+// same span serves only the kind of plan that made it.
 func TestCommit_SealOfAnotherKindIsNotReused(t *testing.T) {
 	db := digestFixture(t, 4)
 	roots := mustRoots(t, db, "s")

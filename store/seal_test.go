@@ -1,11 +1,11 @@
 package store_test
 
 import (
-	"github.com/strata-go/strata/compaction"
 	"testing"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"github.com/strata-go/strata/compaction"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// The texts of the ledger — a disposition's reason, a constraint's or an
+// artifact's text — are kept only in the event that made the entry: the
+// record names that event by seq.
+
+// policyText is a constraint of kilobytes, as the policy a tau-bench
+// session starts with.
+var policyText = strings.Repeat("Before any action that changes a booking, list it and ask. ", 90)
+
+// ledgerEvents make one entry of every class that carries a text.
+func ledgerEvents() []tier.Event {
+	return []tier.Event{
+		{Kind: tier.KindConstraint, Key: "policy", Text: policyText},                                 // 1
+		{Kind: tier.KindToolCall, ID: "c1", Name: "bash"},                                            // 2
+		{Kind: tier.KindToolResult, ID: "c1", Failed: true, Key: "approach/a", Text: "exit 1: boom"}, // 3
+		{Kind: tier.KindRejected, Key: "approach/b", Text: "too slow"},                               // 4
+		{Kind: tier.KindArtifact, Key: "main.go", Text: "package main"},                              // 5
+		{Kind: tier.KindSuperseded, Key: "approach/c", By: "approach/d", Text: "replaced"},           // 6
+		{Kind: tier.KindUser, Text: "go on"},                                                         // 7
+	}
+}
+
+// ledgerIn reads session's ledger in one read transaction.
+func ledgerIn(db *store.DB, session string) (l *tier.Ledger, err error) {
+	err = db.View(func(s *store.Snapshot) error {
+		l, err = s.Ledger(session)
+		return err
+	})
+	return l, err
+}
+
+// TestLedger_TextsLiveInTheirEvents: the ledger's records hold no text and
+// name their event; the ledger read back is a replay of the raw log, texts
+// included, and the resumed context carries them.
+func TestLedger_TextsLiveInTheirEvents(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	mustAppend(t, db, "s", ledgerEvents()...)
+	l, err := ledgerIn(db, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Diff(replayLedger(t, state(t, db, "s").Events)); len(d) != 0 {
+		t.Errorf("the ledger differs from a replay of the raw log: %v", d)
+	}
+	if l.Constraints["policy"].Text != policyText || l.Dispositions["approach/a"].Reason != "exit 1: boom" ||
+		l.Dispositions["approach/c"].By != "approach/d" || l.Artifacts["main.go"].Text != "package main" {
+		t.Errorf("ledger: %+v", l)
+	}
+	ctx, err := db.Resume("s", store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ctx.Text()), policyText[:120]) {
+		t.Errorf("the resumed context lacks the policy:\n%s", ctx.Text())
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var c tier.Constraint
+	if err := store.DecodeLedgerRecord(valueOf(t, path, "s", "constr", []byte("policy")), &c); err != nil {
+		t.Fatal(err)
+	}
+	var d tier.Disposition
+	if err := store.DecodeLedgerRecord(valueOf(t, path, "s", "disp", []byte("approach/a")), &d); err != nil {
+		t.Fatal(err)
+	}
+	var a tier.Artifact
+	if err := store.DecodeLedgerRecord(valueOf(t, path, "s", "art", []byte("main.go")), &a); err != nil {
+		t.Fatal(err)
+	}
+	if c.Seq != 1 || d.Seq != 3 || a.Seq != 5 {
+		t.Errorf("records name events %d, %d, %d; want 1, 3, 5", c.Seq, d.Seq, a.Seq)
+	}
+	if c.Text != "" || d.Reason != "" || a.Text != "" {
+		t.Errorf("records hold texts (constraint of %d bytes, reason %q, artifact %q), want none", len(c.Text), d.Reason, a.Text)
+	}
+}
+
+// TestLedger_RecordDamage: a ledger record that names the wrong event, no
+// event, or holds a text is damage: the ledger read fails with ErrCorrupt
+// naming the table and key, and Verify reports it.
+func TestLedger_RecordDamage(t *testing.T) {
+	cases := []struct {
+		name, table, key string
+		rec              any
+	}{
+		{"constraint naming a tool call", "constr", "policy", &tier.Constraint{Key: "policy", Seq: 2}},
+		{"constraint naming another key's constraint", "constr", "other", &tier.Constraint{Key: "other", Seq: 1}},
+		{"constraint naming no event", "constr", "policy", &tier.Constraint{Key: "policy"}},
+		{"constraint naming an event past the head", "constr", "policy", &tier.Constraint{Key: "policy", Seq: 99}},
+		{"constraint holding its text", "constr", "policy", &tier.Constraint{Key: "policy", Seq: 1, Text: "forged"}},
+		{"rejection naming the superseding event", "disp", "approach/b", &tier.Disposition{Key: "approach/b", State: tier.KindRejected, Seq: 6}},
+		{"supersession with another successor", "disp", "approach/c", &tier.Disposition{Key: "approach/c", State: tier.KindSuperseded, By: "approach/x", Seq: 6}},
+		{"failure naming a rejection", "disp", "approach/a", &tier.Disposition{Key: "approach/a", State: tier.KindFailed, Seq: 4}},
+		{"artifact naming the constraint", "art", "main.go", &tier.Artifact{Key: "main.go", Seq: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.OpenUnverified(t, store.Options{NoSync: true, Clock: testClock()})
+			mustAppend(t, db, "s", ledgerEvents()...)
+			raw, err := store.EncodeLedgerRecord(tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.PutRecord(db, "s", tc.table, []byte(tc.key), raw); err != nil {
+				t.Fatal(err)
+			}
+			_, err = ledgerIn(db, "s")
+			var ce *store.CorruptError
+			if !errors.As(err, &ce) || ce.Session != "s" || ce.Bucket != tc.table || ce.Key != strconv.Quote(tc.key) {
+				t.Fatalf("ledger read: %v, want a CorruptError naming %s key %q", err, tc.table, tc.key)
+			}
+			rep, err := db.Verify(store.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range rep.Problems {
+				found = found || p.Session == "s" && strings.Contains(p.What, strconv.Quote(tc.key))
+			}
+			if !found {
+				t.Errorf("Verify does not name %s key %q: %v", tc.table, tc.key, rep.Problems)
+			}
+		})
+	}
+}

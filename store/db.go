@@ -142,10 +142,11 @@ func corrupt(session, bucket string, key []byte, err error) error {
 
 // damaged returns err, or when err says a record is missing (ErrNotFound)
 // that another record names, damage at the naming record: what is missing
-// was committed with it.
+// was committed with it. The damage is not also ErrNotFound (Handled): a
+// caller that tells a record it asked for from damage must see damage.
 func damaged(err error, session, bucket string, key []byte, what string) error {
 	if errors.Is(err, ErrNotFound) {
-		return corrupt(session, bucket, key, errors.Wrapf(err, "%s is missing", what))
+		return corrupt(session, bucket, key, errors.Wrapf(errors.Handled(err), "%s is missing", what))
 	}
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	stderrors "errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,24 +200,6 @@ func TestVerify_DetectsInconsistency(t *testing.T) {
 	}
 }
 
-// eventNames are the ways an error names event seq of a session: as the
-// store's checks name it (the raw log "l0", the seq), or as the bbolt
-// backend names the event's place when its check fails ("events", the
-// event's key in the session's bucket: 0xFE, then the seq).
-func eventNames(seq uint64) (bucketKeys [][2]string) {
-	return [][2]string{{"l0", fmt.Sprint(seq)}, {"events", fmt.Sprintf("%q", append([]byte{0xFE}, seqKey(seq)...))}}
-}
-
-// namesEvent reports whether s — a problem, an error — names event seq.
-func namesEvent(s string, seq uint64) bool {
-	for _, bk := range eventNames(seq) {
-		if strings.Contains(s, bk[0]+" key "+bk[1]) {
-			return true
-		}
-	}
-	return false
-}
-
 func flipAt(i int) func([]byte) []byte {
 	return func(b []byte) []byte {
 		if i < 0 {
@@ -268,7 +249,7 @@ func TestVerify_DamagedEvent(t *testing.T) {
 					t.Errorf("a problem outside the damaged session: %s", p)
 					continue
 				}
-				if namesEvent(p.What, seq) {
+				if strings.Contains(p.What, fmt.Sprintf("l0 key %d", seq)) {
 					found = true
 				}
 			}
@@ -286,8 +267,8 @@ func TestVerify_DamagedEvent(t *testing.T) {
 				if !errors.Is(err, store.ErrCorrupt) || !errors.As(err, &ce) {
 					t.Fatalf("Events = %v, want a *CorruptError that Is ErrCorrupt", err)
 				}
-				if ce.Session != "victim" || !slices.Contains(eventNames(seq), [2]string{ce.Bucket, ce.Key}) {
-					t.Errorf("CorruptError names session %q bucket %q key %s, want session victim event %d", ce.Session, ce.Bucket, ce.Key, seq)
+				if ce.Session != "victim" || ce.Bucket != "l0" || ce.Key != fmt.Sprint(seq) {
+					t.Errorf("CorruptError names session %q bucket %q key %q", ce.Session, ce.Bucket, ce.Key)
 				}
 				if !equalEvents(got, want["victim"].Events[:seq-1]) {
 					t.Errorf("before failing, Events returned %d events that are not the first %d written", len(got), seq-1)
@@ -472,5 +453,56 @@ func TestResume_MarkerUnderAnotherID(t *testing.T) {
 	}
 	if _, err := ro.Resume("s", id+8); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("Resume(%d): %v, want ErrCorrupt", id+8, err)
+	}
+}
+
+// TestResume_MissingNamedRecordIsDamage: a record that a root, a marker or
+// a checkpoint names, gone from the file, is damage at the record that
+// names it — a CorruptError, never "not found" as if the caller had asked
+// for something that does not exist.
+func TestResume_MissingNamedRecordIsDamage(t *testing.T) {
+	cases := []struct {
+		name, place string
+		key         func(res store.CommitResult) []byte
+		compact     bool
+		names       string // the CorruptError's bucket
+	}{
+		{"the last root's marker", "markers", func(res store.CommitResult) []byte { return seqKey(res.Marker) }, true, "roots"},
+		{"the marker's node", "nodes", func(res store.CommitResult) []byte { return seqKey(res.Node.ID) }, true, "markers"},
+		{"the indexed checkpoint", "ckpts", func(store.CommitResult) []byte { return seqKey(1) }, false, "ckvalid"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.OpenUnverified(t, store.Options{NoSync: true})
+			mustAppend(t, db, "s", prefix...)
+			var res store.CommitResult
+			if tc.compact {
+				p, err := db.PlanSpan("s", 3, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res, err = db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := db.Path()
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			damage(t, path, "s", tc.place, tc.key(res), func([]byte) []byte { return nil })
+			ro, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			_, err = ro.Resume("s", store.Latest)
+			var ce *store.CorruptError
+			if !errors.As(err, &ce) || ce.Session != "s" || ce.Bucket != tc.names || !strings.Contains(err.Error(), tc.name+" is missing") {
+				t.Errorf("Resume with %s missing = %v, want a CorruptError in %s saying %s is missing", tc.name, err, tc.names, tc.name)
+			}
+			if errors.Is(err, store.ErrNotFound) || stderrors.Is(err, store.ErrNotFound) {
+				t.Errorf("Resume with %s missing = %v: ErrNotFound, as if the caller had asked for what is not there", tc.name, err)
+			}
+		})
 	}
 }

@@ -3,12 +3,11 @@ package store
 import (
 	"io"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/boltfile"
 )
 
 // Backup writes a consistent copy of the whole database to w, from one read
@@ -60,61 +59,10 @@ func (db *DB) BackupFile(path string) (int64, error) {
 
 // WriteFileAtomic writes path through write into a temporary file beside
 // it, fsyncs, renames into place and fsyncs the directory: readers of path
-// see the old file or the whole new one, after a crash too.
-//
-// The temporary file is named .BASE.tmp-* and locked (flock) while it is
-// written. A writer killed midway leaves it behind, never at path; the next
-// WriteFileAtomic to path removes such leftovers once no process holds them
-// and they are a minute old.
-func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64, error)) (n int64, err error) {
-	dir := filepath.Dir(path)
-	sweepTemps(path, time.Now())
-	f, err := os.CreateTemp(dir, tempPattern(path))
-	if err != nil {
-		return 0, errors.Wrap(err, "store: backup")
-	}
-	lockTemp(f)
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if n, err = write(f); err != nil {
-		return n, err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return n, errors.Wrap(err, "store: backup")
-	}
-	if err = f.Sync(); err != nil {
-		return n, errors.Wrap(err, "store: backup fsync")
-	}
-	if err = f.Close(); err != nil {
-		return n, errors.Wrap(err, "store: backup")
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return n, errors.Wrap(err, "store: backup rename")
-	}
-	if err = syncDir(dir); err != nil {
-		return n, err
-	}
-	return n, nil
-}
-
-// tempPattern is the name pattern of WriteFileAtomic's temporary files for
-// path, as os.CreateTemp takes it: tempPrefix(path) and a random suffix.
-func tempPattern(path string) string { return tempPrefix(path) + "*" }
-
-func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return errors.Wrap(err, "store: open directory for fsync")
-	}
-	err = d.Sync()
-	return errors.CombineErrors(errors.Wrap(err, "store: fsync directory"), d.Close())
+// see the old file or the whole new one, after a crash too. It is
+// boltfile.WriteFileAtomic, which documents the temporary files.
+func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64, error)) (int64, error) {
+	return boltfile.WriteFileAtomic(path, mode, write)
 }
 
 // WriteTo writes a consistent copy of the whole database, as of this

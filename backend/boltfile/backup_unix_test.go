@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package boltfile
 
 import (
 	"io"
@@ -12,9 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestWriteFileAtomic_SweepsDeadTemps leaves three temporary files beside
-// DEST as killed writers would, and one as a live writer holds it: the next
-// WriteFileAtomic removes only the old unlocked one.
+// TestWriteFileAtomic_SweepsDeadTemps leaves temporary files beside DEST as
+// killed writers would, one as a live writer holds it, and one just made
+// and still empty: the next WriteFileAtomic removes only the unlocked ones
+// that hold bytes or are old.
 func TestWriteFileAtomic_SweepsDeadTemps(t *testing.T) {
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "dest [1].db") // glob metacharacters are names here
@@ -30,7 +31,11 @@ func TestWriteFileAtomic_SweepsDeadTemps(t *testing.T) {
 		return p
 	}
 	dead := mk(".dest [1].db.tmp-111", old)
-	fresh := mk(".dest [1].db.tmp-222", time.Now())
+	killed := mk(".dest [1].db.tmp-222", time.Now())
+	fresh := filepath.Join(dir, ".dest [1].db.tmp-555")
+	if err := os.WriteFile(fresh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	live := mk(".dest [1].db.tmp-333", old)
 	other := mk(".other.db.tmp-444", old)
 	f, err := os.OpenFile(live, os.O_RDWR, 0)
@@ -48,7 +53,7 @@ func TestWriteFileAtomic_SweepsDeadTemps(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]bool{dead: false, fresh: true, live: true, other: true, dest: true} {
+	for p, want := range map[string]bool{dead: false, killed: false, fresh: true, live: true, other: true, dest: true} {
 		_, err := os.Stat(p)
 		if got := err == nil; got != want {
 			t.Errorf("%s exists = %v, want %v", filepath.Base(p), got, want)

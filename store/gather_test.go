@@ -176,6 +176,7 @@ func TestGather_ACompactionsCommitIsNotAnAppender(t *testing.T) {
 	sum := Summary{Narrative: "x rejected", Claims: p.Required.Claims(), Summarizer: "test"}
 
 	held, release, queued := make(chan struct{}), make(chan struct{}), make(chan struct{}, 4)
+	lingering := make(chan struct{}, 1)
 	var first atomic.Bool
 	var waits atomic.Int32
 	t.Cleanup(SetTestHook(func(step string) error {
@@ -187,6 +188,8 @@ func TestGather_ACompactionsCommitIsNotAnAppender(t *testing.T) {
 			}
 		case "queued":
 			queued <- struct{}{}
+		case "linger":
+			lingering <- struct{}{}
 		case "gather":
 			waits.Add(1)
 		}
@@ -207,7 +210,15 @@ func TestGather_ACompactionsCommitIsNotAnAppender(t *testing.T) {
 	if got := db.active.Load(); got != 1 {
 		t.Errorf("active = %d after one append with a compaction's commit queued behind it, want 1", got)
 	}
-	mustAppendA(t, db) // with the compaction's commit, which waited for it
+	// The next append comes once the committer holds the compaction's
+	// commit and waits for it ("queued" fires before the commit is in the
+	// committer's channel: an append sent before it would go first).
+	select {
+	case <-lingering:
+	case err := <-committed:
+		t.Fatalf("the compaction's commit went alone (%v), want it to wait for the next append", err)
+	}
+	mustAppendA(t, db) // with the compaction's commit
 	if err := <-committed; err != nil {
 		t.Fatal(err)
 	}

@@ -27,21 +27,22 @@ const (
 
 type recType uint8
 
-// Record types. Stored on disk: never renumber.
+// Record types: which struct a record decodes into, for errors and the
+// test hooks. The backend's place says which record a value is; the type is
+// not stored.
 const (
-	recMeta       recType = 1
-	recState      recType = 2
-	recEvent      recType = 3
-	recNode       recType = 4
-	recMarker     recType = 5
-	recCheckpoint recType = 6
-	recAudit      recType = 7
-	recOpen       recType = 8
-	recDisp       recType = 9
-	recConstraint recType = 10
-	recArtifact   recType = 11
-	recRoot       recType = 12
-	recIndex      recType = 13
+	recState recType = iota + 1
+	recEvent
+	recNode
+	recMarker
+	recCheckpoint
+	recAudit
+	recOpen
+	recDisp
+	recConstraint
+	recArtifact
+	recRoot
+	recIndex
 )
 
 var encPool = sync.Pool{New: func() any {

@@ -33,8 +33,6 @@ func hookEncode(t recType) error {
 
 func recTypeName(t recType) string {
 	switch t {
-	case recMeta:
-		return "meta"
 	case recState:
 		return "state"
 	case recEvent:

@@ -192,7 +192,20 @@ type checker struct {
 	reached int
 	bad     map[string]bool // sessions whose pages are damaged
 	touch   byte            // what the touches read, kept so that they happen
+	nread   int             // records read (read)
 }
+
+// read counts a record the check read, and every releaseAfterRecords lets
+// the pages read go from the resident set, as the walk of the pages does.
+func (c *checker) read() {
+	if c.nread++; c.nread%releaseAfterRecords == 0 {
+		releaseRange(c.w.data)
+	}
+}
+
+// releaseAfterRecords is how many records the check of the records reads
+// between two trims of the resident set: some MiB of them.
+const releaseAfterRecords = 8192
 
 // maxProblems bounds what one session's records report.
 const maxProblems = 100
@@ -376,6 +389,7 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 	var tables [backend.Tables]bool
 	cur := b.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		c.read()
 		if tb := tableOf(k); tb != 0 {
 			if v != nil {
 				report(fmt.Sprintf("a value where table %s's bucket was expected", tb))
@@ -384,6 +398,7 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 			tables[tb] = true
 			tc := b.Bucket(k).Cursor()
 			for tk, tv := tc.First(); tk != nil; tk, tv = tc.Next() {
+				c.read()
 				var err error
 				if tv == nil {
 					err = errors.New("a bucket inside a table")

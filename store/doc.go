@@ -16,8 +16,8 @@
 //
 //	db, err := store.Open("agent.db", store.Options{Create: true})
 //	res, err := db.Append("session-1", tier.Event{Kind: tier.KindUser, Text: "..."})
-//	ctx, err := db.Resume("session-1", store.Latest)
-//	model.Send(ctx.Text())
+//	rc, err := db.Resume("session-1", store.Latest)
+//	model.Send(rc.Text())
 //
 // with compaction.Compactor running the compactions (it calls PlanSpan,
 // PlanFold or PlanRecompact, a Summarizer with no transaction held, then

@@ -62,7 +62,8 @@ func (o Options) withDefaults() Options {
 
 // Backend is the backend of one bbolt file. It implements backend.Backend
 // and backend.Checker; its read transactions implement
-// backend.Snapshotter and ReleaseMapped.
+// backend.Snapshotter, and a ReleaseMapped method that store.Snapshot's
+// ReleaseMapped calls.
 type Backend struct {
 	path string
 	opts Options
@@ -82,11 +83,11 @@ var _ backend.Checker = (*Backend)(nil)
 // Open opens the database at path.
 //
 // Unless opts.Create is set the file must exist (backend.ErrNotExist); a
-// zero-length file is refused (ErrEmptyFile), and so is a file that is not
-// bbolt's or has no strata meta record (ErrNotStrata), a file of another
-// format (ErrFormatTooNew, ErrFormatTooOld) and a damaged one (ErrCorrupt).
-// A file another process holds is refused after opts.LockTimeout
-// (ErrLocked). A panic or a memory fault inside bbolt is ErrCorrupt, never
+// zero-length file is refused (backend.ErrEmptyFile), and so is a file that
+// is not bbolt's or has no strata meta record (backend.ErrNotStrata), a file
+// of another format (backend.ErrFormatTooNew, backend.ErrFormatTooOld) and a
+// damaged one (backend.ErrCorrupt). A file another process holds is refused
+// after opts.LockTimeout (backend.ErrLocked). A panic or a memory fault inside bbolt is ErrCorrupt, never
 // a crash.
 func Open(path string, opts Options) (*Backend, error) {
 	opts = opts.withDefaults()
@@ -272,7 +273,7 @@ func (b *Backend) init() error {
 
 func tooOld(path string, format int) error {
 	return errors.WithHint(errors.Wrapf(backend.ErrFormatTooOld, "%s has format %d; this strata reads format %d", path, format, FormatVersion),
-		"export it with the strata that wrote it (strata dump --json) and replay it into a new database")
+		"export its events with the strata that wrote it (strata dump --json --raw) and replay them into a new database")
 }
 
 // Path returns the database file's path.

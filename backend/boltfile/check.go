@@ -412,13 +412,14 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 			continue
 		}
 		var err error
-		where := "events"
+		where, key := "l0", k // the raw log, by seq, as the store names it
 		switch {
 		case v == nil:
 			err = errors.New("a bucket the layout has no place for")
 			where = "bucket"
 		case k[0] == eventPrefix && len(k) == eventKeyLen:
 			_, err = unseal(identity(crc, codeEvent, k), v)
+			key = k[1:]
 		case k[0] == eventPrefix:
 			err = errors.Newf("an event key of %d bytes", len(k))
 		case bytes.Equal(k, keyState):
@@ -428,7 +429,7 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 			err = errors.New("a key the layout has no place for")
 			where = "bucket"
 		}
-		if err != nil && !report(backend.Corrupt(id, where, k, err).Error()) {
+		if err != nil && !report(backend.Corrupt(id, where, key, err).Error()) {
 			return
 		}
 	}

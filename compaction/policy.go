@@ -115,7 +115,7 @@ func (p Policy) PlanFold(db *store.DB, session string) (*store.Plan, error) {
 			j++
 		}
 		if j-i >= k {
-			first = roots[i].ID
+			first = roots[i].Node
 		}
 		i = j
 	}
@@ -144,13 +144,14 @@ func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
 	return db.PlanDigest(session, p.budget())
 }
 
-// frame returns session's head and roots, from one snapshot.
-func frame(db *store.DB, session string) (info store.Info, roots []tier.Node, err error) {
+// frame returns session's head and the spans of its roots, from one
+// snapshot.
+func frame(db *store.DB, session string) (info store.Info, roots []store.RootSpan, err error) {
 	err = db.View(func(s *store.Snapshot) error {
 		if info, err = s.Info(session); err != nil {
 			return err
 		}
-		roots, err = s.Roots(session)
+		roots, err = s.RootSpans(session)
 		return err
 	})
 	return info, roots, err

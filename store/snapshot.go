@@ -120,6 +120,33 @@ func (s *Snapshot) Roots(session string) ([]tier.Node, error) {
 	return ss.rootNodes(^uint64(0))
 }
 
+// RootSpan is a root of the frame as the frame records it: its node, the
+// seqs it covers and its depth, without the node itself.
+type RootSpan struct {
+	Node     uint64
+	From, To uint64
+	Depth    tier.Depth
+}
+
+// RootSpans returns the session's current roots, in seq order, without
+// reading their nodes: what a compaction policy needs to decide, at the
+// cost of the frame alone (a deep root's claims can be megabytes).
+func (s *Snapshot) RootSpans(session string) ([]RootSpan, error) {
+	ss, err := s.sess(session)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := ss.roots(^uint64(0))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RootSpan, len(rs))
+	for i, r := range rs {
+		out[i] = RootSpan{Node: r.Node, From: r.From, To: r.To, Depth: r.Depth}
+	}
+	return out, nil
+}
+
 func (ss *sess) rootNodes(upto uint64) ([]tier.Node, error) {
 	rs, err := ss.roots(upto)
 	if err != nil {

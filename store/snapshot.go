@@ -4,7 +4,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
@@ -47,12 +46,8 @@ type Info struct {
 // FormatVersion returns the format version of the backend's layout (the
 // bbolt file's), or 0 for a backend without one.
 func (s *Snapshot) FormatVersion() (int, error) {
-	switch be := s.db.be.(type) {
-	case interface{ FormatVersion() int }:
+	if be, ok := s.db.be.(interface{ FormatVersion() int }); ok {
 		return be.FormatVersion(), nil
-	case *boltfile.Backend:
-		// boltfile opens files of its one format only.
-		return boltfile.FormatVersion, nil
 	}
 	return 0, nil
 }

@@ -7,30 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-
-	"github.com/strata-go/strata/backend"
 )
-
-// BackupFile writes a consistent copy of the database, as of one read
-// transaction, to path, never leaving a half-written file there
-// (WriteFileAtomic). A failure leaves path as it was. A path that is the
-// database's own file is refused: the copy would replace the file under
-// the open database, whose later writes would go to the unlinked old one
-// and be lost.
-func (b *Backend) BackupFile(path string) (int64, error) {
-	if dst, err := os.Stat(path); err == nil {
-		if src, err := os.Stat(b.path); err == nil && os.SameFile(src, dst) {
-			return 0, errors.Newf("boltfile: backup: %s is the database itself", path)
-		}
-	}
-	return WriteFileAtomic(path, 0o600, func(w io.Writer) (n int64, err error) {
-		err = b.View(func(t backend.Tx) error {
-			n, err = t.(*viewTx).WriteTo(w)
-			return err
-		})
-		return n, err
-	})
-}
 
 // backupBuffer is the copy buffer of a backup. bbolt copies the file's
 // pages with io.CopyN, whose 32 KiB buffer made a backup 0.78× the speed

@@ -3,6 +3,7 @@ package boltfile
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,22 +135,22 @@ func TestCheck_Pages(t *testing.T) {
 	})
 }
 
-// BackupFile copies the database; a backup over the database itself is
-// refused; the snapshot's size is its copy's.
+// A read transaction copies the database as one file of its size, which
+// opens and checks clean; a write transaction does not offer to.
+// (store.DB.BackupFile writes such a copy through WriteFileAtomic.)
 func TestBackup(t *testing.T) {
-	b, path := newDB(t)
+	b, _ := newDB(t)
 	fill(t, b, "s", 100, 10)
 	dest := filepath.Join(t.TempDir(), "backup.db")
-	n, err := b.BackupFile(dest)
+	_, err := WriteFileAtomic(dest, 0o600, func(w io.Writer) (n int64, err error) {
+		err = b.View(func(tx backend.Tx) error {
+			n, err = tx.(backend.Snapshotter).WriteTo(w)
+			return err
+		})
+		return n, err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	fi, err := os.Stat(dest)
-	if err != nil || fi.Size() != n {
-		t.Fatalf("backup of %d bytes: %v, %v", n, fi, err)
-	}
-	if _, err := b.BackupFile(path); err == nil || !strings.Contains(err.Error(), "the database itself") {
-		t.Errorf("backup over the database = %v", err)
 	}
 	mustView(t, b, func(tx backend.Tx) error {
 		snap := tx.(backend.Snapshotter)

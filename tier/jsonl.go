@@ -161,6 +161,12 @@ func (rd *Reader) Next() (Record, error) {
 	}
 }
 
+// Buffered returns how many bytes of the input the Reader holds unread.
+// At 0 the next call to Next reads the underlying reader, which may block
+// on a pipe or a terminal: a caller that batches events stores its batch
+// first, so that a live stream is stored as it arrives.
+func (rd *Reader) Buffered() int { return rd.r.Buffered() }
+
 func (rd *Reader) lineErr(err error) error {
 	return &LineError{File: rd.file, Line: rd.line, Err: err}
 }

@@ -207,7 +207,8 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if err != nil {
 		return err
 	}
-	r := &replayer{out: out, defaultSession: o.session, sessions: map[string]bool{}}
+	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
+	r := &replayer{ctx: ctx, out: out, defaultSession: o.session, sessions: map[string]bool{}}
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
 	// Compactions run on a goroutine of their own while the next events
 	// are read and appended; their commits share the appends' fsyncs.
@@ -237,6 +238,7 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 // replayer appends the events of JSONL files and compacts after each
 // append (in the background), counting what it did.
 type replayer struct {
+	ctx            context.Context // its end (Ctrl-C) stops the replay before the next append
 	bg             *compaction.Background
 	out            io.Writer
 	defaultSession string
@@ -273,6 +275,14 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 	last := "" // the session the file named last: it goes on where a line names none
 	rd := tier.NewReader(in, label, tier.Limits{})
 	for {
+		if err := r.ctx.Err(); err != nil {
+			// Interrupted: what was read is stored, and the closing
+			// line counts it.
+			if ferr := r.flush(); ferr != nil {
+				return ferr
+			}
+			return err
+		}
 		rec, err := rd.Next()
 		if err == io.EOF {
 			break
@@ -314,6 +324,12 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 		}
 		r.batch = append(r.batch, rec.Event)
 		r.lines = append(r.lines, rec.Line)
+		if name == "-" && rd.Buffered() == 0 {
+			// The next read may wait on a pipe: store what arrived.
+			if err := r.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return r.flush()
 }

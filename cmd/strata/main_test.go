@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		if len(os.Args) > 2 && os.Args[1] == "verify" && os.Args[2] == "--in-process" {
 			crashVerifyChild(os.Getenv(envCrash))
 		}
-		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	// verify re-executes os.Executable(), this test binary: make it the CLI.
 	os.Setenv(envMain, "1")

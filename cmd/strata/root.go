@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/strata-go/strata/store"
 )
@@ -42,9 +44,17 @@ type exitCodeError struct{ code int }
 func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // run executes the strata command line args with the given standard streams
-// and returns the process exit code. It is main without os.Exit, so that
-// tests can call it.
+// and returns the process exit code. It is main without signals and
+// os.Exit, so that tests can call it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is run under ctx. When ctx ends with an *interruptError as its
+// cause — SIGINT or SIGTERM, see runMain — the command stops where it is,
+// says what it stored (each command's closing lines), and the process exits
+// 128 plus the signal's number: 130 after Ctrl-C, as shells report it.
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand()
 	if args == nil {
 		args = []string{} // cobra reads os.Args for nil
@@ -53,7 +63,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteContextC(ctx)
+	var ie *interruptError
+	if errors.As(context.Cause(ctx), &ie) {
+		fmt.Fprintf(stderr, "Error: interrupted by %s\n", unix.SignalName(ie.sig))
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.As(err, new(*exitCodeError)) {
+			printError(stderr, err)
+		}
+		return 128 + int(ie.sig)
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -122,7 +122,7 @@ func (s *Summarizer) transportError(ctx, rctx context.Context, err error) error 
 	}
 	if errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return errors.WithHint(errors.Newf("%w: POST %s: no complete answer within %s", ErrTimeout, s.endpoint, s.cfg.Timeout),
-			"a large model on a slow machine may need a longer timeout (Config.Timeout, --llm-timeout)")
+			"a large model on a slow machine may need a longer time limit per request")
 	}
 	return errors.Newf("%w: %v", ErrConnection, err)
 }

@@ -95,6 +95,38 @@ type Config struct {
 	// Sleep waits d between attempts, returning early with ctx's error when
 	// ctx is done. nil = a timer. Tests set it to record the waits.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry, when not nil, is called after each failed attempt that will
+	// be tried again, before the wait: what failed and how long the wait
+	// is, so that a caller can show a person why nothing seems to happen
+	// (the strata command prints it on stderr). It is called on the
+	// goroutine of Summarize and must not block.
+	OnRetry func(Retry)
+}
+
+// Retry is one failed attempt that Summarize tries again.
+type Retry struct {
+	Attempt  int           // the attempt that failed: 1, 2, ...
+	Attempts int           // the attempts allowed in all: Config.Retries+1
+	Err      error         // why it failed: a *StatusError, ErrTimeout, ErrConnection or an *OutputError
+	Wait     time.Duration // the wait before the next attempt; 0 after an unusable answer
+	// RetryAfter is true when Wait is the one the server asked for
+	// (Retry-After or Retry-After-Ms), capped at Config.MaxBackoff.
+	RetryAfter bool
+}
+
+// String returns the retry as a person reads it, e.g. "attempt 1 of 4
+// failed: openai: HTTP status: POST http://…: 429 Too Many Requests;
+// retrying in 2s (the server's Retry-After)".
+func (r Retry) String() string {
+	s := fmt.Sprintf("attempt %d of %d failed: %v; ", r.Attempt, r.Attempts, r.Err)
+	switch {
+	case r.Wait <= 0:
+		return s + "retrying at once"
+	case r.RetryAfter:
+		return s + fmt.Sprintf("retrying in %s (the server's Retry-After)", r.Wait)
+	default:
+		return s + fmt.Sprintf("retrying in %s", r.Wait)
+	}
 }
 
 // withDefaults returns c with the zero values replaced by the defaults.

@@ -40,12 +40,20 @@
 //
 // # Caveats
 //
-// compaction.Compactor treats a summarizer's error as a failure of the
-// compaction run, not as a refusal: Run returns the error (errors.As finds
-// the *OutputError or *GiveUpError), nothing is written — no node, marker,
-// checkpoint or audit record — and the same span is planned again on the
-// next Run. Only a summary that parses and then fails validation becomes a
-// refusal in the audit.
+// An answer that is not a usable summary (an *OutputError: not JSON, no
+// narrative, over the budget, cut short …), still so after the retries, is
+// marked compaction.ErrUnusableOutput: the Compactor records it as a
+// refused compaction of class "output", with an audit record saying why,
+// and the agent resumes from the raw checkpoint as after any refusal. Any
+// other error (a 401 or 400, the server unreachable after the retries, the
+// context ending) is a failure of the compaction run, not a refusal: Run
+// returns it (errors.As finds the *StatusError or *GiveUpError), nothing is
+// written — no node, marker, checkpoint or audit record — and the same span
+// is planned again on the next Run.
+//
+// Config.OnRetry hears of each retry before its wait, so that a caller can
+// show why nothing seems to happen: the strata command prints each one on
+// stderr.
 //
 // The prompt caps the span it shows (Config.MaxSpanBytes, each event's text
 // cut to a few hundred bytes): a model summarizing a very long span sees its

@@ -486,3 +486,42 @@ func TestSummarizer_Summarize_LongSpan(t *testing.T) {
 		t.Errorf("the middle of the span was not left out (%d bytes)", len(u))
 	}
 }
+
+// OnRetry hears of every failed attempt that is tried again, before its
+// wait: the attempt, the failure (with its status) and the wait that Sleep
+// is then given.
+func TestSummarizer_Summarize_OnRetry(t *testing.T) {
+	f := newFake(t, func(i int, r *request) reply {
+		switch i {
+		case 0:
+			return reply{Status: 429, Header: map[string]string{"Retry-After": "2"}, Body: `{"error":{"message":"Rate limit reached"}}`}
+		case 1:
+			return reply{Status: 503, Body: "busy"}
+		}
+		return good(t, r)
+	})
+	var retries []openai.Retry
+	sum, waits := newSummarizer(t, f, openai.Config{Retries: 3, BaseBackoff: 100 * time.Millisecond,
+		OnRetry: func(r openai.Retry) { retries = append(retries, r) }})
+	if _, err := sum.Summarize(context.Background(), input()); err != nil {
+		t.Fatal(err)
+	}
+	w := waits.all()
+	if len(retries) != 2 || len(w) != 2 {
+		t.Fatalf("retries %+v, waits %v: want 2 of each", retries, w)
+	}
+	for i, r := range retries {
+		var se *openai.StatusError
+		want := []int{429, 503}[i]
+		if r.Attempt != i+1 || r.Attempts != 4 || !errors.As(r.Err, &se) || se.StatusCode != want || r.Wait != w[i] {
+			t.Errorf("retry %d: %+v, want attempt %d of 4 after %d, waiting %s", i, r, i+1, want, w[i])
+		}
+	}
+	if !retries[0].RetryAfter || retries[0].Wait != 2*time.Second || retries[1].RetryAfter {
+		t.Errorf("RetryAfter: %+v", retries)
+	}
+	if s := retries[0].String(); !strings.Contains(s, "attempt 1 of 4 failed") || !strings.Contains(s, "429 Too Many Requests") ||
+		!strings.Contains(s, "retrying in 2s (the server's Retry-After)") {
+		t.Errorf("String() = %q", s)
+	}
+}

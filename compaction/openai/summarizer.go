@@ -65,7 +65,13 @@ func (s *Summarizer) Summarize(ctx context.Context, in *compaction.Input) (compa
 	attempts := 0
 	for try := 0; try <= s.cfg.Retries; try++ {
 		if try > 0 {
-			if err := s.cfg.Sleep(ctx, s.backoff(try, last)); err != nil {
+			wait := s.backoff(try, last)
+			if s.cfg.OnRetry != nil {
+				var se *StatusError
+				s.cfg.OnRetry(Retry{Attempt: attempts, Attempts: s.cfg.Retries + 1, Err: last, Wait: wait,
+					RetryAfter: errors.As(last, &se) && se.RetryAfter > 0})
+			}
+			if err := s.cfg.Sleep(ctx, wait); err != nil {
 				return compaction.Output{}, errors.Wrapf(err, "openai: waiting to retry after %d attempts (last: %v)", attempts, last)
 			}
 		}

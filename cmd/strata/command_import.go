@@ -129,8 +129,8 @@ func (o *importOptions) sessionOf(name string) (string, error) {
 
 // run imports the files in order.
 func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
-	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	prog := newProgress(errOut, "import", "bytes", inputSize(o.files, stdin))
+	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	defer prog.finish()
 	var db *store.DB
 	if o.db != "" {

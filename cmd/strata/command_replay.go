@@ -49,6 +49,11 @@ type replayOptions struct {
 	llmSet                    bool
 
 	sum compaction.Summarizer // set by validate
+
+	// Set by run: the progress line and stderr, where a model's retries
+	// are reported.
+	prog   *progress
+	errOut io.Writer
 }
 
 // newReplayCommand returns `strata replay`.
@@ -86,10 +91,16 @@ with --model. The API key is read from the environment variable
 --api-key-env names, else STRATA_API_KEY, else OPENAI_API_KEY; local servers
 need none. Each request is bounded by --llm-timeout and retried up to
 --llm-retries times on 429, 5xx, timeouts, connection errors and unusable
-answers. The store validates every summary the model returns: one that drops
-or invents a claim is refused like any other. An answer that cannot be read
-as a summary (not JSON, no narrative, over the budget) after the retries, or
-a 401/400, stops the replay with exit status 1.
+answers; each retry is reported on stderr with the failure and the wait.
+The store validates every summary the model returns: one that drops or
+invents a claim is refused like any other. An answer that cannot be read as a
+summary (not JSON, no narrative, over the budget), still so after the
+retries, is a refusal too, of class output (reasons=output:invalid_json …),
+and replay goes on. A 401/400, or a server still failing after the retries,
+stops the replay with exit status 1.
+
+Ctrl-C (or SIGTERM) stops the replay: the events read so far are stored, the
+closing line counts them, and the exit status is 130 (143 after SIGTERM).
 
 Bad input stops the replay with exit status 1, naming the file and line; the
 events before that line stay stored.`,
@@ -182,12 +193,22 @@ func (o *replayOptions) validateOpenAI() error {
 		return usagef("--llm-retries must be 0..%d, got %d", openai.MaxRetries, o.llmRetries)
 	}
 	sum, err := openai.New(openai.Config{BaseURL: o.baseURL, Model: o.model, APIKeyEnv: o.apiKeyEnv,
-		Timeout: o.llmTimeout, Retries: o.llmRetries})
+		Timeout: o.llmTimeout, Retries: o.llmRetries, OnRetry: o.reportRetry})
 	if err != nil {
 		return &usageError{err: errors.Wrap(err, "--summarizer openai")}
 	}
 	o.sum = sum
 	return nil
+}
+
+// reportRetry says on stderr that the model is asked again, why, and after
+// what wait: a 429 with Retry-After or a model that hangs until
+// --llm-timeout would otherwise stall the replay without a word.
+func (o *replayOptions) reportRetry(r openai.Retry) {
+	if o.errOut == nil {
+		return
+	}
+	o.prog.above(func() { fmt.Fprintf(o.errOut, "replay: model %s: %s\n", o.model, r) })
 }
 
 // run replays the files into the database, creating it if missing, and
@@ -207,9 +228,10 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if err != nil {
 		return err
 	}
-	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	r := &replayer{ctx: ctx, out: out, defaultSession: o.session, sessions: map[string]bool{}}
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
+	o.prog, o.errOut = r.prog, errOut
+	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	// Compactions run on a goroutine of their own while the next events
 	// are read and appended; their commits share the appends' fsyncs.
 	r.bg = comp.Background(ctx, r.reportRun)
@@ -218,6 +240,9 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		// before anything that stopped the appending.
 		if cerr := r.bg.Close(); cerr != nil {
 			err = cerr
+		}
+		if errors.Is(err, openai.ErrTimeout) {
+			err = errors.WithHint(err, "give the model more time per request with --llm-timeout")
 		}
 		r.prog.finish()
 		repaired := ""

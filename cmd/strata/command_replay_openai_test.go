@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -132,6 +134,39 @@ func TestReplay_OpenAI(t *testing.T) {
 			t.Errorf("stats do not count the output refusals:\n%s", stats)
 		}
 		dbtest.MustVerify(t, db)
+	})
+	t.Run("rate limited", func(t *testing.T) {
+		// The first request is answered 429 with Retry-After-Ms: stderr
+		// says the attempt, the status and the wait, and the retry
+		// commits.
+		m := newFakeModel(t, http.StatusOK, false)
+		target, _ := url.Parse(m.URL)
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		var once sync.Once
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			limited := false
+			once.Do(func() { limited = true })
+			if limited {
+				w.Header().Set("Retry-After-Ms", "20")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"message":"Rate limit reached"}}`)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		db := tempDB(t)
+		r := cli(t, "", "replay", "--db", db, "--every", "2", "--summarizer", "openai", "--model", "test-model",
+			"--base-url", srv.URL+"/v1", "--llm-retries", "2", incident(t))
+		wantCode(t, r, exitOK)
+		want := "replay: model test-model: attempt 1 of 3 failed: openai: server returned an error status: POST " + srv.URL +
+			"/v1/chat/completions: 429 Too Many Requests: Rate limit reached; retrying in 20ms (the server's Retry-After)\n"
+		if !strings.Contains(r.stderr, want) || strings.Count(r.stderr, "retrying") != 1 {
+			t.Errorf("stderr:\n%s\nwant the line %q", r.stderr, want)
+		}
+		if strings.Contains(r.stdout, "refused ") || !strings.Contains(r.stdout, "compacted session=mig depth=1 seq=1..") {
+			t.Errorf("stdout:\n%s", r.stdout)
+		}
 	})
 	t.Run("401", func(t *testing.T) {
 		m := newFakeModel(t, http.StatusUnauthorized, false)

@@ -115,8 +115,8 @@ type Retry struct {
 }
 
 // String returns the retry as a person reads it, e.g. "attempt 1 of 4
-// failed: openai: HTTP status: POST http://…: 429 Too Many Requests;
-// retrying in 2s (the server's Retry-After)".
+// failed: openai: server returned an error status: POST http://…: 429 Too
+// Many Requests; retrying in 2s (the server's Retry-After)".
 func (r Retry) String() string {
 	s := fmt.Sprintf("attempt %d of %d failed: %v; ", r.Attempt, r.Attempts, r.Err)
 	switch {

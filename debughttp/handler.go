@@ -37,11 +37,12 @@ type Options struct {
 	// slash: requests for Prefix+"/dump" and so on are answered, anything
 	// else is a 404. Empty means DefaultPrefix; "/" serves at the root.
 	Prefix string
-	// Token, when not empty, must come with every request as
+	// Token, when not empty, must come with every request for data as
 	// "Authorization: Bearer <Token>"; it is compared in constant time, and
-	// a request without it gets 401 before anything is read. Empty means no
-	// token is asked for: rely on binding to loopback, or wrap the handler
-	// in your own authentication.
+	// a request without it gets 401 before anything is read. The page's
+	// files (PagePath), which hold no data, are served without it. Empty
+	// means no token is asked for: rely on binding to loopback, or wrap the
+	// handler in your own authentication.
 	Token string
 }
 

@@ -29,24 +29,24 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT] DB",
 		Short: "Serve a database file's web page and JSON endpoints, read-only",
-		Long: `Serve the database file DB over HTTP as a running agent's debug handler
-(package debughttp) serves its own: the web page at /debug/strata/ui/ (the
-sessions, and for one session its frame, markers, refusals, checkpoints and
-resumed context, updated every 1.5 seconds) and the JSON endpoints under
-/debug/strata/ that the reading commands take as a URL (strata dump
+		Long: `Serve the database file DB over HTTP the way a running agent's debug
+handler serves its own database: the web page at /debug/strata/ui/ (the
+sessions; for one session its frame by tier, markers, refused compactions,
+checkpoints and resumed context) and the JSON endpoints under /debug/strata/
+that the reading commands take as a URL (strata dump
 http://127.0.0.1:6060/debug/strata). The URL to open is printed on stderr.
 
 DB is opened read-only, with a shared lock: nothing is written, and while it
 is served no process can open it for writing (an agent's open waits). A
-database an agent holds open cannot be served this way: the agent serves it
-(debughttp.Register), and serve gives up after --timeout saying another
-process holds it.
+database an agent holds open is served by the agent itself, at the same
+paths; serve gives up on it after --timeout saying another process holds it.
 
---addr is loopback unless the environment variable STRATA_DEBUG_TOKEN is
-set: then every request for data must carry "Authorization: Bearer <token>",
-and the page asks for the token (or takes it from the URL's #token=...).
-A damaged record gets an error answer (500, {"error": ...}); the server goes
-on serving the rest. Ctrl-C (or SIGTERM) stops it: exit 0.`,
+--addr must be a loopback address unless the environment variable
+STRATA_DEBUG_TOKEN is set: then every request for data must carry
+"Authorization: Bearer <token>", and the page asks for the token (or takes it
+from the address's #token=...). A damaged record gets an error answer (500,
+{"error": ...}) and the server goes on serving the rest. Ctrl-C (or SIGTERM)
+stops it: exit 0.`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]

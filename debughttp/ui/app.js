@@ -197,7 +197,7 @@ function drawSession(d) {
     "head seq " + num(info.head_seq), "turn " + num(info.turn), "frame version " + num(info.frame_version),
     "compacted to seq " + num(info.compacted_to),
   ];
-  if (info.refused_to) facts.push("refused to seq " + num(info.refused_to));
+  if (info.refused_to > info.compacted_to) facts.push("refused to seq " + num(info.refused_to));
   if (info.fold_refused_to) facts.push("fold refused to seq " + num(info.fold_refused_to));
   const head = [
     el("h2", { id: "session-title" }, d.id),
@@ -256,8 +256,8 @@ function drawSession(d) {
     rf.total > rf.shown.length ? el("p", { className: "note" }, "the last " + num(rf.shown.length) + " of " + num(rf.total)) : null,
     table([["#", "num"], ["depth"], ["span"], ["summarizer"], ["attempt", "num"], ["fell back to"], ["what it left out"]],
       rf.shown.slice().reverse().map((x) => el("tr", {},
-        td(num(x.id), "num"), td("L" + x.depth), td(seqs(x.from, x.to)), td(x.summarizer), td(num(x.attempt), "num"),
-        td("checkpoint " + x.checkpoint),
+        td(num(x.id), "num"), td("L" + x.depth), td(seqs(x.from, x.to), "nowrap"), td(x.summarizer), td(num(x.attempt), "num"),
+        td("checkpoint " + x.checkpoint, "nowrap"),
         td(el("ul", {}, x.failures.map((f) => el("li", {},
           el("span", { className: "badge refused" }, f.class), " ", el("code", {}, f.item), f.detail ? " — " + f.detail : "")))))),
       "none: every compaction asked for was committed"));

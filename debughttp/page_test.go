@@ -344,7 +344,20 @@ func TestPage_LiveAgent(t *testing.T) {
 
 	srv := serve(t, db, debughttp.Options{Token: "s3cret"})
 	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
-	if err := chromedp.Do(ctx, chromedp.Navigate(page+"#token=s3cret&session="+agent)); err != nil {
+
+	// Without the token the page asks for it, and given it, lists the
+	// sessions.
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the token form", "!document.getElementById('token-form').hidden && "+textOf("#status")+".includes('401')")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#token", "s3cret"), chromedp.Click("#token-form button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the sessions, with the token", textOf("#count")+" === '2 sessions' && document.getElementById('token-form').hidden")
+	// A fresh load takes the token from the address once.
+	eval[bool](t, ctx, "(sessionStorage.clear(), true)")
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page+"#token=s3cret&session="+agent)); err != nil {
 		t.Fatal(err)
 	}
 

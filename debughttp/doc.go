@@ -18,6 +18,9 @@
 //	strata dump http://127.0.0.1:6060/debug/strata
 //	strata backup http://127.0.0.1:6060/debug/strata agent-copy.db
 //
+// or watch it in a browser at http://127.0.0.1:6060/debug/strata/ui/ (see
+// The page, below). `strata serve DB` serves a database file the same way.
+//
 // # Endpoints
 //
 // Each answers GET and HEAD only, from ONE read transaction (DB.View), so
@@ -25,16 +28,29 @@
 //
 //   - {prefix}/ — an index: the handler, the format version, the sessions
 //     (id, head_seq, turn, frame) and the endpoints, as JSON.
+//
 //   - {prefix}/dump — `strata dump`: ?format=json (the default; the JSON
 //     document of `strata dump --json`), text or dot; ?raw=1 adds the raw
 //     events; ?session=ID dumps one session. Streamed: one record in memory
 //     at a time.
+//
 //   - {prefix}/stats — `strata stats --json`, byte for byte.
+//
 //   - {prefix}/resume?session=ID[&marker=ID|latest][&format=text] — the
 //     resumed context as `strata resume --json` prints it, or its text.
+//
+//   - {prefix}/session?session=ID — what the page shows of one session, as
+//     JSON: its info, roots, nodes per depth (tiers), uncompacted tail,
+//     markers and checkpoints (counted; every valid one and the last 50
+//     invalid listed), refusals (counted; the last 50 listed, with the
+//     failures each names) and the latest resume's source, reason and
+//     sha256 (its nodes and events counted, not included).
+//
 //   - {prefix}/backup — a hot backup: the whole database file as of the
 //     transaction (Snapshot.WriteTo), streamed, with Content-Length set to
 //     its size, so that a client sees a cut transfer as one.
+//
+//   - {prefix}/ui/ (PagePath) — the page.
 //
 // Errors are JSON, {"error": "..."}, with a status that says what is wrong:
 // 400 a bad or unknown query parameter, 401 a missing or wrong token, 404 an
@@ -44,6 +60,27 @@
 // cut body, never a complete-looking wrong one). Every response carries the
 // header Strata-Handler (HandlerHeader), by which a client tells a strata
 // handler from any other server.
+//
+// # The page
+//
+// {prefix}/ui/ is a web page for a person watching the agent: plain HTML,
+// CSS and JavaScript embedded in the package. It lists the sessions with
+// their counts, filterable by id, and shows the selected one's frame as
+// tiers (nodes per depth, the roots along the log, the uncompacted tail
+// as a range with its event count), the resumed context (source, reason,
+// sha256, its text on demand), the refused compactions with the facts
+// each left out, and the markers and checkpoints, valid or invalid with
+// the reason. It polls the index and the session endpoint 1.5 seconds
+// after each answer, so it follows the agent as it appends and compacts.
+// Every string from the database is written into the page as text, never
+// as markup, under a Content-Security-Policy that allows no inline script.
+// A browser's GET of {prefix}/ (one that accepts text/html) is redirected
+// to the page.
+//
+// The page's files hold no data: they are served without Options.Token,
+// which a browser cannot send when it navigates. Every request for data
+// carries it: the page asks for it, or takes it once from the address's
+// fragment, {prefix}/ui/#token=..., which never leaves the browser.
 //
 // # Caveats
 //

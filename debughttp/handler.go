@@ -37,11 +37,12 @@ type Options struct {
 	// slash: requests for Prefix+"/dump" and so on are answered, anything
 	// else is a 404. Empty means DefaultPrefix; "/" serves at the root.
 	Prefix string
-	// Token, when not empty, must come with every request as
+	// Token, when not empty, must come with every request for data as
 	// "Authorization: Bearer <Token>"; it is compared in constant time, and
-	// a request without it gets 401 before anything is read. Empty means no
-	// token is asked for: rely on binding to loopback, or wrap the handler
-	// in your own authentication.
+	// a request without it gets 401 before anything is read. The page's
+	// files (PagePath), which hold no data, are served without it. Empty
+	// means no token is asked for: rely on binding to loopback, or wrap the
+	// handler in your own authentication.
 	Token string
 }
 
@@ -90,6 +91,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set(HandlerHeader, HandlerVersion)
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
+	if ok && h.page(w, r, rest) {
+		return
+	}
 	if h.auth && !h.authorized(r) {
 		hd.Set("WWW-Authenticate", `Bearer realm="strata"`)
 		writeError(w, http.StatusUnauthorized, ErrUnauthorized)
@@ -100,7 +105,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errors.Wrapf(ErrMethod, "%s (GET or HEAD only)", r.Method))
 		return
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, h.prefix)
 	var serve func(*response, *store.Snapshot, url.Values) error
 	var params []string
 	switch {
@@ -115,6 +119,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serve, params = serveResume, []string{"session", "marker", "format"}
 	case rest == "/backup":
 		serve, params = serveBackup, nil
+	case rest == "/session":
+		serve, params = serveSession, []string{"session"}
 	}
 	if serve == nil {
 		writeError(w, http.StatusNotFound, errors.Wrapf(ErrNoEndpoint, "%s (try %s/)", r.URL.Path, h.prefix))
@@ -265,10 +271,12 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		return err
 	}
 	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []store.Info{}, Endpoints: map[string]string{
-		"dump":   h.prefix + "/dump?format=json|text|dot&raw=1&session=ID",
-		"stats":  h.prefix + "/stats",
-		"resume": h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
-		"backup": h.prefix + "/backup",
+		"dump":    h.prefix + "/dump?format=json|text|dot&raw=1&session=ID",
+		"stats":   h.prefix + "/stats",
+		"resume":  h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
+		"backup":  h.prefix + "/backup",
+		"session": h.prefix + "/session?session=ID",
+		"page":    h.prefix + PagePath,
 	}}
 	for _, id := range ids {
 		info, err := s.Info(id)

@@ -11,6 +11,7 @@
 //	strata verify DB
 //	strata backup DB DEST
 //	strata stats [--json] DB
+//	strata serve [--addr HOST:PORT] DB
 //	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p] [--class-rate LIST]
 //	            [--retries r|r1,r2,...] [--seed s] [--json] [--per-session=false] [--dir DIR] FILE...
 //

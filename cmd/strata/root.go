@@ -187,6 +187,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		newDemoCommand(),
 		newEvalCommand(),
 		newImportCommand(),
+		newServeCommand(),
 	)
 	return root
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/debughttp"
+)
+
+// serveOptions are the flags and arguments of `strata serve`.
+type serveOptions struct {
+	addr    string
+	timeout time.Duration
+	db      string
+}
+
+// newServeCommand returns `strata serve`.
+func newServeCommand() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT] DB",
+		Short: "Serve a database file's web page and JSON endpoints, read-only",
+		Long: `Serve the database file DB over HTTP the way a running agent's debug
+handler serves its own database: the web page at /debug/strata/ui/ (the
+sessions; for one session its frame by tier, markers, refused compactions,
+checkpoints and resumed context) and the JSON endpoints under /debug/strata/
+that the reading commands take as a URL (strata dump
+http://127.0.0.1:6060/debug/strata). The URL to open is printed on stderr.
+
+DB is opened read-only, with a shared lock: nothing is written, and while it
+is served no process can open it for writing (an agent's open waits). A
+database an agent holds open is served by the agent itself, at the same
+paths; serve gives up on it after --timeout saying another process holds it.
+
+--addr must be a loopback address unless the environment variable
+STRATA_DEBUG_TOKEN is set: then every request for data must carry
+"Authorization: Bearer <token>", and the page asks for the token (or takes it
+from the address's #token=...). A damaged record gets an error answer (500,
+{"error": ...}) and the server goes on serving the rest. Ctrl-C (or SIGTERM)
+stops it: exit 0.`,
+		Args: exactArgs("DB"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.db = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&o.addr, "addr", debughttp.DefaultAddr, "the address to listen on (host:port; port 0 picks a free one)")
+	addTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+// validate checks the flags and the argument; its errors are bad usage.
+func (o *serveOptions) validate() error {
+	if isURL(o.db) {
+		return &usageError{err: errors.WithHintf(errors.Newf("serve takes a database file, not a URL: %s", o.db),
+			"a running agent serves its own page: open %s/ui/", o.db)}
+	}
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return usagef("--addr %q: %v (want host:port, e.g. %s)", o.addr, err, debughttp.DefaultAddr)
+	}
+	return checkTimeout(o.timeout)
+}
+
+// run serves the database until ctx is done or the process is interrupted.
+func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
+	db, err := openReadOnly(o.db, o.timeout)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, &err)
+	opts := debughttp.Options{Token: os.Getenv(envToken)}
+	ln, err := debughttp.Listen(o.addr, opts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	base := "http://" + browsable(ln.Addr()) + debughttp.DefaultPrefix
+	fmt.Fprintf(errOut, "serving %s read-only: open %s%s (Ctrl-C stops)\n", o.db, base, debughttp.PagePath)
+	if opts.Token != "" {
+		fmt.Fprintf(errOut, "requests must carry the token of %s; the page asks for it\n", envToken)
+	}
+	if err := debughttp.Serve(ctx, ln, db, opts); err != nil {
+		return err
+	}
+	fmt.Fprintln(errOut, "serve: stopped")
+	return nil
+}
+
+// browsable returns the address a browser on this machine opens for a
+// listener's address: an unspecified IP (every interface) is reached as
+// loopback.
+func browsable(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if tcp.IP.IsUnspecified() {
+		ip := net.IPv4(127, 0, 0, 1)
+		if tcp.IP.To4() == nil {
+			ip = net.IPv6loopback
+		}
+		return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+	}
+	return tcp.String()
+}

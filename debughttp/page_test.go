@@ -1,0 +1,542 @@
+package debughttp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/debughttp"
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// sessionDoc is the part of the session endpoint's JSON the tests read.
+type sessionDoc struct {
+	ID    string     `json:"id"`
+	Info  store.Info `json:"info"`
+	Roots []struct {
+		Node  uint64 `json:"node"`
+		Depth int    `json:"depth"`
+		From  uint64 `json:"from"`
+		To    uint64 `json:"to"`
+	} `json:"roots"`
+	Tiers []struct {
+		Depth, Nodes, Roots, Superseded int
+	} `json:"tiers"`
+	Tail struct {
+		From, To, Events uint64
+	} `json:"tail"`
+	Markers struct {
+		Valid, Invalid int
+		Shown          []struct {
+			ID     uint64 `json:"id"`
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		}
+	} `json:"markers"`
+	Checkpoints struct {
+		Valid, Invalid int
+		Shown          []json.RawMessage
+	} `json:"checkpoints"`
+	Refusals struct {
+		Total int
+		Shown []struct {
+			ID       uint64           `json:"id"`
+			Reasons  string           `json:"reasons"`
+			Failures []marker.Failure `json:"failures"`
+		}
+	} `json:"refusals"`
+	Resume struct {
+		Source     string  `json:"source"`
+		Marker     *uint64 `json:"marker"`
+		Checkpoint *uint64 `json:"checkpoint"`
+		Reason     string  `json:"reason"`
+		SHA256     string  `json:"sha256"`
+		Boundary   uint64  `json:"boundary"`
+		Head       uint64  `json:"head_seq"`
+		Events     int     `json:"events"`
+	} `json:"resume"`
+}
+
+// lossy returns the lossy summarizer dropping classes.
+func lossy(t testing.TB, classes ...string) compaction.Summarizer {
+	t.Helper()
+	l, err := compaction.NewLossy(classes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The session endpoint says what the library says: the frame's roots and
+// tiers, the tail, markers, checkpoints, refusals with their failures, and
+// the latest resume's source and sha256.
+func TestHandler_Session(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	incident(t, db, "mig")
+	dbtest.ReplayIncident(t, db, "lossy", lossy(t, compaction.DropArtifacts))
+	srv := serve(t, db, debughttp.Options{})
+	base := srv.URL + debughttp.DefaultPrefix
+
+	for _, id := range []string{"mig", "lossy"} {
+		resp, body := get(t, http.MethodGet, base+"/session?session="+id)
+		var doc sessionDoc
+		if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("session %s: %s %v\n%s", id, resp.Status, err, body)
+		}
+		st, err := db.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ss store.SessionStats
+		for _, s := range st.Sessions {
+			if s.ID == id {
+				ss = s
+			}
+		}
+		info, _ := db.Info(id)
+		if doc.ID != id || doc.Info != info {
+			t.Errorf("session %s: info %+v, want %+v", id, doc.Info, info)
+		}
+		if doc.Tail.From != info.CompactedTo+1 || doc.Tail.To != info.Head || doc.Tail.Events != info.Head-info.CompactedTo {
+			t.Errorf("session %s: tail %+v, head %d compacted_to %d", id, doc.Tail, info.Head, info.CompactedTo)
+		}
+		if len(doc.Roots) != info.Roots {
+			t.Errorf("session %s: %d roots, want %d", id, len(doc.Roots), info.Roots)
+		}
+		nodes, roots := map[int]int{}, 0
+		for i, tr := range doc.Tiers {
+			nodes[tr.Depth] = tr.Nodes
+			roots += tr.Roots
+			if i > 0 && tr.Depth >= doc.Tiers[i-1].Depth {
+				t.Errorf("session %s: tiers not deepest first: %+v", id, doc.Tiers)
+			}
+		}
+		if fmt.Sprint(nodes) != fmt.Sprint(ss.NodesByDepth) || roots != info.Roots {
+			t.Errorf("session %s: nodes by depth %v (%d roots), stats say %v (%d)", id, nodes, roots, ss.NodesByDepth, info.Roots)
+		}
+		if doc.Markers.Valid != ss.MarkersValid || doc.Markers.Invalid != ss.MarkersInvalid ||
+			doc.Checkpoints.Valid != ss.CheckpointsValid || doc.Checkpoints.Invalid != ss.CheckpointsInvalid ||
+			doc.Refusals.Total != ss.Refusals || len(doc.Refusals.Shown) != ss.Refusals {
+			t.Errorf("session %s: counts %+v %+v %+v, stats %+v", id, doc.Markers, doc.Checkpoints, doc.Refusals, ss)
+		}
+		var refusals []store.Refusal
+		if err := db.View(func(s *store.Snapshot) error {
+			return s.Refusals(id, func(r store.Refusal) error { refusals = append(refusals, r); return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range refusals {
+			got := doc.Refusals.Shown[i]
+			ie := marker.InvalidError{Failures: r.Failures}
+			if got.ID != r.ID || got.Reasons != ie.Reasons() || fmt.Sprint(got.Failures) != fmt.Sprint(r.Failures) {
+				t.Errorf("session %s: refusal %+v, want %+v", id, got, r)
+			}
+		}
+		rc, err := db.Resume(id, store.Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := doc.Resume; r.Source != rc.Source || r.SHA256 != rc.SHA256() || r.Reason != rc.Reason ||
+			r.Boundary != rc.Boundary || r.Head != rc.Head || r.Events != len(rc.Events) {
+			t.Errorf("session %s: resume %+v, want %s %s %q", id, r, rc.Source, rc.SHA256(), rc.Reason)
+		}
+	}
+
+	// The incident's extractive session has roots and valid markers; the
+	// lossy one was refused, naming the artifact it dropped.
+	_, body := get(t, http.MethodGet, base+"/session?session=lossy")
+	if !strings.Contains(string(body), `"item": "migrations/003_down.sql"`) || !strings.Contains(string(body), `"source": "checkpoint"`) {
+		t.Errorf("lossy session: %s", body)
+	}
+
+	for _, tc := range []struct {
+		query  string
+		status int
+		says   string
+	}{
+		{"", 400, `session=\"\": required`},
+		{"?session=absent", 404, "session not found"},
+		{"?session=bad%01id", 400, "bad session id"},
+		{"?session=mig&raw=1", 400, "unknown parameter (this endpoint takes session)"},
+	} {
+		if resp, body := get(t, http.MethodGet, base+"/session"+tc.query); resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+			t.Errorf("session%s: %s %s, want %d saying %s", tc.query, resp.Status, body, tc.status, tc.says)
+		}
+	}
+}
+
+// A session with more invalid markers than the endpoint lists: every valid
+// one is listed, and the last invalid ones; all are counted.
+func TestHandler_SessionListsTheLastInvalid(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
+		Policy: compaction.Policy{EveryTurns: 1, Fold: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 120 {
+		if _, err := db.Append("long", tier.Event{Kind: tier.KindUser, Text: "turn " + strconv.Itoa(i)},
+			tier.Event{Kind: tier.KindAssistant, Text: "done"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := comp.Run(context.Background(), "long"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var valid, invalid []uint64
+	if err := db.View(func(s *store.Snapshot) error {
+		return s.Markers("long", func(m marker.Marker) error {
+			if m.Status == marker.StatusValid {
+				valid = append(valid, m.ID)
+			} else {
+				invalid = append(invalid, m.ID)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(invalid) <= 50 {
+		t.Fatalf("%d invalid markers: the test needs more than the 50 listed", len(invalid))
+	}
+	srv := serve(t, db, debughttp.Options{})
+	_, body := get(t, http.MethodGet, srv.URL+debughttp.DefaultPrefix+"/session?session=long")
+	var doc sessionDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var gotValid, gotInvalid []uint64
+	for i, m := range doc.Markers.Shown {
+		if i > 0 && m.ID <= doc.Markers.Shown[i-1].ID {
+			t.Errorf("markers not in id order at %d", m.ID)
+		}
+		if m.Status == "valid" {
+			gotValid = append(gotValid, m.ID)
+		} else {
+			gotInvalid = append(gotInvalid, m.ID)
+		}
+	}
+	if doc.Markers.Valid != len(valid) || doc.Markers.Invalid != len(invalid) ||
+		fmt.Sprint(gotValid) != fmt.Sprint(valid) || fmt.Sprint(gotInvalid) != fmt.Sprint(invalid[len(invalid)-50:]) {
+		t.Errorf("markers: valid %d %v, invalid %d, shown invalid %v; want valid %v, the last 50 of %d invalid",
+			doc.Markers.Valid, gotValid, doc.Markers.Invalid, gotInvalid, valid, len(invalid))
+	}
+}
+
+// The page's files are served without the token (they hold no data), with
+// a policy that allows no inline script; the data endpoints still ask for
+// it; a browser's GET of the index is sent to the page.
+func TestHandler_Page(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	incident(t, db, "mig")
+	srv := serve(t, db, debughttp.Options{Token: "s3cret"})
+	base := srv.URL + debughttp.DefaultPrefix
+	for _, tc := range []struct{ path, contentType, has string }{
+		{"/ui/", "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
+		{"/ui/index.html", "text/html; charset=utf-8", "<title>strata</title>"},
+		{"/ui/app.js", "text/javascript; charset=utf-8", "textContent"},
+		{"/ui/style.css", "text/css; charset=utf-8", "#sessions"},
+	} {
+		resp, body := get(t, http.MethodGet, base+tc.path)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || !strings.Contains(string(body), tc.has) {
+			t.Errorf("%s: %s %q, %d bytes", tc.path, resp.Status, resp.Header.Get("Content-Type"), len(body))
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {
+			t.Errorf("%s: Content-Security-Policy %q", tc.path, csp)
+		}
+		if strings.Contains(string(body), "mig") {
+			t.Errorf("%s: the page's file holds data of the database", tc.path)
+		}
+	}
+	// HEAD: the length, no body.
+	if resp, body := get(t, http.MethodHead, base+"/ui/app.js"); resp.StatusCode != http.StatusOK || resp.ContentLength <= 0 || len(body) != 0 {
+		t.Errorf("HEAD app.js: %s, Content-Length %d, %d bytes", resp.Status, resp.ContentLength, len(body))
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		says         string
+	}{
+		{"GET", "/ui/nope.js", 404, "the page is /debug/strata/ui/"},
+		{"GET", "/ui/app.js?x=1", 400, "the page takes none"},
+		{"POST", "/ui/", 405, "POST (GET or HEAD only)"},
+		{"GET", "/session?session=mig", 401, "missing or wrong bearer token"},
+		{"GET", "/", 401, "missing or wrong bearer token"}, // the index, asked for as JSON
+	} {
+		if resp, body := get(t, tc.method, base+tc.path); resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+			t.Errorf("%s %s: %s %s, want %d saying %s", tc.method, tc.path, resp.Status, body, tc.status, tc.says)
+		}
+	}
+	// A browser navigating to the index, or to the page without its slash,
+	// lands on the page.
+	for _, path := range []string{"/", "/ui"} {
+		resp, _ := get(t, http.MethodGet, base+path, "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+		if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != debughttp.DefaultPrefix+debughttp.PagePath {
+			t.Errorf("GET %s as a browser: %s at %s", path, resp.Status, resp.Request.URL.Path)
+		}
+	}
+	// The index names the page and the session endpoint.
+	_, body := get(t, http.MethodGet, base+"/", "Authorization", "Bearer s3cret")
+	if !strings.Contains(string(body), `"page": "/debug/strata/ui/"`) || !strings.Contains(string(body), `"session": "/debug/strata/session?session=ID"`) {
+		t.Errorf("index: %s", body)
+	}
+}
+
+// The page's script writes what it reads as text: it never hands a string
+// to the HTML parser.
+func TestPage_ScriptWritesNoMarkup(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("ui", "app.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "DOMParser", "createContextualFragment"} {
+		if strings.Contains(string(b), sink) {
+			t.Errorf("app.js uses %s", sink)
+		}
+	}
+}
+
+// The page in a real browser, against a live agent holding its database
+// behind a token: it shows the refused compaction and what it left out,
+// writes markup from the database as text, filters the sessions, and
+// follows the agent as it appends and compacts.
+func TestPage_LiveAgent(t *testing.T) {
+	ctx := newBrowser(t)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	const agent = "agent-1"
+	dbtest.ReplayIncident(t, db, agent, lossy(t, compaction.DropArtifacts))
+
+	// A session whose id and refused artifact are markup.
+	const hostile = `<img src=x onerror="document.title='pwned'">`
+	const hostileKey = `<b id="pwned">report</b>.sql`
+	if _, err := db.Append(hostile,
+		tier.Event{Kind: tier.KindUser, Text: "Write the report."},
+		tier.Event{Kind: tier.KindArtifact, Key: hostileKey, Text: "<script>document.title='pwned'</script>"},
+		tier.Event{Kind: tier.KindAssistant, Text: "Done."},
+		tier.Event{Kind: tier.KindUser, Text: "Thanks."},
+	); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := compaction.NewCompactor(db, compaction.Options{Summarizer: lossy(t, compaction.DropArtifacts), Policy: compaction.Policy{EveryTurns: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := hc.Run(context.Background(), hostile); err != nil || len(res) == 0 || res[0].Node != 0 {
+		t.Fatalf("the hostile session's compaction: %+v, %v; want it refused", res, err)
+	}
+
+	srv := serve(t, db, debughttp.Options{Token: "s3cret"})
+	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
+
+	// Without the token the page asks for it, and given it, lists the
+	// sessions.
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the token form", "!document.getElementById('token-form').hidden && "+textOf("#status")+".includes('401')")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#token", "s3cret"), chromedp.Click("#token-form button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the sessions, with the token", textOf("#count")+" === '2 sessions' && document.getElementById('token-form').hidden")
+	// A fresh load takes the token from the address once.
+	eval[bool](t, ctx, "(sessionStorage.clear(), true)")
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page+"#token=s3cret&session="+agent)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The refusals, each failure's item and detail, as the store has them.
+	var refusals []store.Refusal
+	if err := db.View(func(s *store.Snapshot) error {
+		return s.Refusals(agent, func(r store.Refusal) error { refusals = append(refusals, r); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(refusals) == 0 {
+		t.Fatal("the lossy replay was never refused")
+	}
+	conds := []string{textOf("#refusals h3") + ".includes('(" + strconv.Itoa(len(refusals)) + ")')"}
+	for _, r := range refusals {
+		for _, f := range r.Failures {
+			conds = append(conds, textOf("#refusals")+".includes("+js(f.Item+" — "+f.Detail)+")")
+		}
+	}
+	waitFor(t, ctx, "the refused compactions and what they left out", strings.Join(conds, " && "))
+	waitFor(t, ctx, "the resume from the session's start checkpoint",
+		textOf("#resume-source")+" === 'checkpoint 1' && "+textOf("#resume")+".includes('compaction of seq')")
+	// The token left the address bar; the page keeps it for the tab.
+	if h := eval[string](t, ctx, "location.hash"); strings.Contains(h, "s3cret") || h != "#session="+agent {
+		t.Errorf("location.hash %q: the token is still in the address", h)
+	}
+
+	// Markup from the database is text.
+	waitFor(t, ctx, "the hostile session in the list",
+		"[...document.querySelectorAll('#sessions .id')].some(e => e.textContent === "+js(hostile)+")")
+	eval[bool](t, ctx, "(location.hash = '#session=' + encodeURIComponent("+js(hostile)+"), true)")
+	waitFor(t, ctx, "the hostile session's refusal, as text",
+		textOf("#session-title")+" === "+js(hostile)+" && "+textOf("#refusals")+".includes("+js(hostileKey)+")")
+	if bad := eval[string](t, ctx, `[document.title !== "strata" ? "title " + document.title : "",
+		document.getElementById("pwned") ? "an element from the data" : "",
+		document.querySelector("img, script:not([src])") || [...document.querySelectorAll("b")].some(e => e.textContent === "report") ? "markup from the data" : ""].join(" ").trim()`); bad != "" {
+		t.Errorf("the page parsed the database's strings as markup: %s", bad)
+	}
+
+	// The filter.
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#filter", "agent")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the filtered list", textOf("#count")+" === '2 sessions, 1 match' && document.querySelectorAll('#sessions li').length === 1")
+	eval[bool](t, ctx, "(location.hash = '#session="+agent+"', true)")
+	waitFor(t, ctx, "the agent's session again", textOf("#session-title")+" === '"+agent+"'")
+
+	// The agent appends: the head moves on the page.
+	info, err := db.Info(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(agent, tier.Event{Kind: tier.KindUser, Text: "Ship it."}); err != nil {
+		t.Fatal(err)
+	}
+	head := info.Head + 1
+	waitFor(t, ctx, "the appended event", textOf("#session-head")+".includes('head seq "+strconv.FormatUint(head, 10)+"') && "+
+		textOf("#sessions")+".includes('"+strconv.FormatUint(head, 10)+" events')")
+
+	// The agent compacts with a summarizer that keeps every fact: the page
+	// shows the new roots and the resume from the latest marker.
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{EveryTurns: 2, Fold: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := comp.Run(context.Background(), agent); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := db.Resume(agent, store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ = db.Info(agent)
+	if rc.Source != "marker" || info.Roots == 0 {
+		t.Fatalf("after the compaction: resume from %s, %d roots; want a marker", rc.Source, info.Roots)
+	}
+	waitFor(t, ctx, "the compaction's marker and roots",
+		textOf("#resume-source")+" === 'marker "+strconv.FormatUint(rc.Marker, 10)+"' && "+
+			textOf("#resume-sha")+" === '"+rc.SHA256()+"' && "+
+			textOf("#frame h3")+".includes('"+strconv.Itoa(info.Roots)+" root') && "+
+			textOf("#markers")+".includes('valid')")
+	// The context text, opened: the bytes resume gives.
+	if err := chromedp.Do(ctx, chromedp.Click("#context summary")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the context text", textOf("#context-text")+" === "+js(string(rc.Text())))
+	screenshot(t, ctx)
+}
+
+// realSessions are the recorded sessions the page is shown on: a long
+// SWE-bench run, chats and airline tasks.
+var realSessions = []string{
+	"mini_pylint-dev__pylint-7080", "mini_django__django-16560", "aider_20240806085514",
+	"aider_20240809193247", "tau_gpt-4o-airline_task0_trial0", "swea_pydicom__pydicom-1458",
+}
+
+// The page on real agent sessions, replayed with a summarizer that drops
+// the open calls (some spans are refused, others committed and folded):
+// each session's frame, markers and refusals as the store has them. With
+// -strata.screenshots it writes the picture docs/inspection.md shows.
+func TestPage_RealSessions(t *testing.T) {
+	all := dbtest.RealSessions(t)
+	ctx := newBrowser(t)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: lossy(t, compaction.DropOpen),
+		Policy: compaction.Policy{EveryTurns: 4, EveryEvents: 40, Fold: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range realSessions {
+		path := filepath.Join(filepath.Dir(all[0]), name+".jsonl")
+		f, err := os.Open(path)
+		if err != nil {
+			t.Skipf("real session %s: %v", name, err)
+		}
+		rd := tier.NewReader(f, path, tier.Limits{})
+		for {
+			rec, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Append(name, rec.Event); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := comp.Run(context.Background(), name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+	srv := serve(t, db, debughttp.Options{})
+	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
+	shown := realSessions[0]
+	if err := chromedp.Do(ctx, chromedp.Navigate(page+"#session="+shown)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "every session in the list", textOf("#count")+" === '"+strconv.Itoa(len(realSessions))+" sessions'")
+
+	for _, id := range realSessions {
+		st, err := db.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ss store.SessionStats
+		for _, s := range st.Sessions {
+			if s.ID == id {
+				ss = s
+			}
+		}
+		var items []string
+		if err := db.View(func(s *store.Snapshot) error {
+			return s.Refusals(id, func(r store.Refusal) error {
+				for _, f := range r.Failures {
+					items = append(items, f.Item)
+				}
+				return nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, ctx, "(location.hash = '#session="+id+"', true)")
+		conds := []string{
+			textOf("#session-title") + " === '" + id + "'",
+			textOf("#markers h3") + ".includes('" + fmt.Sprintf("(%d valid, %d invalid)", ss.MarkersValid, ss.MarkersInvalid) + "')",
+			textOf("#refusals h3") + ".includes('(" + strconv.Itoa(ss.Refusals) + ")')",
+		}
+		for d, n := range ss.NodesByDepth {
+			conds = append(conds, "[...document.querySelectorAll('#frame .tiers span')].map(e => e.textContent).join('|').includes("+
+				js(fmt.Sprintf("L%d|%d node", d, n))+")")
+		}
+		for _, it := range items {
+			conds = append(conds, textOf("#refusals")+".includes("+js(it)+")")
+		}
+		waitFor(t, ctx, "session "+id+" as the store has it", strings.Join(conds, " && "))
+	}
+	eval[bool](t, ctx, "(location.hash = '#session="+shown+"', true)")
+	waitFor(t, ctx, "the session shown in the picture", textOf("#session-title")+" === '"+shown+"'")
+	screenshot(t, ctx)
+}

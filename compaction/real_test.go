@@ -196,11 +196,12 @@ func TestCompactor_ClaudeCodeFailuresSurviveCompaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, _, err := transcript.Read(transcript.ClaudeCode, f, transcript.Options{})
+		ss, _, err := transcript.Read(transcript.ClaudeCode, f, transcript.Options{})
 		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("%s: %d sessions, %v; want one", path, len(ss), err)
 		}
+		evs := ss[0].Events
 		failed := 0
 		for _, e := range evs {
 			if e.Kind == tier.KindToolResult && e.Failed {

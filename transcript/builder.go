@@ -28,10 +28,10 @@ type builder struct {
 	opts    Options
 	lim     tier.Limits
 	rep     *Report
-	sh      *shared                      // the decoder's: the line being mapped, the events mapped
-	session string                       // the session the events go to (Target.Session)
+	sh      *shared                        // the decoder's: the line being mapped, the events mapped
+	session string                         // the session the events go to (Target.Session)
 	stored  func(ref string) (bool, error) // Target.Stored
-	ref     string                       // the ref of the record being mapped: every event it gives carries it
+	ref     string                         // the ref of the record being mapped: every event it gives carries it
 
 	open   map[string]*call    // by the id the events carry
 	queues map[string][]string // by the transcript's id: the event ids open under it, oldest first

@@ -422,4 +422,3 @@ func dumpEvents(t *testing.T, db *store.DB) string {
 	}
 	return b.String()
 }
-

@@ -281,9 +281,9 @@ type Decoder struct {
 	an   *anthropicReader
 	cc   *claudeCodeReader
 
-	sh       shared              // the line being mapped, the events mapped, a bug met
-	conv     *conversation       // the conversation of the record being mapped
-	b        *builder            // its session's
+	sh       shared        // the line being mapped, the events mapped, a bug met
+	conv     *conversation // the conversation of the record being mapped
+	b        *builder      // its session's
 	convs    map[string]*conversation
 	sessions map[string]*builder // by session
 	order    []*builder          // the sessions in the order they first appear

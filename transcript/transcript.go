@@ -198,13 +198,12 @@ func (r *Report) Fields() []string {
 		name string
 		n    int
 	}{
-		{"messages", r.Messages}, {"calls", r.Calls}, {"results", r.Results}, {"failed", r.Failed},
+		{"known", r.Known}, {"messages", r.Messages}, {"calls", r.Calls}, {"results", r.Results}, {"failed", r.Failed},
 		{"rejected", r.Rejected}, {"artifacts", r.Artifacts}, {"compactions", r.Compactions},
 		{"interrupts", r.Interrupts}, {"renamed_calls", r.RenamedCalls}, {"orphan_results", r.OrphanResults},
 		{"duplicate_records", r.DuplicateRecords}, {"sidechain", r.Sidechain}, {"malformed", r.Malformed},
 		{"bad_times", r.BadTimes}, {"clipped", r.Clipped}, {"fixed_ids", r.FixedIDs},
 		{"missing_ids", r.MissingIDs}, {"invalid_utf8", r.InvalidUTF8}, {"unresolved", r.Unresolved},
-		{"known", r.Known},
 	} {
 		if f.n != 0 {
 			out = append(out, f.name+"="+strconv.Itoa(f.n))

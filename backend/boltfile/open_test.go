@@ -252,3 +252,59 @@ func TestOpen_Reopen(t *testing.T) {
 	}
 	ro2.Close()
 }
+
+// TestOpen_FileRemovedWhileWaiting: a file removed from its path while an
+// Open waited for its lock (a command that made it and failed removes it
+// while it holds the lock) is not the database: Open looks again, and makes
+// a new one when asked to create, or says there is none.
+func TestOpen_FileRemovedWhileWaiting(t *testing.T) {
+	for _, create := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "strata.db")
+		b, err := Open(path, Options{Create: true, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		removed := 0
+		setHook(t, func(step string) error {
+			if step == "open:locked" && removed == 0 {
+				removed++
+				return os.Remove(path)
+			}
+			return nil
+		})
+		b, err = Open(path, Options{Create: create, NoSync: true})
+		if !create {
+			if !errors.Is(err, backend.ErrNotExist) {
+				t.Fatalf("without create: Open = %v, want ErrNotExist", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("with create: Open = %v", err)
+		}
+		if removed != 1 {
+			t.Fatalf("removed %d times", removed)
+		}
+		// The database opened is the file at the path.
+		if err := b.Update(func(tx backend.Tx) error { _, err := tx.CreateSession("s"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		b, err = Open(path, Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.View(func(tx backend.Tx) error {
+			s, err := tx.Session("s")
+			if err == nil && s == nil {
+				err = errors.New("the session written is not in the file at the path")
+			}
+			return err
+		})
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

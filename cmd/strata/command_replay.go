@@ -193,11 +193,11 @@ func (o *replayOptions) validateOpenAI() error {
 // run replays the files into the database, creating it if missing, and
 // prints the closing summary whatever happens once it is open.
 func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
-	db, err := store.Open(o.db, store.Options{Create: true, LockTimeout: o.timeout, NoSync: o.noSync})
+	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
-		return explainOpen(err)
+		return err
 	}
-	defer closeDB(db, &err)
+	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
 	comp, err := compaction.NewCompactor(db, compaction.Options{
 		Summarizer: o.sum,
 		Policy:     o.policy(),
@@ -306,7 +306,10 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 			}
 			return &tier.LineError{File: label, Line: rec.Line, Err: bad}
 		}
-		if session != r.session || len(r.batch) >= replayBatch {
+		// A batch may end only between two source records: the events of
+		// one ref are appended together (store.Append).
+		full := len(r.batch) >= replayBatch && (rec.Event.Ref == "" || rec.Event.Ref != r.batch[len(r.batch)-1].Ref)
+		if session != r.session || full {
 			if err := r.flush(); err != nil {
 				return err
 			}

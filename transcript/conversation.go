@@ -15,18 +15,18 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// MessageKeys are the keys under which a JSON object holds a conversation's
+// messageKeys are the keys under which a JSON object holds a conversation's
 // messages, in the order they are tried: the first whose value is a list
 // holding a message is the conversation's. "messages" is the Chat
 // Completions' and Anthropic's, "input" the Responses API's; the others are
 // those of exports and agent trajectories — "chat_messages" claude.ai's,
 // "history" SWE-agent's, "conversations" ShareGPT's, "trajectory" and
 // "steps" a list of agent steps (thought, action, observation).
-var MessageKeys = []string{"messages", "input", "chat_messages", "history", "conversation", "conversations", "turns", "steps", "trajectory"}
+var messageKeys = []string{"messages", "input", "chat_messages", "history", "conversation", "conversations", "turns", "steps", "trajectory"}
 
-// IDKeys are the keys of a conversation object's own id, in the order they
+// idKeys are the keys of a conversation object's own id, in the order they
 // are tried; a string or a number.
-var IDKeys = []string{"id", "conversation_id", "session_id", "sessionId", "uuid"}
+var idKeys = []string{"id", "conversation_id", "session_id", "sessionId", "uuid"}
 
 // messageConversationKeys are the keys by which a message that stands
 // alone names its conversation.
@@ -137,13 +137,13 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 	if key == "" {
 		d.loose(raw)
 		if d.seen == "" {
-			d.seen = describe(top) + ": no list of messages under " + strings.Join(MessageKeys, ", ")
+			d.seen = describe(top) + ": no list of messages under " + strings.Join(messageKeys, ", ")
 		}
 		return nil
 	}
 	d.nconv++
 	name := ""
-	for _, k := range IDKeys {
+	for _, k := range idKeys {
 		if name = idOf(top[k]); name != "" {
 			break
 		}
@@ -248,12 +248,12 @@ func isStep(obj map[string]json.RawMessage) bool {
 	return action || observation
 }
 
-// messagesOf returns the first of MessageKeys under which obj holds a list
+// messagesOf returns the first of messageKeys under which obj holds a list
 // with a message or a step in it, and the list; failing that, the first
 // that holds an empty list (a conversation without messages); else "".
 func messagesOf(obj map[string]json.RawMessage) (string, []byte) {
 	empty := ""
-	for _, k := range MessageKeys {
+	for _, k := range messageKeys {
 		v := bytes.TrimSpace(obj[k])
 		if len(v) == 0 || v[0] != '[' {
 			continue

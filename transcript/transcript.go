@@ -20,14 +20,19 @@ type Format string
 // The formats Read understands.
 const (
 	// OpenAI is OpenAI chat messages: a JSON array of messages, one message
-	// per line (JSONL), or an object with "messages". Responses API items
-	// (function_call, function_call_output, message) are read too.
+	// per line (JSONL), or conversations holding them (an object with
+	// "messages", a list of such objects: see Decoder). Responses API items
+	// (function_call, function_call_output, message) and ShareGPT's
+	// from/value messages are read too.
 	OpenAI Format = "openai"
 	// Anthropic is Anthropic Messages: an array of messages, one per line,
-	// or an object with "messages" (and "system").
+	// or conversations holding them (an object with "messages" and
+	// "system", a list of such objects; claude.ai's export, whose messages
+	// have "sender" and "text").
 	Anthropic Format = "anthropic"
 	// ClaudeCode is a Claude Code session file
-	// (~/.claude/projects/<dir>/<session>.jsonl): one record per line.
+	// (~/.claude/projects/<dir>/<session>.jsonl): one record per line, each
+	// in the session its sessionId names.
 	ClaudeCode Format = "claude-code"
 )
 
@@ -242,7 +247,10 @@ func fieldSafe(s string) string {
 
 // Decoder reads a transcript and returns its events one at a time. It holds
 // one record in memory (a JSONL line; for the array and object forms, the
-// whole document), the events it maps to, and each session's open calls.
+// whole document — and while it reads the first, the second, which says
+// whether the first is alone), the events it maps to, each session's open
+// calls, and the Claude Code records read before the first that names its
+// session.
 //
 // # Conversations
 //
@@ -256,7 +264,10 @@ func fieldSafe(s string) string {
 //     snapshots, summaries) belong to the session of the records around
 //     them; a file without any sessionId is named after the file.
 //   - OpenAI and Anthropic: a JSON object holding a list of messages under
-//     one of MessageKeys is a conversation, named by its id (IDKeys), else
+//     "messages" (or "input", "chat_messages", "history", "conversation",
+//     "conversations", "turns", "steps", "trajectory": the first whose
+//     list holds a message) is a conversation, named by its "id",
+//     "conversation_id", "session_id", "sessionId" or "uuid", else
 //     after the file — "<file>-<n>" for the n-th conversation of a file
 //     that holds several (a JSON array of them, or one per JSONL line).
 //     Messages outside any such object are the file's conversation, or the
@@ -267,7 +278,7 @@ func fieldSafe(s string) string {
 // Every event carries the ref of the record it was made from: a Claude
 // Code record's uuid; for a record without one, its position in its
 // conversation and a hash of the conversation's name and the record's
-// bytes ("12:3f0c9a7be1d2c4f5", derivedRef). The same file read again
+// bytes ("12:3f0c9a7be1d2c4f5"). The same file read again
 // gives the same refs, and a file that grew at its end the same refs for
 // the records it had: with Target.Stored, a transcript imported again
 // gives only the records the session lacks.

@@ -61,7 +61,9 @@ conversation is the session of its own id: a Claude Code record's sessionId
 (a sub-agent's file: <sessionId>/agent-<agentId>), a conversation object's
 id, conversation_id, session_id or uuid. One without an id is named after
 the file (its name without extension), or <name>-<n> for the n-th of a file
-that holds a list of them. --session puts every conversation in one session.
+that holds a list of them; alone on stdin it has no name (its events carry
+no session; --db needs --session). --session puts every conversation in one
+session.
 
 Without --db the events go to stdout as JSONL, without seq or turn, each
 with its session and the ref of the record it came from, so that

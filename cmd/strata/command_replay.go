@@ -92,7 +92,8 @@ as a summary (not JSON, no narrative, over the budget) after the retries, or
 a 401/400, stops the replay with exit status 1.
 
 Bad input stops the replay with exit status 1, naming the file and line; the
-events before that line stay stored.`,
+events before that line stay stored. A database replay created and stored
+nothing in (a missing file, bad input on the first line) is removed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("replay needs at least one FILE (\"-\" for stdin)")

@@ -202,6 +202,9 @@ func TestCompactor_ClaudeCodeFailuresSurviveCompaction(t *testing.T) {
 			t.Fatalf("%s: %d sessions, %v; want one", path, len(ss), err)
 		}
 		evs := ss[0].Events
+		for i := range evs {
+			evs[i].Ref = "" // the agent loop appends event by event: a record's events are appended together, or refused
+		}
 		failed := 0
 		for _, e := range evs {
 			if e.Kind == tier.KindToolResult && e.Failed {

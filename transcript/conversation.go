@@ -161,11 +161,11 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 	base := d.sh.line
 	if sys, ok := top["system"]; ok && d.f == Anthropic {
 		d.begin(sys)
-		if known, err := d.stored(sys, ""); err != nil || known {
-			if err != nil {
-				return err
-			}
-		} else {
+		known, err := d.stored(sys, "")
+		if err != nil {
+			return err
+		}
+		if !known {
 			d.recognized++
 			d.an.content(tier.KindSystem, sys, 0, resultInfo{})
 		}

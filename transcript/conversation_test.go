@@ -422,3 +422,17 @@ func dumpEvents(t *testing.T, db *store.DB) string {
 	}
 	return b.String()
 }
+
+// A value that is neither a message nor a conversation is counted once in
+// the total, and with the file's first session.
+func TestRead_OutsideAnyConversation(t *testing.T) {
+	in := `{"note":"exported by a tool"}` + "\n" + `{"messages":[{"role":"user","content":"hi"}]}` + "\n"
+	ss, rep, err := transcript.Read(transcript.OpenAI, strings.NewReader(in), transcript.Options{File: "x.jsonl"})
+	if err != nil || !slices.Equal(ids(ss), []string{"x-1"}) {
+		t.Fatalf("sessions %q, %v; want x-1 (the first conversation of a list)", ids(ss), err)
+	}
+	const what = "(no role or messages)"
+	if rep.Unknown[what] != 1 || rep.Records != 2 || ss[0].Report.Unknown[what] != 1 || ss[0].Report.Records != 2 {
+		t.Errorf("total %s, session %s: want the note counted once in each", rep, ss[0].Report)
+	}
+}

@@ -502,7 +502,9 @@ func (d *Decoder) collect(evs []pending) []Session {
 	out := make([]Session, len(d.order))
 	at := map[string]int{}
 	for i, b := range d.order {
-		out[i] = Session{ID: b.session, Open: b.openList(), Report: *b.rep}
+		var rep Report
+		rep.Add(*b.rep) // its own maps
+		out[i] = Session{ID: b.session, Open: b.openList(), Report: rep}
 		at[b.session] = i
 	}
 	if len(out) > 0 {

@@ -16,7 +16,7 @@ import "io"
 
 // Table names a kind of record inside a session. Keys are the store's: a
 // big-endian uint64 id or seq for the numbered tables, an id or key string
-// for the ledger's.
+// for the ledger's and for Refs.
 type Table uint8
 
 // Tables.
@@ -41,13 +41,17 @@ const (
 	CheckpointIndex
 	// Audit holds the records of refused compactions, by id.
 	Audit
+	// Refs holds, by the ref of a source record (tier.Event.Ref), the seqs
+	// of the events made from it.
+	Refs
 
 	// Tables is one past the last table.
 	Tables
 )
 
 var tableNames = [...]string{Open: "open", Dispositions: "disp", Constraints: "constr", Artifacts: "art",
-	Nodes: "nodes", Roots: "roots", Markers: "markers", Checkpoints: "ckpts", CheckpointIndex: "ckvalid", Audit: "audit"}
+	Nodes: "nodes", Roots: "roots", Markers: "markers", Checkpoints: "ckpts", CheckpointIndex: "ckvalid", Audit: "audit",
+	Refs: "refs"}
 
 // String returns the table's name, as errors and dumps show it.
 func (t Table) String() string {

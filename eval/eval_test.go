@@ -388,3 +388,27 @@ func TestStateLoss(t *testing.T) {
 		t.Errorf("an invented failure: loss %+v", l)
 	}
 }
+
+// Imported events carry the refs of their records, several events to a
+// record: eval, which appends event by event, reads them without.
+func TestReadFiles_DropsRefs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "imported.jsonl")
+	err := os.WriteFile(path, []byte(`{"session":"s","kind":"user","text":"go","ref":"u1"}
+{"kind":"tool_call","id":"c1","name":"Write","text":"{}","ref":"a1"}
+{"kind":"tool_result","id":"c1","text":"ok","ref":"u2"}
+{"kind":"artifact","key":"x.go","text":"written","ref":"u2"}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := eval.ReadFiles(path)
+	if err != nil || len(ss) != 1 || len(ss[0].Events) != 4 {
+		t.Fatalf("ReadFiles: %+v, %v", ss, err)
+	}
+	for _, e := range ss[0].Events {
+		if e.Ref != "" {
+			t.Errorf("event %+v keeps its ref", e)
+		}
+	}
+	run(t, ss, eval.Options{Policy: compaction.Policy{EveryEvents: 2}, DropRates: []float64{0.5}, Retries: []int{0}})
+}

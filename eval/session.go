@@ -22,7 +22,10 @@ type Session struct {
 // their sessions in order of first appearance. A line without a "session"
 // belongs to the session its file named last or, before the file names one,
 // to a session named after the file (its base name without ".jsonl"). A
-// session named in several files gets their events in file order.
+// session named in several files gets their events in file order. The
+// events' refs (the source records of imported events) are dropped: a run
+// appends event by event, and the store takes a record's events only
+// together.
 func ReadFiles(paths ...string) ([]Session, error) {
 	var out []Session
 	index := map[string]int{}
@@ -62,6 +65,7 @@ func readFile(path string, out *[]Session, index map[string]int) error {
 			index[cur] = i
 			*out = append(*out, Session{ID: cur})
 		}
+		rec.Event.Ref = ""
 		(*out)[i].Events = append((*out)[i].Events, rec.Event)
 	}
 }

@@ -21,6 +21,14 @@ type AppendResult struct {
 // (an event that carries a Seq must carry the next one); a user event without
 // a Turn starts a new turn; an event without a Time gets the store's clock.
 //
+// Events that carry a Ref (the source record they were made from) are
+// indexed by it in the same transaction: the events of one record must be
+// consecutive, and an append carrying a ref the session holds already is
+// refused whole, with a *RefError naming the session, the ref and the seqs
+// that hold it (in a *tier.EventError naming the event). Two importers of
+// one source store each of its records once; Snapshot.Ref tells which
+// records are stored before appending.
+//
 // When Append returns nil the events are durable (unless Options.NoSync).
 // When its commit fails at the disk's fsync, the error is marked ErrPoisoned:
 // the events may or may not be stored (they can be visible to readers), and
@@ -76,6 +84,7 @@ type preparedAppend struct {
 	st         stateRec
 	l          *tier.Ledger
 	touched    []tier.Ref
+	refs       []refRun // the source records the events were made from
 	events     []tier.Event
 	vals       [][]byte // the events' records
 	head, turn uint64
@@ -121,6 +130,11 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 		}
 	}
 
+	refs, err := refRuns(s, session, st.Head, events)
+	if err != nil {
+		return nil, err
+	}
+
 	// Assign seq and turn, and apply.
 	head, turn := st.Head, st.Turn
 	for i := range events {
@@ -160,7 +174,55 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 		}
 		vals[i] = v
 	}
-	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, events: events, vals: vals, head: head, turn: turn}, nil
+	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, refs: refs, events: events, vals: vals, head: head, turn: turn}, nil
+}
+
+// refRun is the events of an append made from one source record: its ref
+// and their seqs, consecutive.
+type refRun struct {
+	ref         string
+	first, last uint64
+}
+
+// refRuns returns the runs of events that carry a ref, the events to be
+// appended after head. A ref the session holds already (s nil: a new
+// session holds none), or one that comes back in the append after events
+// of another, is refused with a *RefError in a *tier.EventError naming the
+// event: the events of one record are appended once, together.
+func refRuns(s *sess, session string, head uint64, events []tier.Event) ([]refRun, error) {
+	var runs []refRun
+	var at map[string]int // ref → its run
+	for i := range events {
+		e := &events[i]
+		if e.Ref == "" {
+			continue
+		}
+		seq := head + 1 + uint64(i)
+		if n := len(runs); n > 0 && runs[n-1].ref == e.Ref && runs[n-1].last == seq-1 {
+			runs[n-1].last = seq
+			continue
+		}
+		first, last := uint64(0), uint64(0)
+		if j, ok := at[e.Ref]; ok {
+			first, last = runs[j].first, runs[j].last
+		} else if s != nil {
+			r, _, err := s.ref(e.Ref)
+			if err != nil {
+				return nil, err
+			}
+			first, last = r.First, r.Last // zero when not found
+		}
+		if first != 0 {
+			return nil, &tier.EventError{Index: i, Seq: seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+				Err: &RefError{Session: session, Ref: e.Ref, First: first, Last: last}}
+		}
+		if at == nil {
+			at = map[string]int{}
+		}
+		at[e.Ref] = len(runs)
+		runs = append(runs, refRun{ref: e.Ref, first: seq, last: seq})
+	}
+	return runs, nil
 }
 
 // write stores a prepared append: its events, the ledger entries they
@@ -183,6 +245,11 @@ func (p *preparedAppend) write(tx backend.Tx) (AppendResult, error) {
 	}
 	for _, r := range p.touched {
 		if err := s.storeLedgerEntry(l, r); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	for _, r := range p.refs {
+		if err := s.put(backend.Refs, recRef, []byte(r.ref), &refRec{V: recordVersion, First: r.first, Last: r.last}); err != nil {
 			return AppendResult{}, err
 		}
 	}

@@ -43,6 +43,7 @@ const (
 	recArtifact
 	recRoot
 	recIndex
+	recRef
 )
 
 var encPool = sync.Pool{New: func() any {

@@ -116,12 +116,15 @@ func (r *eventRec) msgpackSize() int {
 	if r.Prior != 0 {
 		n += 1 + uintFieldSize(r.Prior) // a two-byte key
 	}
+	if r.Ref != "" {
+		n += strFieldSize(r.Ref)
+	}
 	return n
 }
 
 func (r *eventRec) appendMsgpack(b []byte) []byte {
 	n := 3 // v, q, k
-	for _, set := range [...]bool{r.Turn != 0, r.Time != 0, r.ID != "", r.Key != "", r.Name != "", r.Failed, r.By != "", r.Text != "", r.Opener != 0, r.Prior != 0} {
+	for _, set := range [...]bool{r.Turn != 0, r.Time != 0, r.ID != "", r.Key != "", r.Name != "", r.Failed, r.By != "", r.Text != "", r.Opener != 0, r.Prior != 0, r.Ref != ""} {
 		if set {
 			n++
 		}
@@ -150,6 +153,7 @@ func (r *eventRec) appendMsgpack(b []byte) []byte {
 	if r.Prior != 0 {
 		b = appendUintField(b, "pf", r.Prior)
 	}
+	b = appendStrField(b, "r", r.Ref)
 	return b
 }
 
@@ -189,6 +193,8 @@ func (r *eventRec) decodeMsgpack(b []byte) error {
 			r.Opener, err = d.uint()
 		case "pf":
 			r.Prior, err = d.uint()
+		case "r":
+			r.Ref, err = d.str()
 		default:
 			return false, nil
 		}

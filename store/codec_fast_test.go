@@ -77,7 +77,7 @@ func randInt(rng *rand.Rand) int64 {
 func randRecords(rng *rand.Rand) [][2]any {
 	ev := eventRec{V: int(randInt(rng) % 1000), Seq: randUint(rng), Turn: randUint(rng), Time: randInt(rng),
 		Kind: tier.Kind(rng.Intn(256)), ID: randString(rng), Key: randString(rng), Name: randString(rng),
-		Failed: rng.Intn(2) == 0, By: randString(rng), Text: randString(rng), Opener: randUint(rng), Prior: randUint(rng)}
+		Failed: rng.Intn(2) == 0, By: randString(rng), Text: randString(rng), Opener: randUint(rng), Prior: randUint(rng), Ref: randString(rng)}
 	st := stateRec{V: int(randInt(rng) % 1000), Head: randUint(rng), Turn: randUint(rng), FrameVersion: randUint(rng),
 		CompactedTo: randUint(rng), Roots: int(randInt(rng)), NextNode: randUint(rng), NextCk: randUint(rng), NextAudit: randUint(rng),
 		RefusedTo: randUint(rng), RefusedTurn: randUint(rng), FoldRefusedTo: randUint(rng), FoldRefusedPrev: randUint(rng)}

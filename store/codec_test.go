@@ -133,6 +133,8 @@ func emptyRecord(t recType) any {
 		return &rootRec{}
 	case recIndex:
 		return &indexRec{}
+	case recRef:
+		return &refRec{}
 	}
 	panic("unknown record type")
 }
@@ -150,7 +152,7 @@ func sampleRecords() map[recType]any {
 	return map[recType]any{
 		recState: &stateRec{V: 1, Head: 21, Turn: 9, FrameVersion: 2, CompactedTo: 13, Roots: 2, NextNode: 3, NextCk: 4, NextAudit: 1, RefusedTo: 17, RefusedTurn: 8},
 		recEvent: &eventRec{V: 1, Seq: 5, Turn: 1, Time: 1740830400000000000, Kind: tier.KindToolResult, ID: "c1", Key: "approach/a",
-			Failed: true, Text: "dry run failed: lock timeout ✓", Opener: 4},
+			Failed: true, Text: "dry run failed: lock timeout ✓", Opener: 4, Ref: "toolu_01"},
 		recNode: &nodeRec{V: 1, ID: 3, Depth: 2, From: 1, To: 13, Children: []uint64{1, 2}, Narrative: "the migration so far",
 			Claims: claims, FrameVersion: 2, Summarizer: "extractive", Tokens: 120, Budget: 400, SpanHash: bytes.Repeat([]byte{0xab}, 32)},
 		recMarker:     &markerRec{V: 1, ID: 3, Node: 3, Depth: 2, FrameVersion: 2, Boundary: 13, Status: marker.StatusValid},
@@ -163,12 +165,13 @@ func sampleRecords() map[recType]any {
 		recArtifact:   &tier.Artifact{Key: "migrations/003_down.sql", Text: "rollback", Seq: 13},
 		recRoot:       &rootRec{V: 1, From: 1, Node: 3, To: 13, Depth: 2},
 		recIndex:      &indexRec{V: 1, ID: 4},
+		recRef:        &refRec{V: 1, First: 5, Last: 7},
 	}
 }
 
 func TestEncodeDecode_RoundTrip(t *testing.T) {
 	recs := sampleRecords()
-	if want := int(recIndex - recState + 1); len(recs) != want {
+	if want := int(recRef - recState + 1); len(recs) != want {
 		t.Fatalf("%d sample records, want one per type (%d)", len(recs), want)
 	}
 	for rt, v := range recs {
@@ -325,7 +328,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(append(bytes.Repeat([]byte{0x91}, 40), 0xc0))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for rt := recState; rt <= recIndex; rt++ {
+		for rt := recState; rt <= recRef; rt++ {
 			v := emptyRecord(rt)
 			if err := decode(rt, in, v); err != nil {
 				continue

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/tier"
 )
 
 // Sentinel errors. Each message is prefixed with the package so that
@@ -57,6 +60,10 @@ var (
 	// ErrNotFound is returned when a node, marker or checkpoint asked for by
 	// id does not exist.
 	ErrNotFound = errors.New("store: not found")
+	// ErrRefStored is returned by Append (the cause of a *RefError) when an
+	// event carries the ref of a source record whose events the session
+	// holds already.
+	ErrRefStored = errors.New("store: the record is stored already")
 	// ErrBadOptions is returned by Open for contradictory options.
 	ErrBadOptions = errors.New("store: bad options")
 	// ErrPoisoned marks a write whose commit failed at the disk — an fsync
@@ -75,3 +82,31 @@ var (
 // bucket (a table, "l0" for the raw log, "state", or a part of the
 // backend), the key and what is wrong. errors.Is(err, ErrCorrupt) holds.
 type CorruptError = backend.CorruptError
+
+// RefError is the cause of an Append refused because an event carries the
+// ref (tier.Event.Ref) of a source record whose events are stored already:
+// the session, the ref, and the seqs First..Last that hold them — in the
+// session, or earlier in the same Append when its events of one ref are
+// not consecutive. It is the Err of a *tier.EventError naming the event;
+// errors.Is(err, ErrRefStored) holds.
+type RefError struct {
+	Session     string
+	Ref         string
+	First, Last uint64
+}
+
+// Error implements error.
+func (e *RefError) Error() string {
+	seqs := fmt.Sprintf("seq %d", e.First)
+	if e.Last > e.First {
+		seqs = fmt.Sprintf("seq %d..%d", e.First, e.Last)
+	}
+	return fmt.Sprintf("%s: session %q record %q, at %s", ErrRefStored.Error(),
+		tier.TruncateUTF8(e.Session, 128), tier.TruncateUTF8(e.Ref, 128), seqs)
+}
+
+// Unwrap returns ErrRefStored.
+func (e *RefError) Unwrap() error { return ErrRefStored }
+
+// Format implements fmt.Formatter through errors.FormatError.
+func (e *RefError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }

@@ -57,6 +57,8 @@ func recTypeName(t recType) string {
 		return "root"
 	case recIndex:
 		return "index"
+	case recRef:
+		return "ref"
 	}
 	return strconv.Itoa(int(t))
 }

@@ -66,16 +66,25 @@ type eventRec struct {
 	Text   string    `msgpack:"x,omitempty"`
 	Opener uint64    `msgpack:"o,omitempty"`
 	Prior  uint64    `msgpack:"pf,omitempty"` // tier.Event.PriorFailure
+	Ref    string    `msgpack:"r,omitempty"`
 }
 
 func toEventRec(e *tier.Event) eventRec {
 	return eventRec{V: recordVersion, Seq: e.Seq, Turn: e.Turn, Time: e.Time, Kind: e.Kind,
-		ID: e.ID, Key: e.Key, Name: e.Name, Failed: e.Failed, By: e.By, Text: e.Text, Opener: e.Opener, Prior: e.PriorFailure}
+		ID: e.ID, Key: e.Key, Name: e.Name, Failed: e.Failed, By: e.By, Text: e.Text, Opener: e.Opener, Prior: e.PriorFailure, Ref: e.Ref}
 }
 
 func (r *eventRec) event() tier.Event {
 	return tier.Event{Seq: r.Seq, Turn: r.Turn, Time: r.Time, Kind: r.Kind,
-		ID: r.ID, Key: r.Key, Name: r.Name, Failed: r.Failed, By: r.By, Text: r.Text, Opener: r.Opener, PriorFailure: r.Prior}
+		ID: r.ID, Key: r.Key, Name: r.Name, Failed: r.Failed, By: r.By, Text: r.Text, Opener: r.Opener, PriorFailure: r.Prior, Ref: r.Ref}
+}
+
+// refRec is an entry of the Refs table, keyed by a source record's ref:
+// the seqs of the events made from it, consecutive.
+type refRec struct {
+	V     int    `msgpack:"v"`
+	First uint64 `msgpack:"f"`
+	Last  uint64 `msgpack:"l"`
 }
 
 type nodeRec struct {

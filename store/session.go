@@ -348,6 +348,20 @@ func (s *sess) refusal(id uint64) (Refusal, error) {
 	return r.Refusal, nil
 }
 
+// ref returns the Refs entry of ref: the seqs of the events made from that
+// source record.
+func (s *sess) ref(ref string) (refRec, bool, error) {
+	var r refRec
+	found, err := s.get(backend.Refs, recRef, []byte(ref), &r)
+	if err != nil || !found {
+		return refRec{}, false, err
+	}
+	if r.First == 0 || r.Last < r.First {
+		return refRec{}, false, corrupt(s.id, "refs", []byte(ref), errors.Newf("record holds seqs %d..%d", r.First, r.Last))
+	}
+	return r, true, nil
+}
+
 // forEach calls fn with every record of table t, in key order.
 func (s *sess) forEach(t backend.Table, fn func(k, v []byte) error) error {
 	return s.scan(t, nil, func(k, v []byte) (bool, error) { return true, fn(k, v) })

@@ -106,6 +106,25 @@ func (s *Snapshot) Events(session string, from, to uint64, fn func(tier.Event) e
 	return ss.events(from, to, func(e tier.Event, _ []byte) error { return fn(e) })
 }
 
+// RefSpan is where the events made from one source record (tier.Event.Ref)
+// are: seqs First..Last of their session.
+type RefSpan struct {
+	First, Last uint64
+}
+
+// Ref returns where the events of session made from the source record ref
+// are, and ok false when the session holds none: a lookup in the session's
+// index of refs (O(log n)), for an importer to leave out the records it
+// stored before. A session that does not exist holds none.
+func (s *Snapshot) Ref(session, ref string) (span RefSpan, ok bool, err error) {
+	ss, err := findSess(s.tx, session)
+	if err != nil || ss == nil {
+		return RefSpan{}, false, err
+	}
+	r, ok, err := ss.ref(ref)
+	return RefSpan{First: r.First, Last: r.Last}, ok, err
+}
+
 // Roots returns the session's current roots, in seq order.
 func (s *Snapshot) Roots(session string) ([]tier.Node, error) {
 	ss, err := s.sess(session)

@@ -58,7 +58,8 @@ const eventsProgressEvery = 64 << 10
 // Verify checks the whole database in one read transaction: bbolt's own
 // consistency check, then every strata invariant — every record decodes
 // (envelope, checksum, type, key), seqs are gapless, the ledger equals a
-// replay of the raw log, the roots cover exactly the compacted prefix, every
+// replay of the raw log, the index of refs holds exactly the refs the
+// events carry, the roots cover exactly the compacted prefix, every
 // node's span and children are consistent, every valid marker's node is a
 // root whose claims still pass marker.Validate against its raw span, every
 // usable checkpoint's prefix is exactly the current roots before it, and the
@@ -194,6 +195,7 @@ func (v *verifier) run() error {
 		return err
 	}
 	v.checkRawAndLedger()
+	v.checkRefs()
 	v.checkRoots()
 	v.checkNodes()
 	v.checkMarkers()
@@ -235,6 +237,7 @@ func (v *verifier) checkRawAndLedger() {
 	var rb *tier.RequiredBuilder
 	want := uint64(1)
 	turn := uint64(0)
+	var run refRun // the events of one source record being walked
 	// Every stored event, also any past the head: a gap or a stray is
 	// damage.
 	err := v.ss.b.Events(1, ^uint64(0), func(seq uint64, raw []byte) (bool, error) {
@@ -249,6 +252,16 @@ func (v *verifier) checkRawAndLedger() {
 			v.fail("l0: seq %d turn %d after turn %d", seq, e.Turn, turn)
 		}
 		turn = e.Turn
+		switch {
+		case e.Ref != "" && e.Ref == run.ref && run.last == seq-1:
+			run.last = seq
+		case e.Ref != "":
+			v.checkRefRun(run)
+			run = refRun{ref: e.Ref, first: seq, last: seq}
+		default:
+			v.checkRefRun(run)
+			run = refRun{}
+		}
 		stored, prior := e.Opener, e.PriorFailure
 		if ri < len(v.roots) && seq == v.roots[ri].From {
 			rb = tier.NewRequiredBuilder(l.OpenList())
@@ -287,6 +300,7 @@ func (v *verifier) checkRawAndLedger() {
 		v.fail("%v", err)
 		return
 	}
+	v.checkRefRun(run)
 	if want-1 != v.st.Head {
 		v.fail("state: head %d, l0 ends at %d", v.st.Head, want-1)
 	}
@@ -300,6 +314,55 @@ func (v *verifier) checkRawAndLedger() {
 	}
 	for _, d := range stored.Diff(l) {
 		v.fail("ledger differs from a replay of the raw log: %s", d)
+	}
+}
+
+// checkRefRun checks that the Refs table indexes a run of events that
+// carry one ref, found in the raw log: exactly their seqs. A ref that comes
+// back after events of another is a run whose seqs the entry does not
+// hold.
+func (v *verifier) checkRefRun(r refRun) {
+	if r.ref == "" {
+		return
+	}
+	got, found, err := v.ss.ref(r.ref)
+	switch {
+	case err != nil:
+		v.fail("%v", err)
+	case !found:
+		v.fail("l0: seq %d..%d carry ref %q, which refs does not index", r.first, r.last, tier.TruncateUTF8(r.ref, 128))
+	case got.First != r.first || got.Last != r.last:
+		v.fail("refs: ref %q indexes seq %d..%d, but seq %d..%d carry it", tier.TruncateUTF8(r.ref, 128), got.First, got.Last, r.first, r.last)
+	}
+}
+
+// checkRefs checks that every entry of the Refs table names events that
+// carry its ref: with checkRefRun, the table and the raw log's refs are
+// one and the same.
+func (v *verifier) checkRefs() {
+	err := v.ss.forEach(backend.Refs, func(k, _ []byte) error {
+		r, _, err := v.ss.ref(string(k))
+		if err != nil {
+			v.fail("%v", err)
+			return nil
+		}
+		ref := tier.TruncateUTF8(string(k), 128)
+		if r.Last > v.st.Head {
+			v.fail("refs: ref %q indexes seq %d..%d, past the head %d", ref, r.First, r.Last, v.st.Head)
+			return nil
+		}
+		e, _, err := v.ss.event(r.First)
+		if err != nil {
+			v.fail("refs: ref %q indexes seq %d..%d: %v", ref, r.First, r.Last, err)
+			return nil
+		}
+		if e.Ref != string(k) {
+			v.fail("refs: ref %q indexes seq %d..%d, whose first event carries ref %q", ref, r.First, r.Last, tier.TruncateUTF8(e.Ref, 128))
+		}
+		return nil
+	})
+	if err != nil {
+		v.fail("%v", err)
 	}
 }
 

@@ -103,6 +103,12 @@ type Event struct {
 	Failed bool   // tool_result/close: the call or process failed ("ok": false)
 	By     string // superseded: the key that replaces Key
 	Text   string // content: message, arguments, output, reason
+	// Ref is the id of the record of a source (a transcript's message or
+	// line) the event was made from; the events made from one record share
+	// it. Optional. The store refuses an append that carries a ref the
+	// session holds already, so that a source imported again adds nothing
+	// (it is not a ledger entry's Ref: those are what Refs returns).
+	Ref string
 
 	// Opener is the seq of the event that opened ID, set by the store on
 	// tool_result and close events. It lets the ledger at an earlier seq be
@@ -132,7 +138,7 @@ const (
 // default.
 type Limits struct {
 	MaxEventBytes int // all string fields together; default DefaultMaxEventBytes
-	MaxIDBytes    int // ID, Key, Name and By each; default DefaultMaxIDBytes
+	MaxIDBytes    int // ID, Key, Name, By and Ref each; default DefaultMaxIDBytes
 }
 
 // Default limits.
@@ -154,7 +160,7 @@ func (l Limits) withDefaults() Limits {
 // Check applies the rules that need no ledger: a known kind, the id or key
 // the kind requires, a superseded event's by other than its key, Seq and
 // Turn at most MaxSeq and MaxTurn, valid UTF-8, no control characters in
-// identifiers, and the size limits. It returns an *EventError. (Time needs
+// identifiers (id, key, name, by, ref), and the size limits. It returns an *EventError. (Time needs
 // no bound: every int64 of Unix nanoseconds is a time the JSONL form writes
 // and reads back, and nothing counts on from it.)
 func (e *Event) Check(lim Limits) error {
@@ -168,7 +174,7 @@ func (e *Event) Check(lim Limits) error {
 	if e.Turn > MaxTurn {
 		return eventErr(e, ErrBadField, fmt.Sprintf("turn %d is over the limit %d (2^53)", e.Turn, uint64(MaxTurn)))
 	}
-	ids := [...]struct{ name, v string }{{"id", e.ID}, {"key", e.Key}, {"name", e.Name}, {"by", e.By}}
+	ids := [...]struct{ name, v string }{{"id", e.ID}, {"key", e.Key}, {"name", e.Name}, {"by", e.By}, {"ref", e.Ref}}
 	total := len(e.Text)
 	for _, f := range ids {
 		total += len(f.v)

@@ -32,6 +32,7 @@ type EventJSON struct {
 	OK      *bool   `json:"ok,omitempty"`
 	By      string  `json:"by,omitempty"`
 	Text    string  `json:"text,omitempty"`
+	Ref     string  `json:"ref,omitempty"`
 }
 
 // ToJSON returns e in the event format, with every field the store knows
@@ -40,7 +41,7 @@ func (e *Event) ToJSON(session string) EventJSON {
 	seq, turn := e.Seq, e.Turn
 	j := EventJSON{
 		Seq: &seq, Session: session, Kind: e.Kind.String(), Turn: &turn,
-		ID: e.ID, Key: e.Key, Name: e.Name, By: e.By, Text: e.Text,
+		ID: e.ID, Key: e.Key, Name: e.Name, By: e.By, Text: e.Text, Ref: e.Ref,
 	}
 	if e.Time != 0 {
 		j.Time = time.Unix(0, e.Time).UTC().Format(time.RFC3339Nano)
@@ -56,7 +57,7 @@ func (e *Event) ToJSON(session string) EventJSON {
 // kind, time syntax, and Event.Check's rules. Seq and turn are taken as
 // given (0 when absent); the store checks them against the session.
 func (j *EventJSON) Event(lim Limits) (Event, error) {
-	e := Event{ID: j.ID, Key: j.Key, Name: j.Name, By: j.By, Text: j.Text}
+	e := Event{ID: j.ID, Key: j.Key, Name: j.Name, By: j.By, Text: j.Text, Ref: j.Ref}
 	if j.Seq != nil {
 		e.Seq = *j.Seq
 		if e.Seq == 0 {

@@ -302,11 +302,11 @@ func allKindsEvents() []tier.Event {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano()
 	evs := []tier.Event{
 		{Kind: tier.KindSystem, Text: "you are an agent"},
-		{Kind: tier.KindUser, Text: "Migrate users.email to citext. \"Quoted\" \\ and ünïcödé ✓"},
+		{Kind: tier.KindUser, Text: "Migrate users.email to citext. \"Quoted\" \\ and ünïcödé ✓", Ref: "msg-1"},
 		{Kind: tier.KindConstraint, Key: "reversible", Text: "must be reversible"},
 		{Kind: tier.KindAssistant, Text: "ok\nmultiline\ttext\x00with NUL"},
-		{Kind: tier.KindToolCall, ID: "c1", Name: "bash", Text: "psql -f up.sql"},
-		{Kind: tier.KindToolResult, ID: "c1", Failed: true, Key: "approach/add-column", Text: "lock timeout"},
+		{Kind: tier.KindToolCall, ID: "c1", Name: "bash", Text: "psql -f up.sql", Ref: "rec/7"},
+		{Kind: tier.KindToolResult, ID: "c1", Failed: true, Key: "approach/add-column", Text: "lock timeout", Ref: "rec/7"},
 		{Kind: tier.KindOpen, ID: "h1", Name: "file", Text: "/tmp/x"},
 		{Kind: tier.KindClose, ID: "h1"},
 		{Kind: tier.KindRejected, Key: "approach/add-column", Text: "user said no"},

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/tier"
 )
 
@@ -26,48 +24,44 @@ type block struct {
 type anthropicMessage struct {
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
+	Sender    string          `json:"sender"` // claude.ai's role
+	Text      json.RawMessage `json:"text"`   // claude.ai's text, beside its content blocks
 	Timestamp json.RawMessage `json:"timestamp"`
 	CreatedAt json.RawMessage `json:"created_at"`
 }
 
-// anthropicReader maps Anthropic Messages records.
-type anthropicReader struct{ b *builder }
-
-// record maps one top-level value: a message, or a request-like object
-// with "system" and "messages".
-func (r *anthropicReader) record(raw []byte) error {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return errors.Wrap(ErrBadRecord, "a record must be a JSON object (a message) or an array of messages")
-	}
-	if msgs, ok := top["messages"]; ok {
-		if sys, ok := top["system"]; ok {
-			r.b.rep.Records++
-			r.content(tier.KindSystem, sys, 0, resultInfo{})
-		}
-		return eachMessage(r.b, raw, msgs, r.message)
-	}
-	r.message(raw)
-	return nil
-}
+// anthropicReader maps Anthropic Messages records (conversation.go finds
+// them), and the content of Claude Code's.
+type anthropicReader struct{ d *Decoder }
 
 // message maps one message; one of an unexpected shape is skipped and
-// counted.
+// counted. A claude.ai export's message ("sender" and "text", or
+// "content") is read as the message it stands for.
 func (r *anthropicReader) message(raw []byte) {
+	b := r.d.b
 	var m anthropicMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		r.b.rep.Malformed++
+		b.rep.Malformed++
 		return
 	}
-	t := r.b.parseTime(m.Timestamp)
+	if m.Role == "" && m.Sender != "" {
+		m.Role = shareGPTRole(m.Sender)
+	}
+	if len(m.Content) == 0 || string(m.Content) == "null" || string(m.Content) == "[]" {
+		if len(m.Text) > 0 {
+			m.Content = m.Text
+		}
+	}
+	t := b.parseTime(m.Timestamp)
 	if t == 0 {
-		t = r.b.parseTime(m.CreatedAt)
+		t = b.parseTime(m.CreatedAt)
 	}
 	kind, ok := roleKind(m.Role)
 	if !ok {
-		r.b.rep.skip(&r.b.rep.Unknown, "role/"+m.Role)
+		b.rep.skip(&b.rep.Unknown, "role/"+m.Role)
 		return
 	}
+	r.d.recognized++
 	r.content(kind, m.Content, t, resultInfo{})
 }
 
@@ -84,24 +78,20 @@ func roleKind(role string) (tier.Kind, bool) {
 	return 0, false
 }
 
-// eachMessage maps the elements of a document's "messages" array, each
-// with its line (doc starts on the builder's current line).
-func eachMessage(b *builder, doc, msgs []byte, fn func(raw []byte)) error {
-	msgs = bytes.TrimSpace(msgs)
-	if len(msgs) == 0 || msgs[0] != '[' {
-		return errors.Wrap(ErrBadRecord, `"messages" is not an array`)
+// shareGPTRole maps the roles of ShareGPT's "from" and claude.ai's
+// "sender" to the chat roles: human → user, gpt (and the other names
+// datasets give the model) → assistant; others are kept, and counted
+// unknown by roleKind.
+func shareGPTRole(from string) string {
+	switch strings.ToLower(from) {
+	case "human", "user", "prompter":
+		return "user"
+	case "gpt", "assistant", "model", "chatgpt", "bard", "bing", "claude":
+		return "assistant"
+	case "system":
+		return "system"
 	}
-	base := b.line
-	if i := bytes.Index(doc, msgs); i >= 0 {
-		base += bytes.Count(doc[:i], []byte{'\n'})
-	}
-	b.rep.Records-- // the document itself is not a record: its messages are
-	return eachElement(msgs, base, func(elem []byte, line int) error {
-		b.line = line
-		b.rep.Records++
-		fn(elem)
-		return nil
-	})
+	return from
 }
 
 // content maps a content field (a string or a list of blocks) in order:
@@ -109,7 +99,7 @@ func eachMessage(b *builder, doc, msgs []byte, fn func(raw []byte)) error {
 // tool_result blocks results. info applies to every result (Claude Code's
 // toolUseResult).
 func (r *anthropicReader) content(kind tier.Kind, raw json.RawMessage, t int64, info resultInfo) {
-	b := r.b
+	b := r.d.b
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return

@@ -2,8 +2,10 @@ package transcript
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,12 +25,13 @@ const maxKeyBytes = 512
 // id is open at most once, every field within the limits. It is the one
 // place the mapping rules live; the format readers only parse.
 type builder struct {
-	opts Options
-	lim  tier.Limits
-	rep  *Report
-	line int   // the line of the record being mapped
-	err  error // an event this package made that tier refuses: a bug, reported not panicked
-	out  []pending
+	opts    Options
+	lim     tier.Limits
+	rep     *Report
+	sh      *shared                        // the decoder's: the line being mapped, the events mapped
+	session string                         // the session the events go to (Target.Session)
+	stored  func(ref string) (bool, error) // Target.Stored
+	ref     string                         // the ref of the record being mapped: every event it gives carries it
 
 	open   map[string]*call    // by the id the events carry
 	queues map[string][]string // by the transcript's id: the event ids open under it, oldest first
@@ -46,15 +49,29 @@ type call struct {
 	seed  bool   // open before this transcript
 }
 
-func newBuilder(opts Options) *builder {
+// shared is what a decoder's builders share: the line of the record being
+// mapped, the events mapped and not yet returned, and the first event this
+// package made that tier refuses (a bug, reported not panicked).
+type shared struct {
+	line int
+	q    []pending
+	err  error
+}
+
+// newBuilder returns the builder of session t.Session, whose calls open
+// are t.Open.
+func newBuilder(opts Options, sh *shared, t Target) *builder {
 	b := &builder{
-		opts:   opts,
-		lim:    opts.Limits,
-		rep:    &Report{},
-		open:   map[string]*call{},
-		queues: map[string][]string{},
-		ledger: tier.NewLedger(),
-		cwd:    opts.Dir,
+		opts:    opts,
+		lim:     opts.Limits,
+		rep:     &Report{},
+		sh:      sh,
+		session: t.Session,
+		stored:  t.Stored,
+		open:    map[string]*call{},
+		queues:  map[string][]string{},
+		ledger:  tier.NewLedger(),
+		cwd:     opts.Dir,
 	}
 	if b.lim.MaxEventBytes <= 0 {
 		b.lim.MaxEventBytes = tier.DefaultMaxEventBytes
@@ -62,19 +79,21 @@ func newBuilder(opts Options) *builder {
 	if b.lim.MaxIDBytes <= 0 {
 		b.lim.MaxIDBytes = tier.DefaultMaxIDBytes
 	}
-	for _, o := range opts.Open {
-		if o.Kind != tier.KindToolCall {
+	seed := slices.Clone(t.Open)
+	slices.SortStableFunc(seed, func(a, b tier.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, e := range seed {
+		if e.Kind != tier.KindToolCall {
 			continue // a handle: this package never resolves one
 		}
-		orig := o.ID
+		orig := e.ID
 		if i := strings.LastIndexByte(orig, '#'); i > 0 {
 			if _, err := strconv.Atoi(orig[i+1:]); err == nil {
 				orig = orig[:i] // a call this package renamed: results name it by its first id
 			}
 		}
-		b.open[o.ID] = &call{orig: orig, name: o.Name, seed: true}
-		b.queues[orig] = append(b.queues[orig], o.ID)
-		b.ledger.Open[o.ID] = o
+		b.open[e.ID] = &call{orig: orig, name: e.Name, input: []byte(e.Text), seed: true}
+		b.queues[orig] = append(b.queues[orig], e.ID)
+		b.ledger.Open[e.ID] = tier.Open{ID: e.ID, Kind: e.Kind, Name: e.Name, Seq: e.Seq}
 	}
 	return b
 }
@@ -82,19 +101,20 @@ func newBuilder(opts Options) *builder {
 // emit checks e and queues it. The builder's own checks make every event
 // valid; a refusal here is a bug in this package, returned as an error.
 func (b *builder) emit(e tier.Event) {
-	if b.err != nil {
+	if b.sh.err != nil {
 		return
 	}
+	e.Ref = b.ref
 	if err := e.Check(b.lim); err != nil {
-		b.err = errors.NewAssertionErrorWithWrappedErrf(err, "transcript: %s:%d: made an event the store refuses", b.opts.File, b.line)
+		b.sh.err = errors.NewAssertionErrorWithWrappedErrf(err, "transcript: %s:%d: made an event the store refuses", b.opts.File, b.sh.line)
 		return
 	}
 	if err := b.ledger.Apply(&e); err != nil {
-		b.err = errors.NewAssertionErrorWithWrappedErrf(err, "transcript: %s:%d: made an event the ledger refuses", b.opts.File, b.line)
+		b.sh.err = errors.NewAssertionErrorWithWrappedErrf(err, "transcript: %s:%d: made an event the ledger refuses", b.opts.File, b.sh.line)
 		return
 	}
 	e.Opener = 0
-	b.out = append(b.out, pending{e: e, line: b.line})
+	b.sh.q = append(b.sh.q, pending{e: e, line: b.sh.line, session: b.session})
 	b.rep.Events++
 	switch {
 	case e.Kind == tier.KindUser || e.Kind == tier.KindAssistant || e.Kind == tier.KindSystem:
@@ -219,8 +239,19 @@ func (b *builder) finish() {
 	}
 }
 
-// openList returns the open calls as the ledger holds them.
-func (b *builder) openList() []tier.Open { return b.ledger.OpenList() }
+// openList returns the calls open, as the events that opened them (id,
+// name, arguments), in the order of their ids.
+func (b *builder) openList() []tier.Event {
+	var out []tier.Event
+	for _, o := range b.ledger.OpenList() {
+		e := tier.Event{Kind: o.Kind, ID: o.ID, Name: o.Name, Seq: o.Seq}
+		if c := b.open[o.ID]; c != nil {
+			e.Text = string(c.input)
+		}
+		out = append(out, e)
+	}
+	return out
+}
 
 // text makes s valid UTF-8 and clips it so that the event, with other
 // bytes of ids and names, stays within the size limit. (Invalid bytes were

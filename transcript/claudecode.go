@@ -17,6 +17,8 @@ type claudeRecord struct {
 	Type             string          `json:"type"`
 	Subtype          string          `json:"subtype"`
 	UUID             string          `json:"uuid"`
+	SessionID        string          `json:"sessionId"`
+	AgentID          string          `json:"agentId"`
 	IsSidechain      bool            `json:"isSidechain"`
 	IsMeta           bool            `json:"isMeta"`
 	IsCompactSummary bool            `json:"isCompactSummary"`
@@ -40,22 +42,26 @@ var claudeSkipped = map[string]bool{
 // claudeRejected is the toolUseResult of a tool use the user refused.
 const claudeRejected = "User rejected tool use"
 
-// claudeCodeReader maps the records of a Claude Code session file.
+// claudeCodeReader maps the records of a Claude Code session file, each
+// in the conversation its sessionId names.
 type claudeCodeReader struct {
 	ant      anthropicReader
-	b        *builder
+	d        *Decoder
 	seen     map[string]bool // uuids read
 	started  bool            // a user or assistant record has been read
 	subagent bool            // the file is a sub-agent's transcript: its sidechain records are its own
+	// The records before the first that names its session, and their
+	// lines: they belong to that session.
+	pending [][]byte
+	lines   []int
 }
 
-func newClaudeCodeReader(b *builder) *claudeCodeReader {
-	return &claudeCodeReader{ant: anthropicReader{b: b}, b: b, seen: map[string]bool{}}
+func newClaudeCodeReader(d *Decoder) *claudeCodeReader {
+	return &claudeCodeReader{ant: anthropicReader{d: d}, d: d, seen: map[string]bool{}}
 }
 
-// record maps one line.
+// record reads one line.
 func (r *claudeCodeReader) record(raw []byte) error {
-	b := r.b
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
@@ -69,28 +75,110 @@ func (r *claudeCodeReader) record(raw []byte) error {
 		return errors.Wrap(ErrBadRecord, "a line must be a JSON object")
 	}
 	var rec claudeRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		b.rep.Malformed++
+	malformed := json.Unmarshal(raw, &rec) != nil
+	conv := rec.Type == "user" || rec.Type == "assistant"
+	if conv && !r.started && !malformed {
+		r.started = true
+		r.subagent = rec.IsSidechain
+	}
+	name := r.conversation(&rec)
+	if name == "" && r.d.conv == nil {
+		r.pending = append(r.pending, raw)
+		r.lines = append(r.lines, r.d.sh.line)
 		return nil
 	}
+	if name == "" {
+		name = r.d.conv.name
+	}
+	if err := r.flush(name); err != nil {
+		return err
+	}
+	if err := r.d.enter(name); err != nil {
+		return err
+	}
+	if malformed {
+		r.d.begin(raw)
+		r.d.b.rep.Malformed++
+		return nil
+	}
+	return r.mapRecord(raw, &rec)
+}
+
+// conversation returns the conversation a record names: its sessionId —
+// with the agent's id in a sub-agent's file, whose records carry the
+// sessionId of the session that started it — or "" when it names none.
+func (r *claudeCodeReader) conversation(rec *claudeRecord) string {
+	switch {
+	case rec.SessionID == "":
+		return ""
+	case r.subagent && rec.IsSidechain && rec.AgentID != "":
+		return rec.SessionID + "/agent-" + rec.AgentID
+	case r.subagent && rec.IsSidechain && r.d.base != "":
+		return rec.SessionID + "/" + r.d.base
+	}
+	return rec.SessionID
+}
+
+// flush maps the records held before the first that named its
+// conversation, in name.
+func (r *claudeCodeReader) flush(name string) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	if err := r.d.enter(name); err != nil {
+		return err
+	}
+	line := r.d.sh.line
+	defer func() { r.d.sh.line = line }()
+	for i, raw := range r.pending {
+		r.d.sh.line = r.lines[i]
+		var rec claudeRecord
+		if json.Unmarshal(raw, &rec) != nil {
+			r.d.begin(raw)
+			r.d.b.rep.Malformed++
+			continue
+		}
+		if err := r.mapRecord(raw, &rec); err != nil {
+			return err
+		}
+	}
+	r.pending, r.lines = nil, nil
+	return nil
+}
+
+// finish maps the records still held at the end: a file whose records
+// name no session is the conversation named after the file.
+func (r *claudeCodeReader) finish() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	return r.flush(r.d.base)
+}
+
+// mapRecord maps one record of the current conversation.
+func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
+	d := r.d
+	d.begin(raw)
+	b := d.b
 	if rec.UUID != "" {
 		if r.seen[rec.UUID] {
 			b.rep.DuplicateRecords++
+			d.recognized++
 			return nil
 		}
 		r.seen[rec.UUID] = true
 	}
 	conv := rec.Type == "user" || rec.Type == "assistant"
-	if conv && !r.started {
-		r.started = true
-		r.subagent = rec.IsSidechain
-	}
 	if rec.IsSidechain && !r.subagent && !b.opts.Sidechains {
 		b.rep.Sidechain++
+		d.recognized++
 		return nil
 	}
 	if rec.Cwd != "" && b.opts.Dir == "" {
 		b.cwd = rec.Cwd
+	}
+	if known, err := d.stored(raw, rec.UUID); known || err != nil {
+		return err
 	}
 	t := b.parseTime(rec.Timestamp)
 	switch {
@@ -102,6 +190,7 @@ func (r *claudeCodeReader) record(raw []byte) error {
 			b.rep.Malformed++
 			return nil
 		}
+		d.recognized++
 		kind := tier.KindAssistant
 		if rec.Type == "user" {
 			kind = tier.KindUser
@@ -111,6 +200,7 @@ func (r *claudeCodeReader) record(raw []byte) error {
 		}
 		r.ant.content(kind, msg.Content, t, claudeResultInfo(rec.ToolUseResult))
 	case rec.Type == "system" && rec.Subtype == "compact_boundary":
+		d.recognized++
 		b.rep.Compactions++
 		text := "Claude Code compacted the conversation"
 		if m := rec.CompactMetadata; m != nil {
@@ -118,8 +208,10 @@ func (r *claudeCodeReader) record(raw []byte) error {
 		}
 		b.message(tier.KindSystem, text, t)
 	case rec.Type == "system":
+		d.recognized++
 		b.rep.skip(&b.rep.Skipped, "system/"+rec.Subtype)
 	case claudeSkipped[rec.Type]:
+		d.recognized++
 		b.rep.skip(&b.rep.Skipped, rec.Type)
 	case rec.Type == "":
 		b.rep.skip(&b.rep.Unknown, "(no type)") // not "unknown=:1"

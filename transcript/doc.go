@@ -1,7 +1,24 @@
 // Package transcript converts the transcripts agents leave behind — OpenAI
-// chat messages, Anthropic Messages, Claude Code session files — into raw
-// events (tier.Event, the form of shared/spec/events.md) that the store
-// accepts as they are.
+// chat messages, Anthropic Messages, Claude Code session files, and the
+// exports and agent trajectories built of them — into raw events
+// (tier.Event, the event format of docs/events.md) that the store accepts
+// as they are, a session per conversation.
+//
+// A transcript holds one conversation or several, each named by its own id
+// (a Claude Code record's sessionId; a conversation object's id,
+// conversation_id, session_id or uuid), else after the file: "<file>", or
+// "<file>-<n>" for the n-th of a file that holds a list of conversations (a
+// JSON array of them, JSONL of them). Options.Target says
+// which session each conversation goes to, with the calls open there and
+// the records it holds already (see Decoder).
+//
+// Every event carries the ref (tier.Event.Ref) of the record it was made
+// from: a Claude Code record's uuid, else the record's position in its
+// conversation and a hash of the conversation's name and the record's
+// bytes. A transcript read again, or grown at its end, gives the same refs
+// for the same records: the store refuses a ref a session holds, and
+// Target.Stored leaves out the records a session holds, so that importing
+// again adds only what is new.
 //
 // The mapping:
 //
@@ -19,12 +36,14 @@
 //	tool create/str_replace/insert,
 //	write_file, apply_patch …
 //	Claude Code compact_boundary          → a system event; the compact summary → system
+//	an agent's step (action, observation) → assistant text, tool_call "step-N" named after the
+//	                                       action's first word, and its tool_result
 //	timestamps                            → time
 //
 // Every event a Decoder returns passes Event.Check, and the events of a
-// transcript, appended in order to a session whose open calls were passed
-// as Options.Open, pass the ledger's rules: every tool_result resolves an
-// open call, no id is opened twice while open.
+// session, appended in order to a session whose open calls were passed as
+// Target.Open, pass the ledger's rules: every tool_result resolves an open
+// call, no id is opened twice while open.
 //
 // # Quirks
 //
@@ -46,7 +65,9 @@
 //     read as U+FFFD, as encoding/json reads them, and counted
 //     (Report.InvalidUTF8).
 //
-// Invalid JSON is an error, a *LineError naming the file and line.
+// Invalid JSON is an error, a *LineError naming the file and line; so is
+// an input in which no record is of a kind the format knows (an error
+// wrapping ErrNothingRecognized, naming the file and what it holds).
 //
 // # Caveats
 //
@@ -55,5 +76,7 @@
 // (non-standard) "is_error": true; an mcp_call item says so in its "error". Calls left open at the
 // end of a transcript stay open in the ledger: that is what the transcript
 // says. An "id#2" in a later file of the same session is found by its
-// first id only when the decoder is given the open calls (Options.Open).
+// first id only when the decoder is given the open calls (Target.Open).
+// A record changed in place in a file imported before gets a new ref (its
+// bytes are in it, unless it has a uuid): it is imported again.
 package transcript

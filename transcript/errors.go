@@ -22,6 +22,11 @@ var (
 	// ErrTooLarge is returned when a line or a JSON value is over
 	// Options.MaxRecordBytes.
 	ErrTooLarge = errors.New("transcript: record over the size limit")
+	// ErrNothingRecognized marks the error of an input in which no record
+	// is of a kind the format knows (an empty input, a JSON object holding
+	// no list of messages, lines of unknown types): its message names the
+	// file and what it holds.
+	ErrNothingRecognized = errors.New("transcript: no record of the format found")
 )
 
 // LineError is bad input: the file, the line (from 1) where the bad record

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-
-	"github.com/cockroachdb/errors"
 )
 
 // openaiMessage is a Chat Completions message or a Responses API item.
@@ -17,6 +15,8 @@ type openaiMessage struct {
 	ToolCallID   string            `json:"tool_call_id"`
 	FunctionCall json.RawMessage   `json:"function_call"`
 	IsError      bool              `json:"is_error"` // not OpenAI's: some frameworks log it on tool messages
+	From         string            `json:"from"`     // ShareGPT's role
+	Value        json.RawMessage   `json:"value"`    // ShareGPT's content
 
 	// Responses API items.
 	Type        string          `json:"type"`
@@ -44,34 +44,15 @@ type openaiToolCall struct {
 	} `json:"function"`
 }
 
-// openaiReader maps OpenAI chat records.
-type openaiReader struct{ b *builder }
-
-// record maps one top-level value: a message or item, or an object with
-// "messages" (or "input", the Responses API's list of items).
-func (r *openaiReader) record(raw []byte) error {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return errors.Wrap(ErrBadRecord, "a record must be a JSON object (a message) or an array of messages")
-	}
-	_, hasRole := top["role"]
-	_, hasType := top["type"]
-	if !hasRole && !hasType {
-		for _, k := range []string{"messages", "input"} {
-			if msgs, ok := top[k]; ok && len(bytes.TrimSpace(msgs)) > 0 && bytes.TrimSpace(msgs)[0] == '[' {
-				return eachMessage(r.b, raw, msgs, r.message)
-			}
-		}
-	}
-	r.message(raw)
-	return nil
-}
+// openaiReader maps OpenAI chat records: messages and Responses API items
+// (conversation.go finds them).
+type openaiReader struct{ d *Decoder }
 
 // text reads a content field: a string, null, or a list of parts whose
 // text parts are joined by newlines (images and files are skipped and
 // counted).
 func (r *openaiReader) text(raw json.RawMessage) string {
-	b := r.b
+	b := r.d.b
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
@@ -116,13 +97,20 @@ func argText(raw json.RawMessage) []byte {
 	return compactJSON(raw)
 }
 
-// message maps one message or item.
+// message maps one message or item. A ShareGPT message ("from" and
+// "value") is read as the chat message it stands for.
 func (r *openaiReader) message(raw []byte) {
-	b := r.b
+	b := r.d.b
 	var m openaiMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		b.rep.Malformed++
 		return
+	}
+	if m.Role == "" && m.From != "" {
+		m.Role = shareGPTRole(m.From)
+		if len(m.Content) == 0 {
+			m.Content = m.Value
+		}
 	}
 	t := b.parseTime(m.Timestamp)
 	for _, alt := range []json.RawMessage{m.CreatedAt, m.Created} {
@@ -136,8 +124,10 @@ func (r *openaiReader) message(raw []byte) {
 	}
 	switch m.Role {
 	case "tool":
+		r.d.recognized++
 		b.result(m.ToolCallID, r.text(m.Content), resultInfo{failed: m.IsError}, t)
 	case "function": // the legacy function-calling API: no ids, results by name
+		r.d.recognized++
 		b.result("fn-"+m.Name, r.text(m.Content), resultInfo{failed: m.IsError}, t)
 	default:
 		kind, ok := roleKind(m.Role)
@@ -145,6 +135,7 @@ func (r *openaiReader) message(raw []byte) {
 			b.rep.skip(&b.rep.Unknown, "role/"+m.Role)
 			return
 		}
+		r.d.recognized++
 		textMessage(b, kind, r.text(m.Content), t)
 		for _, rc := range m.ToolCalls {
 			var tc openaiToolCall
@@ -174,7 +165,11 @@ func (r *openaiReader) message(raw []byte) {
 
 // item maps a Responses API item without a role.
 func (r *openaiReader) item(m *openaiMessage, t int64) {
-	b := r.b
+	b := r.d.b
+	switch m.Type {
+	case "function_call", "custom_tool_call", "function_call_output", "custom_tool_call_output", "mcp_call", "reasoning":
+		r.d.recognized++
+	}
 	switch m.Type {
 	case "function_call":
 		b.call(m.CallID, m.Name, argText(m.Arguments), t)

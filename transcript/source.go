@@ -74,6 +74,18 @@ type valueSource struct {
 
 	elems [][]byte // the rest of a top-level array
 	lines []int
+	// listed says whether the last value returned is one of a list: an
+	// element of a top-level array, or one of several top-level values.
+	listed bool
+	values int       // top-level values returned
+	ahead  *topValue // the second top-level value, read to know whether the first is alone
+}
+
+// topValue is a top-level value read, or the error met reading it.
+type topValue struct {
+	raw  []byte
+	line int
+	err  error
 }
 
 func newValueSource(r io.Reader, file string, max int) *valueSource {
@@ -88,34 +100,56 @@ func (s *valueSource) next() ([]byte, int, error) {
 			s.elems, s.lines = s.elems[1:], s.lines[1:]
 			return raw, line, nil
 		}
-		start := s.dec.InputOffset()
-		s.c.forget(start)
-		s.c.limit = start + s.max + 64<<10
-		var raw json.RawMessage
-		err := s.dec.Decode(&raw)
-		if err == io.EOF {
-			return nil, 0, io.EOF
+		v := s.ahead
+		if v != nil {
+			s.ahead = nil
+		} else {
+			v = s.read()
 		}
-		if err != nil {
-			return nil, 0, s.decodeErr(err)
+		if v.err != nil {
+			return nil, 0, v.err
 		}
-		end := s.dec.InputOffset()
-		if end-start > s.max {
-			return nil, 0, &LineError{File: s.file, Line: s.c.lineAt(start), Err: errors.Wrapf(ErrTooLarge, "a JSON value of %d bytes, limit %d", end-start, s.max)}
+		s.values++
+		if v.raw[0] != '[' {
+			s.listed = s.values > 1
+			if s.values == 1 {
+				// Alone, or the first of several: the next value says.
+				if next := s.read(); next.err != io.EOF {
+					s.listed, s.ahead = true, next
+				}
+			}
+			return v.raw, v.line, nil
 		}
-		line := s.c.lineAt(end) - bytes.Count(raw, []byte{'\n'})
-		if raw[0] != '[' {
-			return raw, line, nil
-		}
-		err = eachElement(raw, line, func(elem []byte, l int) error {
+		s.listed = true
+		err := eachElement(v.raw, v.line, func(elem []byte, l int) error {
 			s.elems = append(s.elems, elem)
 			s.lines = append(s.lines, l)
 			return nil
 		})
 		if err != nil {
-			return nil, 0, &LineError{File: s.file, Line: line, Err: err}
+			return nil, 0, &LineError{File: s.file, Line: v.line, Err: err}
 		}
 	}
+}
+
+// read decodes the next top-level value.
+func (s *valueSource) read() *topValue {
+	start := s.dec.InputOffset()
+	s.c.forget(start)
+	s.c.limit = start + s.max + 64<<10
+	var raw json.RawMessage
+	err := s.dec.Decode(&raw)
+	if err == io.EOF {
+		return &topValue{err: io.EOF}
+	}
+	if err != nil {
+		return &topValue{err: s.decodeErr(err)}
+	}
+	end := s.dec.InputOffset()
+	if end-start > s.max {
+		return &topValue{err: &LineError{File: s.file, Line: s.c.lineAt(start), Err: errors.Wrapf(ErrTooLarge, "a JSON value of %d bytes, limit %d", end-start, s.max)}}
+	}
+	return &topValue{raw: raw, line: s.c.lineAt(end) - bytes.Count(raw, []byte{'\n'})}
 }
 
 // decodeErr names the line of a JSON error.

@@ -40,11 +40,12 @@ func TestValueSource_ForgetsReadLines(t *testing.T) {
 }
 
 // A Claude Code record without a type is counted under a name a reader
-// can see: "unknown=(no_type):1", not "unknown=:1".
+// can see: "unknown=(no_type):1", not "unknown=:1" — in the report, and in
+// the error of a file that holds nothing else.
 func TestClaudeCode_UntypedRecordNamed(t *testing.T) {
 	_, rep, err := Read(ClaudeCode, strings.NewReader("{}\n{\"type\":\"\"}\n"), Options{})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrNothingRecognized) || !strings.Contains(err.Error(), "records=2 unknown=(no_type):2") {
+		t.Errorf("err = %v, want nothing recognized, naming the records", err)
 	}
 	if rep.Unknown["(no type)"] != 2 || !strings.Contains(rep.String(), "unknown=(no_type):2") {
 		t.Errorf("report %q, unknown %v", rep.String(), rep.Unknown)

@@ -1,8 +1,10 @@
 package transcript
 
 import (
+	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,14 +20,19 @@ type Format string
 // The formats Read understands.
 const (
 	// OpenAI is OpenAI chat messages: a JSON array of messages, one message
-	// per line (JSONL), or an object with "messages". Responses API items
-	// (function_call, function_call_output, message) are read too.
+	// per line (JSONL), or conversations holding them (an object with
+	// "messages", a list of such objects: see Decoder). Responses API items
+	// (function_call, function_call_output, message) and ShareGPT's
+	// from/value messages are read too.
 	OpenAI Format = "openai"
 	// Anthropic is Anthropic Messages: an array of messages, one per line,
-	// or an object with "messages" (and "system").
+	// or conversations holding them (an object with "messages" and
+	// "system", a list of such objects; claude.ai's export, whose messages
+	// have "sender" and "text").
 	Anthropic Format = "anthropic"
 	// ClaudeCode is a Claude Code session file
-	// (~/.claude/projects/<dir>/<session>.jsonl): one record per line.
+	// (~/.claude/projects/<dir>/<session>.jsonl): one record per line, each
+	// in the session its sessionId names.
 	ClaudeCode Format = "claude-code"
 )
 
@@ -48,19 +55,20 @@ func ParseFormat(s string) (Format, error) {
 }
 
 // Options tune a Decoder. The zero value reads a main transcript with the
-// store's default limits.
+// store's default limits, each conversation into a session of its name.
 type Options struct {
-	// File names the input in errors; "" means "stdin".
+	// File names the input in errors, and the conversations that have no
+	// id of their own (see Decoder); "" means stdin.
 	File string
 	// Limits are the event size limits of the store the events go to; zero
 	// fields mean tier's defaults. Texts over the limit are clipped
 	// (Report.Clipped), ids over it shortened with a hash (Report.FixedIDs).
 	Limits tier.Limits
-	// Open lists the calls already open in the session the events will be
-	// appended to (Snapshot.Ledger's OpenList), so that a result in this
-	// transcript resolves them and a new call of the same id is renamed.
-	// Nil means none.
-	Open []tier.Open
+	// Target says where the events of each conversation go: it is called
+	// once per conversation, with its name, before its first record is
+	// mapped. Conversations given one session share it. Nil sends each to
+	// the session of its name, empty.
+	Target func(conversation string) (Target, error)
 	// Sidechains keeps the sidechain records (sub-agent work) of a Claude
 	// Code main session. By default they are skipped and counted
 	// (Report.Sidechain): the sub-agent's outcome is the result of the
@@ -74,6 +82,26 @@ type Options struct {
 	// MaxRecordBytes bounds one line or one top-level JSON value; zero
 	// means DefaultMaxRecordBytes.
 	MaxRecordBytes int
+}
+
+// Target is where a conversation's events go: the session, and what it
+// holds already.
+type Target struct {
+	// Session is the session the events go to: they carry no session when
+	// it is "".
+	Session string
+	// Open lists the calls already open in the session, as the events
+	// that opened them (a tool_call's id, name and arguments; the store's
+	// are at the seqs of Snapshot.Ledger's OpenList), so that a result in
+	// the transcript resolves them, a new call of the same id is renamed,
+	// and a write or a refused use of one is keyed by its file as if the
+	// transcript had opened it. Nil means none.
+	Open []tier.Event
+	// Stored reports whether the session holds the events of the record
+	// of this ref (tier.Event.Ref) already, as store.Snapshot.Ref does:
+	// such a record is not mapped again, only counted (Report.Known). Nil
+	// means none is.
+	Stored func(ref string) (bool, error)
 }
 
 // DefaultMaxRecordBytes is the default bound of one record: Claude Code
@@ -105,6 +133,7 @@ type Report struct {
 	InvalidUTF8      int // bytes of invalid UTF-8 and escaped lone surrogates ("\ud800") in the input: each read as U+FFFD
 	MissingIDs       int // calls without an id: given "noid-N"
 	Unresolved       int // calls of this transcript still open at its end: they stay open in the ledger
+	Known            int // records whose events the session holds already (Target.Stored): not mapped again
 
 	Skipped map[string]int // records and blocks left out by design, by type: "thinking", "progress", "system/turn_duration"…
 	Unknown map[string]int // records, roles and blocks this package does not know, by type: "role/critic", "block/x"…
@@ -151,6 +180,7 @@ func (r *Report) Add(o Report) {
 	r.InvalidUTF8 += o.InvalidUTF8
 	r.MissingIDs += o.MissingIDs
 	r.Unresolved += o.Unresolved
+	r.Known += o.Known
 	for _, m := range []struct{ to, from *map[string]int }{{&r.Skipped, &o.Skipped}, {&r.Unknown, &o.Unknown}} {
 		for k, v := range *m.from {
 			if *m.to == nil {
@@ -173,7 +203,7 @@ func (r *Report) Fields() []string {
 		name string
 		n    int
 	}{
-		{"messages", r.Messages}, {"calls", r.Calls}, {"results", r.Results}, {"failed", r.Failed},
+		{"known", r.Known}, {"messages", r.Messages}, {"calls", r.Calls}, {"results", r.Results}, {"failed", r.Failed},
 		{"rejected", r.Rejected}, {"artifacts", r.Artifacts}, {"compactions", r.Compactions},
 		{"interrupts", r.Interrupts}, {"renamed_calls", r.RenamedCalls}, {"orphan_results", r.OrphanResults},
 		{"duplicate_records", r.DuplicateRecords}, {"sidechain", r.Sidechain}, {"malformed", r.Malformed},
@@ -217,21 +247,74 @@ func fieldSafe(s string) string {
 
 // Decoder reads a transcript and returns its events one at a time. It holds
 // one record in memory (a JSONL line; for the array and object forms, the
-// whole document), the events it maps to, and the calls still open.
+// whole document — and while it reads the first, the second, which says
+// whether the first is alone), the events it maps to, each session's open
+// calls, and the Claude Code records read before the first that names its
+// session.
+//
+// # Conversations
+//
+// A transcript holds one conversation or several, each named by its own id
+// where the format has one, else after the file (File without its
+// directory and extension, "" for stdin):
+//
+//   - Claude Code: each record's sessionId; a sub-agent's file, whose
+//     records carry the sessionId of the session that started it, is
+//     "<sessionId>/agent-<agentId>". Records that name no session (file
+//     snapshots, summaries) belong to the session of the records around
+//     them; a file without any sessionId is named after the file.
+//   - OpenAI and Anthropic: a JSON object holding a list of messages under
+//     "messages" (or "input", "chat_messages", "history", "conversation",
+//     "conversations", "turns", "steps", "trajectory": the first whose
+//     list holds a message) is a conversation, named by its "id",
+//     "conversation_id", "session_id", "sessionId" or "uuid", else
+//     after the file — "<file>-<n>" for the n-th conversation of a file
+//     that holds several (a JSON array of them, or one per JSONL line).
+//     Messages outside any such object are the file's conversation, or the
+//     one their own conversation_id or session_id names.
+//
+// # Refs
+//
+// Every event carries the ref of the record it was made from: a Claude
+// Code record's uuid; for a record without one, its position in its
+// conversation and a hash of the conversation's name and the record's
+// bytes ("12:3f0c9a7be1d2c4f5"). The same file read again
+// gives the same refs, and a file that grew at its end the same refs for
+// the records it had: with Target.Stored, a transcript imported again
+// gives only the records the session lacks.
 type Decoder struct {
-	src    source
-	handle func(raw []byte) error
-	b      *builder
-	q      []pending
-	line   int
-	done   bool
-	err    error
+	f    Format
+	opts Options
+	src  source
+	base string // the name of a conversation without an id ("" for stdin)
+	oa   *openaiReader
+	an   *anthropicReader
+	cc   *claudeCodeReader
+
+	sh       shared        // the line being mapped, the events mapped, a bug met
+	conv     *conversation // the conversation of the record being mapped
+	b        *builder      // its session's
+	convs    map[string]*conversation
+	sessions map[string]*builder // by session
+	order    []*builder          // the sessions in the order they first appear
+	outside  Report              // top-level values that are no message and no conversation
+	nconv    int                 // conversation objects so far
+
+	recognized int    // records of a kind the format knows (Options.Target's known ones too)
+	seen       string // the first top-level value of no kind this package knows, described
+
+	line    int    // of the last event Next returned
+	session string // of the last event Next returned
+	done    bool
+	err     error
 }
 
-// pending is an event and the line of the record it came from.
+// pending is an event, the line of the record it came from and its
+// session.
 type pending struct {
-	e    tier.Event
-	line int
+	e       tier.Event
+	line    int
+	session string
 }
 
 // source yields the records of an input: raw JSON values and the line each
@@ -243,24 +326,24 @@ type source interface {
 // NewDecoder returns a Decoder of r in format f. The only error is an
 // unknown format.
 func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
-	if opts.File == "" {
+	d := &Decoder{f: f, convs: map[string]*conversation{}, sessions: map[string]*builder{}}
+	if opts.File != "" {
+		base := filepath.Base(opts.File)
+		d.base = strings.TrimSuffix(base, filepath.Ext(base))
+	} else {
 		opts.File = "stdin"
 	}
 	if opts.MaxRecordBytes <= 0 {
 		opts.MaxRecordBytes = DefaultMaxRecordBytes
 	}
-	b := newBuilder(opts)
-	d := &Decoder{b: b}
+	d.opts = opts
 	switch f {
-	case OpenAI:
+	case OpenAI, Anthropic:
 		d.src = newValueSource(r, opts.File, opts.MaxRecordBytes)
-		d.handle = (&openaiReader{b: b}).record
-	case Anthropic:
-		d.src = newValueSource(r, opts.File, opts.MaxRecordBytes)
-		d.handle = (&anthropicReader{b: b}).record
+		d.oa, d.an = &openaiReader{d: d}, &anthropicReader{d: d}
 	case ClaudeCode:
 		d.src = newLineSource(r, opts.File, opts.MaxRecordBytes)
-		d.handle = newClaudeCodeReader(b).record
+		d.cc = newClaudeCodeReader(d)
 	default:
 		_, err := ParseFormat(string(f))
 		return nil, err
@@ -268,11 +351,14 @@ func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	return d, nil
 }
 
-// Next returns the next event, io.EOF after the last, or a *LineError for
-// bad input (after which Next keeps returning it). Events have no Seq or
-// Turn: the store assigns them.
+// Next returns the next event, io.EOF after the last, or an error for bad
+// input (after which Next keeps returning it): a *LineError, or at the
+// end of an input in which no record is of a kind the format knows, an
+// error wrapping ErrNothingRecognized that names the file and what it
+// holds.
+// Events have no Seq or Turn: the store assigns them.
 func (d *Decoder) Next() (tier.Event, error) {
-	for len(d.q) == 0 {
+	for len(d.sh.q) == 0 {
 		if d.err != nil {
 			return tier.Event{}, d.err
 		}
@@ -280,68 +366,154 @@ func (d *Decoder) Next() (tier.Event, error) {
 			return tier.Event{}, io.EOF
 		}
 		raw, line, err := d.src.next()
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			d.done = true
-			d.b.finish()
-		} else if err != nil {
-			d.err = err
-			return tier.Event{}, err
-		} else {
-			d.b.line = line
-			d.b.rep.Records++
-			d.b.rep.InvalidUTF8 += replacements(raw)
-			if err := d.handle(raw); err != nil {
-				var le *LineError
-				if !errors.As(err, &le) {
-					err = &LineError{File: d.b.opts.File, Line: d.b.line, Err: err}
-				}
-				d.err = err
-				return tier.Event{}, err
+			err = d.finish()
+		case err != nil: // the source's: a *LineError, or reading failed
+		default:
+			d.sh.line = line
+			if d.cc != nil {
+				err = d.cc.record(raw)
+			} else {
+				err = d.value(raw, d.src.(*valueSource).listed)
+			}
+			var le *LineError
+			if (errors.Is(err, ErrBadJSON) || errors.Is(err, ErrBadRecord) || errors.Is(err, ErrTooLarge)) && !errors.As(err, &le) {
+				err = &LineError{File: d.opts.File, Line: d.sh.line, Err: err}
 			}
 		}
-		if d.b.err != nil {
-			d.err = d.b.err
+		if err != nil {
+			d.err = err
+			return tier.Event{}, err
+		}
+		if d.sh.err != nil {
+			d.err = d.sh.err
 			return tier.Event{}, d.err
 		}
-		d.q = append(d.q, d.b.out...)
-		d.b.out = d.b.out[:0]
 	}
-	p := d.q[0]
-	d.q = d.q[1:]
-	d.line = p.line
+	p := d.sh.q[0]
+	d.sh.q = d.sh.q[1:]
+	d.line, d.session = p.line, p.session
 	return p.e, nil
+}
+
+// finish ends the input: the records held for a session not yet named,
+// the calls each session leaves open, and the check that something was
+// recognized.
+func (d *Decoder) finish() error {
+	if d.cc != nil {
+		if err := d.cc.finish(); err != nil {
+			return err
+		}
+	}
+	for _, b := range d.order {
+		b.finish()
+	}
+	if d.recognized > 0 {
+		return nil
+	}
+	rep := d.Report()
+	var what []string
+	if d.seen != "" {
+		what = append(what, d.seen)
+	}
+	switch {
+	case rep.Records == 0 && d.seen == "":
+		what = append(what, "the input holds no records")
+	default:
+		unknown := maps.Clone(rep.Unknown)
+		delete(unknown, "(no role or messages)") // what seen says
+		if len(unknown) > 0 || rep.Malformed > 0 {
+			counts := []string{fmt.Sprintf("records=%d", rep.Records)}
+			for _, f := range (&Report{Unknown: unknown, Malformed: rep.Malformed}).Fields()[2:] {
+				counts = append(counts, f)
+			}
+			what = append(what, strings.Join(counts, " "))
+		}
+	}
+	return errors.Wrapf(ErrNothingRecognized, "%s: %s", d.opts.File, strings.Join(what, "; "))
 }
 
 // Line returns the line (from 1) of the record the last event Next
 // returned came from.
 func (d *Decoder) Line() int { return d.line }
 
-// Report returns the counts so far; after io.EOF, of the whole transcript.
-func (d *Decoder) Report() Report { return *d.b.rep }
+// Session returns the session (Target.Session) of the last event Next
+// returned.
+func (d *Decoder) Session() string { return d.session }
 
-// Open returns the calls open after the events returned so far (after
-// io.EOF: at the transcript's end), with the ids the events carry: pass
-// them as Options.Open to the decoder of a transcript that continues the
-// session.
-func (d *Decoder) Open() []tier.Open { return d.b.openList() }
+// Report returns the counts so far, of every session together; after
+// io.EOF, of the whole transcript.
+func (d *Decoder) Report() Report {
+	rep := d.outside
+	rep.Skipped, rep.Unknown = nil, nil
+	rep.Add(Report{Skipped: d.outside.Skipped, Unknown: d.outside.Unknown})
+	for _, b := range d.order {
+		rep.Add(*b.rep)
+	}
+	return rep
+}
 
-// Read reads a whole transcript in format f and returns its events, the
-// report, and a *LineError for bad input (with the events before the bad
-// record; callers that want all or nothing drop them).
-func Read(f Format, r io.Reader, opts Options) ([]tier.Event, Report, error) {
+// Open returns the calls session has open after the events returned so
+// far (after io.EOF: at the transcript's end), as the events that opened
+// them: pass them as Target.Open to the decoder of a transcript that
+// continues the session.
+func (d *Decoder) Open(session string) []tier.Event {
+	if b := d.sessions[session]; b != nil {
+		return b.openList()
+	}
+	return nil
+}
+
+// Session is one session of a transcript, decoded whole.
+type Session struct {
+	ID     string       // Target.Session
+	Events []tier.Event // each with the ref of its record
+	Lines  []int        // the line of each event's record
+	Open   []tier.Event // the calls open at the transcript's end (Decoder.Open)
+	Report Report       // the first session's also counts the records outside any conversation
+}
+
+// Read reads a whole transcript in format f and returns its sessions, in
+// the order they first appear, and the report of all of them together.
+// For bad input the error is Next's, with the events before the bad
+// record (callers that want all or nothing drop them).
+func Read(f Format, r io.Reader, opts Options) ([]Session, Report, error) {
 	d, err := NewDecoder(f, r, opts)
 	if err != nil {
 		return nil, Report{}, err
 	}
-	var evs []tier.Event
+	var evs []pending
 	for {
 		e, err := d.Next()
+		if err != nil && err != io.EOF {
+			return d.collect(evs), d.Report(), err
+		}
 		if err == io.EOF {
-			return evs, d.Report(), nil
+			return d.collect(evs), d.Report(), nil
 		}
-		if err != nil {
-			return evs, d.Report(), err
-		}
-		evs = append(evs, e)
+		evs = append(evs, pending{e: e, line: d.Line(), session: d.Session()})
 	}
+}
+
+// collect groups evs by session.
+func (d *Decoder) collect(evs []pending) []Session {
+	out := make([]Session, len(d.order))
+	at := map[string]int{}
+	for i, b := range d.order {
+		var rep Report
+		rep.Add(*b.rep) // its own maps
+		out[i] = Session{ID: b.session, Open: b.openList(), Report: rep}
+		at[b.session] = i
+	}
+	if len(out) > 0 {
+		out[0].Report.Add(d.outside)
+	}
+	for _, p := range evs {
+		s := &out[at[p.session]]
+		s.Events = append(s.Events, p.e)
+		s.Lines = append(s.Lines, p.line)
+	}
+	return out
 }

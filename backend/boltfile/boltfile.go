@@ -23,8 +23,8 @@ import (
 // the oldest it reads: the same, one format. The next change of layout
 // raises both; a file of another version is refused at Open, naming both.
 const (
-	FormatVersion    = 6
-	MinFormatVersion = 6
+	FormatVersion    = 7
+	MinFormatVersion = 7
 )
 
 // Options tunes Open.
@@ -94,6 +94,24 @@ func Open(path string, opts Options) (*Backend, error) {
 	if opts.Create && opts.ReadOnly {
 		return nil, errors.Newf("boltfile: open %s: creating and read-only together", path)
 	}
+	for try := 1; ; try++ {
+		b, err := openOrCreate(path, opts)
+		if errors.Is(err, errReplaced) && try < maxOpenTries {
+			continue // the file went while this Open waited for its lock: look again
+		}
+		return b, err
+	}
+}
+
+// maxOpenTries bounds how often Open looks again at a path whose file was
+// removed or replaced while it waited for the file's lock.
+const maxOpenTries = 4
+
+// errReplaced is the cause of an Open whose file was removed or replaced
+// at its path while Open waited for its lock.
+var errReplaced = errors.New("boltfile: the file was removed or replaced while waiting for its lock")
+
+func openOrCreate(path string, opts Options) (*Backend, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -144,6 +162,7 @@ func open(path string, opts Options) (b *Backend, err error) {
 	bo := boltOptions(opts)
 	// Never create: a file removed since Open's stat is not made anew,
 	// empty, by bbolt; and a file emptied since is not initialized.
+	var opened *os.File
 	bo.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag&^os.O_CREATE, mode)
 		if err != nil {
@@ -153,6 +172,7 @@ func open(path string, opts Options) (b *Backend, err error) {
 			f.Close()
 			return nil, errEmptyOpened
 		}
+		opened = f
 		return f, nil
 	}
 	var db *bolt.DB
@@ -164,6 +184,16 @@ func open(path string, opts Options) (b *Backend, err error) {
 	if err != nil {
 		return nil, openError(path, opts, err)
 	}
+	// The lock is held now: the file locked must still be the one at path.
+	// A command that made the file and failed removes it while it holds
+	// the lock (so that a failed command leaves no empty database); an
+	// Open that waited for that lock would write to a file no path names.
+	if err := hook("open:locked"); err != nil {
+		return nil, errors.CombineErrors(err, guard(db.Close))
+	}
+	if !samePath(opened, path) {
+		return nil, errors.CombineErrors(errors.Wrapf(errReplaced, "%s", path), guard(db.Close))
+	}
 	b = &Backend{path: path, opts: opts, db: db}
 	if err := b.init(); err != nil {
 		return nil, errors.CombineErrors(err, guard(db.Close))
@@ -172,6 +202,19 @@ func open(path string, opts Options) (b *Backend, err error) {
 }
 
 var errEmptyOpened = errors.New("emptied since it was looked at")
+
+// samePath reports whether f is the file at path.
+func samePath(f *os.File, path string) bool {
+	if f == nil {
+		return false
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
 
 // openError maps an error of bolt.Open.
 func openError(path string, opts Options, err error) error {

@@ -22,7 +22,7 @@
 //
 // # Layout
 //
-// Format 6 (FormatVersion), one bbolt file:
+// Format 7 (FormatVersion), one bbolt file:
 //
 //	meta/
 //	  version             → the meta record: format, created by, created
@@ -30,7 +30,7 @@
 //	  art, audit, ckpts,  → the tables (backend.Table's String), buckets
 //	  ckvalid, constr,      of records by key
 //	  disp, markers,
-//	  nodes, roots
+//	  nodes, refs, roots
 //	  0xFE <seq>          → event seq (big-endian u64)
 //	  0xFF                → the state
 //	  0xFF "open"/        → the Open table

@@ -1,6 +1,7 @@
 package boltfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,9 +106,9 @@ func TestOpen_Errors(t *testing.T) {
 	}
 }
 
-// TestOpen_Formats: files of formats 5 (the store before this package,
-// with its meta record at meta/format) and 7 (a newer one) are refused,
-// naming the file's format and this one's.
+// TestOpen_Formats: files of format 5 (the store before this package,
+// with its meta record at meta/format), of the format before this one and
+// of a newer one are refused, naming the file's format and this one's.
 func TestOpen_Formats(t *testing.T) {
 	dir := t.TempDir()
 	// Format 5, as the old store wrote it: a 10-byte envelope (version 1,
@@ -131,20 +132,26 @@ func TestOpen_Formats(t *testing.T) {
 		t.Fatal(err)
 	}
 	bdb.Close()
-	// Format 7: a database of this one with its meta record rewritten.
-	v7 := filepath.Join(dir, "v7.db")
-	b, err := Open(v7, Options{Create: true, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	rawUpdate(t, v7, func(tx *bolt.Tx) error {
-		v, err := encodeMeta(metaRecord{Format: 7, CreatedBy: "strata"})
+	// The format before this one and the next: a database of this one with
+	// its meta record rewritten.
+	rewritten := func(format int) string {
+		path := filepath.Join(dir, fmt.Sprintf("v%d.db", format))
+		b, err := Open(path, Options{Create: true, NoSync: true})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return tx.Bucket(bucketMeta).Put(keyVersion, v)
-	})
+		b.Close()
+		rawUpdate(t, path, func(tx *bolt.Tx) error {
+			v, err := encodeMeta(metaRecord{Format: format, CreatedBy: "strata"})
+			if err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keyVersion, v)
+		})
+		return path
+	}
+	prev, next := rewritten(MinFormatVersion-1), rewritten(FormatVersion+1)
+	reads := fmt.Sprintf("; this strata reads format %d", FormatVersion)
 
 	for _, tc := range []struct {
 		path string
@@ -152,8 +159,9 @@ func TestOpen_Formats(t *testing.T) {
 		says string
 		hint string
 	}{
-		{v5, backend.ErrFormatTooOld, "has format 5; this strata reads format 6", "strata dump --json"},
-		{v7, backend.ErrFormatTooNew, "has format 7; this strata reads format 6", "newer strata"},
+		{v5, backend.ErrFormatTooOld, "has format 5" + reads, "strata dump --json"},
+		{prev, backend.ErrFormatTooOld, fmt.Sprintf("has format %d", MinFormatVersion-1) + reads, "strata dump --json"},
+		{next, backend.ErrFormatTooNew, fmt.Sprintf("has format %d", FormatVersion+1) + reads, "newer strata"},
 	} {
 		for _, ro := range []bool{false, true} {
 			b, err := Open(tc.path, Options{ReadOnly: ro})
@@ -243,4 +251,60 @@ func TestOpen_Reopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	ro2.Close()
+}
+
+// TestOpen_FileRemovedWhileWaiting: a file removed from its path while an
+// Open waited for its lock (a command that made it and failed removes it
+// while it holds the lock) is not the database: Open looks again, and makes
+// a new one when asked to create, or says there is none.
+func TestOpen_FileRemovedWhileWaiting(t *testing.T) {
+	for _, create := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "strata.db")
+		b, err := Open(path, Options{Create: true, NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		removed := 0
+		setHook(t, func(step string) error {
+			if step == "open:locked" && removed == 0 {
+				removed++
+				return os.Remove(path)
+			}
+			return nil
+		})
+		b, err = Open(path, Options{Create: create, NoSync: true})
+		if !create {
+			if !errors.Is(err, backend.ErrNotExist) {
+				t.Fatalf("without create: Open = %v, want ErrNotExist", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("with create: Open = %v", err)
+		}
+		if removed != 1 {
+			t.Fatalf("removed %d times", removed)
+		}
+		// The database opened is the file at the path.
+		if err := b.Update(func(tx backend.Tx) error { _, err := tx.CreateSession("s"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		b, err = Open(path, Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.View(func(tx backend.Tx) error {
+			s, err := tx.Session("s")
+			if err == nil && s == nil {
+				err = errors.New("the session written is not in the file at the path")
+			}
+			return err
+		})
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

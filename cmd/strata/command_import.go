@@ -7,21 +7,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
 )
 
-// errImportNoSession is the cause of stdin imported into a database without
-// --session: it has no file name to name a session after.
-var errImportNoSession = errors.New("strata: import: no session for stdin")
+// errImportNoSession is the cause of a conversation without a name (one
+// read from stdin, in a format without ids) imported into a database
+// without --session.
+var errImportNoSession = errors.New("strata: import: no session for a conversation without an id")
+
+// maxImportTries bounds how often import decodes a file again when
+// another importer stored records of its sessions meanwhile.
+const maxImportTries = 8
 
 // importOptions are the flags and arguments of `strata import`.
 type importOptions struct {
@@ -30,8 +35,10 @@ type importOptions struct {
 	db         string
 	dir        string
 	sidechains bool
-	timeout    time.Duration
-	files      []string
+	policyFlags
+	policySet bool // a policy flag was given
+	timeout   time.Duration
+	files     []string
 
 	f transcript.Format // set by validate
 }
@@ -40,27 +47,47 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB] FILE...",
-		Short: "Convert agent transcripts into events, or append them to a database",
-		Long: `Convert transcripts into raw events (shared/spec/events.md): OpenAI chat
-messages (a JSON array, JSONL, or an object with "messages"), Anthropic
-Messages (likewise, with "system"), or Claude Code session files
-(~/.claude/projects/*/*.jsonl). "-" reads stdin.
+		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] FILE...",
+		Short: "Convert agent transcripts into events, or store and compact them in a database",
+		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
+Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
+"-" reads stdin.
 
-Without --db the events go to stdout as JSONL, without seq or turn, so that
+A file holds one conversation or several: a JSON array or JSONL of messages,
+an object holding them under "messages" (or "input", "chat_messages",
+"history", "conversation", "conversations", "turns", "steps", "trajectory"),
+or a list of such objects (a JSON array, or one per JSONL line). Each
+conversation is the session of its own id: a Claude Code record's sessionId
+(a sub-agent's file: <sessionId>/agent-<agentId>), a conversation object's
+id, conversation_id, session_id or uuid. One without an id is named after
+the file (its name without extension), or <name>-<n> for the n-th of a file
+that holds a list of them; alone on stdin it has no name (its events carry
+no session; --db needs --session). --session puts every conversation in one
+session.
+
+Without --db the events go to stdout as JSONL, without seq or turn, each
+with its session and the ref of the record it came from, so that
   strata import --format claude-code S.jsonl | strata replay --db DB -
 stores and compacts them. The quirks met (renamed call ids, results for no
-open call, skipped records …) are counted on stderr, one line per file.
+open call, skipped records …) are counted on stderr, one line per session.
 
-With --db the events of each file are appended to the database (created if
-missing) in one atomic append: all of a file or nothing of it. A line says
-  imported file=F session=S events=N seq=A..B [counts]
-The session is --session, else the file's name without its extension (a
-Claude Code file is named after its session id); stdin needs --session.
-Calls the session has open are passed on, so a later file can resolve them.
+With --db the events of each session of a file are appended to the database
+(created if missing) in one atomic append, and compacted as replay compacts
+them (the extractive summarizer; --every, --every-events, --fold,
+--max-roots and --budget as replay's). A line per session says
+  imported file=F session=S events=N seq=A..B [known=K] [counts]
+then one per compaction, as replay prints them, and a closing line sums up.
+Importing is idempotent: a record whose events the session holds already
+(known by its ref: a Claude Code record's uuid, else its position in its
+conversation and a hash of its bytes) is left out and counted as known, so
+a file imported again adds nothing (events=0 known=K) and a file that grew
+adds only its new records. Calls the session has open are passed on, so a
+later file can resolve them.
 
-Invalid JSON stops the import with exit status 1, naming file and line;
-nothing of that file is written or stored (earlier files are).`,
+Invalid JSON stops the import with exit status 1, naming file and line; so
+does a file in which no record is of a kind the format knows, naming what
+it holds. Nothing of that file is written or stored (earlier files are); a
+database the command created and stored nothing in is removed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("import needs at least one FILE (\"-\" for stdin)")
@@ -69,6 +96,9 @@ nothing of that file is written or stored (earlier files are).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
+			for _, name := range []string{"every", "every-events", "fold", "max-roots", "budget"} {
+				o.policySet = o.policySet || cmd.Flags().Changed(name)
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -77,10 +107,11 @@ nothing of that file is written or stored (earlier files are).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic or claude-code (required)")
-	f.StringVar(&o.session, "session", "", "the session of every file (default: each file's name without extension)")
-	f.StringVar(&o.db, "db", "", "append to this database (created if missing) instead of writing JSONL to stdout")
+	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
+	f.StringVar(&o.db, "db", "", "store and compact in this database (created if missing) instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
 	f.BoolVar(&o.sidechains, "sidechains", false, "claude-code: keep the sub-agent (sidechain) records of a main session")
+	o.policyFlags.add(f)
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
@@ -100,31 +131,32 @@ func (o *importOptions) validate() error {
 			return &usageError{err: errors.Wrap(err, "--session")}
 		}
 	}
-	if o.db != "" && o.session == "" {
-		for _, name := range o.files {
-			if name == "-" {
-				return &usageError{err: errors.WithHint(errImportNoSession, "pass --session")}
-			}
-		}
+	if o.db == "" && o.policySet {
+		return usagef("--every, --every-events, --fold, --max-roots and --budget apply only with --db")
+	}
+	if err := o.policyFlags.validate(); err != nil {
+		return err
 	}
 	return checkTimeout(o.timeout)
 }
 
-// sessionOf returns the session of the file called name: --session, else
-// the file's base name without its extension ("" for stdin).
-func (o *importOptions) sessionOf(name string) (string, error) {
-	if o.session != "" {
+// sessionOf returns the session of the conversation conv of the file
+// called label: --session, else conv, which must be a session id. A
+// conversation without a name has no session ("" on stdout; with --db an
+// error).
+func (o *importOptions) sessionOf(conv, label string) (string, error) {
+	switch {
+	case o.session != "":
 		return o.session, nil
-	}
-	if name == "-" {
+	case conv == "" && o.db != "":
+		return "", &usageError{err: errors.WithHint(errors.Wrapf(errImportNoSession, "%s", label), "pass --session")}
+	case conv == "":
 		return "", nil
 	}
-	base := filepath.Base(name)
-	s := strings.TrimSuffix(base, filepath.Ext(base))
-	if err := store.CheckSession(s); err != nil {
-		return "", errors.WithHint(errors.Wrapf(err, "import: %s: the file name is no session id", name), "pass --session")
+	if err := store.CheckSession(conv); err != nil {
+		return "", errors.WithHint(errors.Wrapf(err, "import: %s: conversation %q is no session id", label, conv), "pass --session")
 	}
-	return s, nil
+	return conv, nil
 }
 
 // run imports the files in order.
@@ -132,141 +164,272 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	prog := newProgress(errOut, "import", "bytes", inputSize(o.files, stdin))
 	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	defer prog.finish()
-	var db *store.DB
-	if o.db != "" {
-		if db, err = store.Open(o.db, store.Options{Create: true, LockTimeout: o.timeout}); err != nil {
-			return explainOpen(err)
-		}
-		defer closeDB(db, &err)
+	if o.db == "" {
+		return o.toStdout(ctx, stdin, out, errOut, prog)
 	}
-	open := map[string][]tier.Open{} // without --db: the calls each session has open so far
+	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout})
+	if err != nil {
+		return err
+	}
+	defer closeWritten(db, fresh, &err) // a failed import leaves no new empty database
+	imp, err := newImporter(db, o, out, prog)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		prog.clear()
+		fmt.Fprintf(out, "imported files=%d sessions=%d events=%d known=%d compacted=%d refused=%d\n",
+			imp.files, len(imp.r.sessions), imp.r.events, imp.known, imp.r.compacted, imp.r.refused)
+	}()
 	for _, name := range o.files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		session, err := o.sessionOf(name)
-		if err != nil {
-			return err
-		}
-		seed := open[session]
-		if db != nil {
-			if seed, err = openCalls(db, session); err != nil {
-				return err
-			}
-		}
-		imp, err := o.readFile(name, stdin, session, seed, prog)
-		if err != nil {
-			return err
-		}
-		if db == nil {
-			open[session] = imp.open
-			prog.clear() // before stdout too: on a terminal both are one screen
-			if _, err := out.Write(imp.jsonl); err != nil {
-				return errors.Wrap(err, "import: writing events")
-			}
-			fmt.Fprintf(errOut, "import: %s: %s\n", imp.label, imp.report)
-			continue
-		}
-		if err := o.store(db, session, imp, out, prog); err != nil {
+		if err := imp.file(ctx, name, stdin); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// imported is one file, decoded whole.
-type imported struct {
-	label  string
-	events []tier.Event
-	lines  []int // the line of each event's record
-	jsonl  []byte
-	open   []tier.Open
-	report transcript.Report
-}
-
-// readFile decodes the file called name ("-": stdin) whole.
-func (o *importOptions) readFile(name string, stdin io.Reader, session string, seed []tier.Open, prog *progress) (*imported, error) {
-	var in io.Reader = stdin
-	label := "stdin"
-	if name != "-" {
+// input returns the file called name ("-": stdin, read whole so that it can
+// be read again) and its label, counted by prog the first time.
+func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCloser, error), label string, err error) {
+	if name == "-" {
+		b, err := io.ReadAll(prog.reader(stdin))
+		if err != nil {
+			return nil, "", errors.Wrap(err, "import: reading stdin")
+		}
+		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, "stdin", nil
+	}
+	first := true
+	return func() (io.ReadCloser, error) {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, errors.Wrap(err, "import")
 		}
-		defer f.Close()
-		in, label = f, name
-	}
-	d, err := transcript.NewDecoder(o.f, prog.reader(in), transcript.Options{
-		File: label, Open: seed, Sidechains: o.sidechains, Dir: o.dir,
-	})
-	if err != nil {
-		return nil, err
-	}
-	imp := &imported{label: label}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for {
-		e, err := d.Next()
-		if err == io.EOF {
-			break
+		if !first {
+			return f, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		imp.events = append(imp.events, e)
-		imp.lines = append(imp.lines, d.Line())
-		if o.db == "" {
-			j := e.ToJSON(session)
-			j.Seq, j.Turn = nil, nil // the session's own: replay assigns them
-			if err := enc.Encode(j); err != nil {
-				return nil, errors.Wrapf(err, "import: %s:%d: encoding an event", label, d.Line())
-			}
-		}
-		prog.addEvents(1)
-	}
-	imp.jsonl, imp.open, imp.report = buf.Bytes(), d.Open(), d.Report()
-	return imp, nil
+		first = false
+		return struct {
+			io.Reader
+			io.Closer
+		}{prog.reader(f), f}, nil
+	}, name, nil
 }
 
-// openCalls returns the calls session has open in db (none for a new
-// session).
-func openCalls(db *store.DB, session string) ([]tier.Open, error) {
-	var open []tier.Open
-	err := db.View(func(s *store.Snapshot) error {
-		l, err := s.Ledger(session)
+// read decodes the file called name ("-": stdin) whole in o's format, each
+// conversation into the session target says.
+func (o *importOptions) read(in io.Reader, name string, target func(string) (transcript.Target, error)) ([]transcript.Session, error) {
+	file := name
+	if name == "-" {
+		file = "" // stdin: no name to give a conversation
+	}
+	ss, _, err := transcript.Read(o.f, in, transcript.Options{File: file, Target: target, Sidechains: o.sidechains, Dir: o.dir})
+	if errors.Is(err, transcript.ErrNothingRecognized) {
+		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic and claude-code (strata import --help)", o.f)
+	}
+	return ss, err
+}
+
+// toStdout writes the events of each file as JSONL, and each session's
+// counts to errOut.
+func (o *importOptions) toStdout(ctx context.Context, stdin io.Reader, out, errOut io.Writer, prog *progress) error {
+	open := map[string][]tier.Event{} // the calls each session has open so far
+	for _, name := range o.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		opener, label, err := input(name, stdin, prog)
 		if err != nil {
 			return err
 		}
-		open = l.OpenList()
-		return nil
-	})
-	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil, nil
+		in, err := opener()
+		if err != nil {
+			return err
+		}
+		ss, err := o.read(in, name, func(conv string) (transcript.Target, error) {
+			session, err := o.sessionOf(conv, label)
+			return transcript.Target{Session: session, Open: open[session]}, err
+		})
+		in.Close()
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for _, s := range ss {
+			for i := range s.Events {
+				j := s.Events[i].ToJSON(s.ID)
+				j.Seq, j.Turn = nil, nil // the session's own: replay assigns them
+				if err := enc.Encode(j); err != nil {
+					return errors.Wrapf(err, "import: %s:%d: encoding an event", label, s.Lines[i])
+				}
+			}
+			prog.addEvents(int64(len(s.Events)))
+			open[s.ID] = s.Open
+		}
+		prog.clear() // before stdout too: on a terminal both are one screen
+		if _, err := out.Write(buf.Bytes()); err != nil {
+			return errors.Wrap(err, "import: writing events")
+		}
+		for _, s := range ss {
+			session := ""
+			if s.ID != "" {
+				session = "session=" + fieldValue(s.ID) + " "
+			}
+			fmt.Fprintf(errOut, "import: %s: %s%s\n", label, session, s.Report)
+		}
 	}
-	return open, err
+	return nil
 }
 
-// store appends a decoded file to session in one append and reports it.
-func (o *importOptions) store(db *store.DB, session string, imp *imported, out io.Writer, prog *progress) error {
-	var res store.AppendResult
-	if len(imp.events) > 0 {
-		var err error
-		res, err = db.Append(session, imp.events...)
-		var ee *tier.EventError
-		if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(imp.lines) {
-			return &transcript.LineError{File: imp.label, Line: imp.lines[ee.Index], Err: err}
-		}
+// importer stores the files of an import --db and compacts what it
+// stores, counting it.
+type importer struct {
+	o     *importOptions
+	db    *store.DB
+	comp  *compaction.Compactor
+	out   io.Writer
+	prog  *progress
+	r     *replayer // replay's reports of the compactions, and its counts
+	files int
+	known int
+}
+
+func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) (*importer, error) {
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: o.policy()})
+	if err != nil {
+		return nil, err
+	}
+	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
+		r: &replayer{out: out, prog: prog, sessions: map[string]bool{}}}, nil
+}
+
+// file stores the sessions of the file called name, each in one append,
+// leaving out the records they hold already, and compacts each. When an
+// append is refused because another importer stored records of the session
+// since the file was decoded, the file is decoded again against what is
+// stored now.
+func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) error {
+	opener, label, err := input(name, stdin, imp.prog)
+	if err != nil {
+		return err
+	}
+	imp.files++
+	done := map[string]bool{} // sessions of this file stored
+	for try := 1; ; try++ {
+		in, err := opener()
 		if err != nil {
-			return errors.Wrapf(err, "import: %s", imp.label)
+			return err
+		}
+		heads := map[string]uint64{} // each session's head when the file was decoded
+		var ss []transcript.Session
+		err = imp.db.View(func(s *store.Snapshot) error {
+			var err error
+			ss, err = imp.o.read(in, name, func(conv string) (transcript.Target, error) {
+				return imp.target(s, conv, label, heads)
+			})
+			return err
+		})
+		in.Close()
+		if err != nil {
+			return err
+		}
+		again, err := imp.store(ctx, label, ss, heads, done, try < maxImportTries)
+		if err != nil || !again {
+			return err
 		}
 	}
-	prog.clear()
-	fields := imp.report.Fields()
-	line := fmt.Sprintf("imported file=%s session=%s events=%d seq=%d..%d", fieldValue(imp.label), fieldValue(session), len(imp.events), res.First, res.Last)
-	if len(fields) > 2 {
-		line += " " + strings.Join(fields[2:], " ")
+}
+
+// target is where conversation conv of the file goes: its session, the
+// calls open there and the records it holds, as of snapshot s.
+func (imp *importer) target(s *store.Snapshot, conv, label string, heads map[string]uint64) (transcript.Target, error) {
+	session, err := imp.o.sessionOf(conv, label)
+	if err != nil {
+		return transcript.Target{}, err
 	}
-	_, err := fmt.Fprintln(out, line)
-	return err
+	t := transcript.Target{Session: session, Stored: func(ref string) (bool, error) {
+		_, ok, err := s.Ref(session, ref)
+		return ok, err
+	}}
+	info, err := s.Info(session)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		heads[session] = 0
+		return t, nil
+	}
+	if err != nil {
+		return t, err
+	}
+	heads[session] = info.Head
+	l, err := s.Ledger(session)
+	if err != nil {
+		return t, err
+	}
+	for _, o := range l.OpenList() {
+		err := s.Events(session, o.Seq, o.Seq, func(e tier.Event) error {
+			t.Open = append(t.Open, e)
+			return nil
+		})
+		if err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// store appends and compacts each decoded session not done yet. again says
+// that an append was refused after the session's head moved since the
+// decode (another importer stored to it): the file is to be decoded again.
+func (imp *importer) store(ctx context.Context, label string, ss []transcript.Session, heads map[string]uint64, done map[string]bool, retry bool) (again bool, err error) {
+	for _, s := range ss {
+		if done[s.ID] {
+			continue
+		}
+		var res store.AppendResult
+		if len(s.Events) > 0 {
+			res, err = imp.db.Append(s.ID, s.Events...)
+			if err != nil {
+				if retry && imp.moved(s.ID, heads[s.ID]) {
+					return true, nil
+				}
+				var ee *tier.EventError
+				if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(s.Lines) {
+					return false, &transcript.LineError{File: label, Line: s.Lines[ee.Index], Err: err}
+				}
+				return false, errors.Wrapf(err, "import: %s", label)
+			}
+		}
+		done[s.ID] = true
+		imp.known += s.Report.Known
+		imp.r.session = s.ID
+		imp.r.stored(len(s.Events))
+		line := fmt.Sprintf("imported file=%s session=%s events=%d", fieldValue(label), fieldValue(s.ID), len(s.Events))
+		if len(s.Events) > 0 {
+			line += fmt.Sprintf(" seq=%d..%d", res.First, res.Last)
+		}
+		if fields := s.Report.Fields(); len(fields) > 2 {
+			line += " " + strings.Join(fields[2:], " ")
+		}
+		imp.prog.above(func() { fmt.Fprintln(imp.out, line) })
+		if len(s.Events) == 0 {
+			continue
+		}
+		rs, err := imp.comp.Run(ctx, s.ID)
+		if err != nil {
+			return false, err
+		}
+		imp.r.reportRun(s.ID, rs)
+	}
+	return false, nil
+}
+
+// moved reports whether session's head is no longer head: records were
+// stored to it since the file was decoded.
+func (imp *importer) moved(session string, head uint64) bool {
+	info, err := imp.db.Info(session)
+	return err == nil && info.Head != head
 }

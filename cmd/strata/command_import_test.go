@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -57,8 +58,12 @@ func keys(l *tier.Ledger) (open, arts, rejected []string) {
 	return
 }
 
+// ccSession is the session the Claude Code fixture's records name.
+const ccSession = "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41"
+
 // The Claude Code fixture, imported to stdout and replayed, or imported
-// straight into a database, gives the ledger the transcript implies.
+// straight into a database, gives the ledger the transcript implies, in
+// the session its records name, and the same database.
 func TestImport_ClaudeCodeBothWays(t *testing.T) {
 	file := fixture(t, "claude-code/session.jsonl")
 	r := cli(t, "", "import", "--format", "claude-code", file)
@@ -76,37 +81,32 @@ func TestImport_ClaudeCodeBothWays(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stdout is not the event format: %v", err)
 		}
-		if rec.Session != "session" {
-			t.Fatalf("line %d has session %q, want the file's name", rec.Line, rec.Session)
+		if rec.Session != ccSession || rec.Event.Ref == "" {
+			t.Fatalf("line %d has session %q ref %q, want the records' sessionId and a ref", rec.Line, rec.Session, rec.Event.Ref)
 		}
 		n++
 	}
 	if n != 26 {
 		t.Errorf("%d events on stdout, want 26", n)
 	}
-	for _, want := range []string{"import: " + file + ": records=30 events=26", "renamed_calls=1", "orphan_results=1", "duplicate_records=1", "sidechain=2", "unknown=x-new-record-kind:1"} {
+	for _, want := range []string{"import: " + file + ": session=" + ccSession + " records=30 events=26", "renamed_calls=1", "orphan_results=1", "duplicate_records=1", "sidechain=2", "unknown=x-new-record-kind:1"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q lacks %q", r.stderr, want)
 		}
 	}
 
 	viaReplay := tempDB(t)
-	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every", "0", "-"), exitOK, "replay")
+	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every-events", "8", "-"), exitOK, "replay")
 	direct := tempDB(t)
-	out := mustCLI(t, "import", "--format", "claude-code", "--db", direct, file)
-	if !strings.HasPrefix(out, "imported file="+file+" session=session events=26 seq=1..26 ") || !strings.Contains(out, "rejected=1") {
+	out := mustCLI(t, "import", "--format", "claude-code", "--db", direct, "--every-events", "8", file)
+	if !strings.HasPrefix(out, "imported file="+file+" session="+ccSession+" events=26 seq=1..26 ") || !strings.Contains(out, "rejected=1") {
 		t.Errorf("summary line %q", out)
 	}
-	// Nothing to count: the line ends with the seqs, no trailing space.
-	empty := filepath.Join(t.TempDir(), "empty.json")
-	if err := os.WriteFile(empty, []byte("[]"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out := mustCLI(t, "import", "--format", "openai", "--db", direct, "--session", "other", empty); out != "imported file="+empty+" session=other events=0 seq=0..0\n" {
-		t.Errorf("summary line of an empty file %q", out)
+	if !strings.Contains(out, "\ncompacted session="+ccSession+" depth=1 ") || !strings.HasSuffix(out, "\nimported files=1 sessions=1 events=26 known=0 compacted=3 refused=0\n") {
+		t.Errorf("import --db does not compact as replay does: %q", out)
 	}
 	for _, db := range []string{viaReplay, direct} {
-		open, arts, rej := keys(ledgerOf(t, db, "session"))
+		open, arts, rej := keys(ledgerOf(t, db, ccSession))
 		if !slices.Equal(open, []string{"toolu_06"}) || !slices.Equal(arts, []string{"tests/conftest.py", "tests/test_login.py"}) ||
 			!slices.Equal(rej, []string{"tool/Edit:.github/workflows/ci.yml"}) {
 			t.Errorf("%s: open %q artifacts %q rejected %q", db, open, arts, rej)
@@ -115,6 +115,20 @@ func TestImport_ClaudeCodeBothWays(t *testing.T) {
 	if d1, d2 := mustCLI(t, "dump", "--json", "--raw", viaReplay), mustCLI(t, "dump", "--json", "--raw", direct); d1 != d2 {
 		t.Errorf("the dumps of the replayed and the imported database differ")
 	}
+	// Imported again, into the same database: nothing added, and said so;
+	// replayed again, refused at its first record.
+	again := mustCLI(t, "import", "--format", "claude-code", "--db", direct, file)
+	if !strings.HasPrefix(again, "imported file="+file+" session="+ccSession+" events=0 known=21 ") ||
+		!strings.HasSuffix(again, "imported files=1 sessions=1 events=0 known=21 compacted=0 refused=0\n") {
+		t.Errorf("a second import: %q", again)
+	}
+	rr := cli(t, r.stdout, "replay", "--db", viaReplay, "-")
+	wantCode(t, rr, exitError, "replay again")
+	if !strings.Contains(rr.stderr, "store: the record is stored already") || !strings.Contains(rr.stderr, `record "u1", at seq 1`) {
+		t.Errorf("replay again: stderr %q", rr.stderr)
+	}
+	dbtest.MustVerify(t, direct)
+	dbtest.MustVerify(t, viaReplay)
 }
 
 // A file with invalid JSON is refused with its line, and nothing of it is
@@ -174,8 +188,8 @@ func TestImport_Stdin(t *testing.T) {
 	}
 	r := cli(t, string(in), "import", "--format", "anthropic", "--dir", "/repo", "-")
 	wantCode(t, r, exitOK, "import")
-	if strings.Contains(r.stdout, `"session"`) {
-		t.Errorf("stdin has no name: its events name no session")
+	if strings.Contains(r.stdout, `"session"`) || !strings.Contains(r.stdout, `"ref"`) {
+		t.Errorf("stdin has no name: its events name no session, and carry their refs")
 	}
 	db := tempDB(t)
 	wantCode(t, cli(t, r.stdout, "replay", "--db", db, "--session", "chat", "-"), exitOK, "replay")
@@ -184,7 +198,21 @@ func TestImport_Stdin(t *testing.T) {
 		!slices.Equal(rej, []string{"tool/bash:git push --force origin main"}) {
 		t.Errorf("open %q artifacts %q rejected %q", open, arts, rej)
 	}
-	wantCode(t, cli(t, string(in), "import", "--format", "anthropic", "--db", tempDB(t), "-"), exitUsage, "import --db -")
+	noSession := tempDB(t)
+	wantCode(t, cli(t, string(in), "import", "--format", "anthropic", "--db", noSession, "-"), exitUsage, "import --db -")
+	if _, err := os.Stat(noSession); !os.IsNotExist(err) {
+		t.Errorf("import --db - without --session left a database: %v", err)
+	}
+	// A Claude Code transcript on stdin names its sessions.
+	cc, err := os.ReadFile(fixture(t, "claude-code/session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, string(cc), "import", "--format", "claude-code", "--db", db, "-")
+	wantCode(t, r, exitOK, "import --db - of a Claude Code file")
+	if !strings.Contains(r.stdout, "session="+ccSession+" events=26") {
+		t.Errorf("claude-code on stdin: %q", r.stdout)
+	}
 }
 
 func TestImport_Usage(t *testing.T) {

@@ -103,7 +103,8 @@ Ctrl-C (or SIGTERM) stops the replay: the events read so far are stored, the
 closing line counts them, and the exit status is 130 (143 after SIGTERM).
 
 Bad input stops the replay with exit status 1, naming the file and line; the
-events before that line stay stored.`,
+events before that line stay stored. A database replay created and stored
+nothing in (a missing file, bad input on the first line) is removed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("replay needs at least one FILE (\"-\" for stdin)")
@@ -214,11 +215,11 @@ func (o *replayOptions) reportRetry(r openai.Retry) {
 // run replays the files into the database, creating it if missing, and
 // prints the closing summary whatever happens once it is open.
 func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
-	db, err := store.Open(o.db, store.Options{Create: true, LockTimeout: o.timeout, NoSync: o.noSync})
+	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
-		return explainOpen(err)
+		return err
 	}
-	defer closeDB(db, &err)
+	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
 	comp, err := compaction.NewCompactor(db, compaction.Options{
 		Summarizer: o.sum,
 		Policy:     o.policy(),
@@ -341,7 +342,10 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 			}
 			return &tier.LineError{File: label, Line: rec.Line, Err: bad}
 		}
-		if session != r.session || len(r.batch) >= replayBatch {
+		// A batch may end only between two source records: the events of
+		// one ref are appended together (store.Append).
+		full := len(r.batch) >= replayBatch && (rec.Event.Ref == "" || rec.Event.Ref != r.batch[len(r.batch)-1].Ref)
+		if session != r.session || full {
 			if err := r.flush(); err != nil {
 				return err
 			}

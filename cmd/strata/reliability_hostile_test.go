@@ -160,8 +160,8 @@ func TestReplay_TurnNearWrap(t *testing.T) {
 		if !strings.Contains(r.stdout, "replayed files=1 events=0 sessions=0 compacted=0") {
 			t.Errorf("turn %s: summary %q", turn, r.stdout)
 		}
-		if ids := sessionsOf(t, db); len(ids) != 0 {
-			t.Errorf("turn %s: sessions %q stored", turn, ids)
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Errorf("turn %s: the database replay made and stored nothing in is left: %v", turn, err)
 		}
 	}
 	// The largest turn is fine, and so are the turns counted on from it.

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -50,6 +51,10 @@ func Run(t *testing.T, h Harness) {
 		{"ResumeGivesSameBytes", resumeGivesSameBytes},
 		{"CommittedSurvivesReopen", committedSurvivesReopen},
 		{"SessionsAreSeparate", sessionsAreSeparate},
+		{"RefsRefuseARecordTwice", refsRefuseARecordTwice},
+		{"RefsOfConcurrentAppends", refsOfConcurrentAppends},
+		{"RefsSurviveReopen", refsSurviveReopen},
+		{"VerifyChecksRefs", verifyChecksRefs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -440,5 +445,212 @@ func sessionsAreSeparate(t *testing.T, h Harness) {
 	}
 	if len(la.Open) != 1 || len(lb.Open) != 0 {
 		t.Fatalf("open calls: a %v, b %v; want one in a, none in b", la.Open, lb.Open)
+	}
+}
+
+// recorded returns the events of turn(n) as made from two source records:
+// the user's message, and the call with its result and the answer.
+func recorded(n int) []tier.Event {
+	evs := turn(n)
+	evs[0].Ref = fmt.Sprintf("u%d", n)
+	for i := 1; i < len(evs); i++ {
+		evs[i].Ref = fmt.Sprintf("a%d", n)
+	}
+	return evs
+}
+
+// refSpan returns where the events of ref are in session.
+func refSpan(t *testing.T, db *store.DB, session, ref string) (span store.RefSpan, ok bool) {
+	t.Helper()
+	err := db.View(func(s *store.Snapshot) (err error) {
+		span, ok, err = s.Ref(session, ref)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return span, ok
+}
+
+// wantRefError checks that err is an append refused at event index for
+// ref, stored at first..last of session.
+func wantRefError(t *testing.T, err error, index int, session, ref string, first, last uint64) {
+	t.Helper()
+	var ee *tier.EventError
+	var re *store.RefError
+	switch {
+	case !errors.As(err, &ee) || !errors.As(err, &re) || !errors.Is(err, store.ErrRefStored):
+		t.Fatalf("append = %v, want a *tier.EventError with a *store.RefError", err)
+	case ee.Index != index || re.Session != session || re.Ref != ref || re.First != first || re.Last != last:
+		t.Fatalf("append refused at index %d, %+v; want index %d, %s %q at %d..%d", ee.Index, re, index, session, ref, first, last)
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("%q", ref)) || !strings.Contains(msg, fmt.Sprintf("seq %d", first)) {
+		t.Errorf("message %q does not name the ref and its seq", msg)
+	}
+}
+
+func refsRefuseARecordTwice(t *testing.T, h Harness) {
+	db := open(t, h)
+	mustAppend(t, db, "s", recorded(1)...)
+	if span, ok := refSpan(t, db, "s", "a1"); !ok || span != (store.RefSpan{First: 2, Last: 4}) {
+		t.Fatalf("ref a1 at %+v (found %v), want seq 2..4", span, ok)
+	}
+	if span, ok := refSpan(t, db, "s", "u1"); !ok || span != (store.RefSpan{First: 1, Last: 1}) {
+		t.Fatalf("ref u1 at %+v (found %v), want seq 1", span, ok)
+	}
+	if _, ok := refSpan(t, db, "s", "u2"); ok {
+		t.Fatal("ref u2 found before it was appended")
+	}
+	if _, ok := refSpan(t, db, "other", "u1"); ok {
+		t.Fatal("ref u1 found in a session that does not exist")
+	}
+	// The same records again, after a new one: refused whole.
+	again := append(recorded(2), recorded(1)...)
+	_, err := db.Append("s", again...)
+	wantRefError(t, err, 4, "s", "u1", 1, 1)
+	if got := events(t, db, "s"); len(got) != 4 {
+		t.Fatalf("after a refused append: %d events, want 4", len(got))
+	}
+	if _, ok := refSpan(t, db, "s", "u2"); ok {
+		t.Fatal("ref u2 of the refused append is indexed")
+	}
+	// A record's events apart from each other in one append: refused.
+	split := recorded(3)
+	split[2].Ref = "other"
+	_, err = db.Append("s", split...)
+	wantRefError(t, err, 3, "s", "a3", 6, 6)
+	// A ref is a session's: another session takes the same records.
+	mustAppend(t, db, "t", recorded(1)...)
+	// Events without a ref are never refused for it.
+	mustAppend(t, db, "s", turn(4)...)
+	mustAppend(t, db, "s", recorded(2)...)
+	if span, ok := refSpan(t, db, "s", "a2"); !ok || span != (store.RefSpan{First: 10, Last: 12}) {
+		t.Fatalf("ref a2 at %+v (found %v), want seq 10..12", span, ok)
+	}
+}
+
+func refsOfConcurrentAppends(t *testing.T, h Harness) {
+	db := open(t, h)
+	mustAppend(t, db, "s", recorded(0)...)
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[w] = db.Append("s", append(recorded(1), recorded(2)...)...)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, store.ErrRefStored):
+			t.Errorf("append: %v, want nil or ErrRefStored", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d of %d appends of the same records stored them, want 1", ok, writers)
+	}
+	if got := events(t, db, "s"); len(got) != 12 {
+		t.Fatalf("%d events, want 12: the records once", len(got))
+	}
+}
+
+func refsSurviveReopen(t *testing.T, h Harness) {
+	if h.Reopen == nil {
+		t.Skip("the harness cannot reopen a backend")
+	}
+	be := h.New(t)
+	db, err := store.New(be, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "s", recorded(1)...)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.New(h.Reopen(t, be), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustVerify(t, db)
+	_, err = db.Append("s", recorded(1)...)
+	wantRefError(t, err, 0, "s", "u1", 1, 1)
+	// dump --raw --json gives events with their refs: replayed into
+	// another session, they index the same records.
+	mustAppend(t, db, "copy", events(t, db, "s")...)
+	if span, ok := refSpan(t, db, "copy", "a1"); !ok || span != (store.RefSpan{First: 2, Last: 4}) {
+		t.Fatalf("the copy's ref a1 at %+v (found %v), want seq 2..4", span, ok)
+	}
+	mustVerify(t, db)
+}
+
+// damageRefs changes the Refs table of session through the backend, as
+// damage (or another program) would, with valid records.
+func damageRefs(t *testing.T, be backend.Backend, session string, fn func(backend.Session) error) {
+	t.Helper()
+	err := be.Update(func(tx backend.Tx) error {
+		s, err := tx.Session(session)
+		if err != nil || s == nil {
+			return errors.Newf("session %s: %v", session, err)
+		}
+		return fn(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verifyChecksRefs(t *testing.T, h Harness) {
+	for _, tc := range []struct {
+		name   string
+		damage func(s backend.Session) error
+		want   string
+	}{
+		{"an event whose ref is not indexed", func(s backend.Session) error {
+			return s.Delete(backend.Refs, []byte("a1"))
+		}, `l0: seq 2..4 carry ref "a1", which refs does not index`},
+		{"an entry with no event", func(s backend.Session) error {
+			v, err := s.Get(backend.Refs, []byte("a1"))
+			if err != nil || v == nil {
+				return errors.Newf("entry a1: %v", err)
+			}
+			return s.Put(backend.Refs, []byte("ghost"), append([]byte(nil), v...))
+		}, `refs: ref "ghost" indexes seq 2..4, whose first event carries ref "a1"`},
+		{"an entry of other seqs", func(s backend.Session) error {
+			v, err := s.Get(backend.Refs, []byte("a1"))
+			if err != nil || v == nil {
+				return errors.Newf("entry a1: %v", err)
+			}
+			return s.Put(backend.Refs, []byte("u1"), append([]byte(nil), v...))
+		}, `refs: ref "u1" indexes seq 2..4, but seq 1..1 carry it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := h.New(t)
+			db, err := store.New(be, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			mustAppend(t, db, "s", recorded(1)...)
+			mustVerify(t, db)
+			damageRefs(t, be, "s", tc.damage)
+			rep, err := db.Verify(store.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range rep.Problems {
+				found = found || p.Session == "s" && strings.Contains(p.What, tc.want)
+			}
+			if !found {
+				t.Fatalf("verify found %v, want %q", rep.Problems, tc.want)
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ type importOptions struct {
 	db         string
 	dir        string
 	sidechains bool
+	json       bool
 	timeout    time.Duration
 	files      []string
 
@@ -42,7 +43,7 @@ func newImportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB] FILE...",
 		Short: "Convert agent transcripts into events, or append them to a database",
-		Long: `Convert transcripts into raw events (shared/spec/events.md): OpenAI chat
+		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat
 messages (a JSON array, JSONL, or an object with "messages"), Anthropic
 Messages (likewise, with "system"), or Claude Code session files
 (~/.claude/projects/*/*.jsonl). "-" reads stdin.
@@ -58,6 +59,14 @@ missing) in one atomic append: all of a file or nothing of it. A line says
 The session is --session, else the file's name without its extension (a
 Claude Code file is named after its session id); stdin needs --session.
 Calls the session has open are passed on, so a later file can resolve them.
+
+--json prints each file's line as a JSON object instead (on stdout with
+--db, on stderr without): {"file", "session", "events", "first_seq",
+"last_seq" (with --db), "report":{"records", "events", ... the counts}}.
+
+The database is given as --db, not as the first argument as elsewhere:
+import has a use without one — converting, to stdout — and every argument
+is a FILE.
 
 Invalid JSON stops the import with exit status 1, naming file and line;
 nothing of that file is written or stored (earlier files are).`,
@@ -81,6 +90,7 @@ nothing of that file is written or stored (earlier files are).`,
 	f.StringVar(&o.db, "db", "", "append to this database (created if missing) instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
 	f.BoolVar(&o.sidechains, "sidechains", false, "claude-code: keep the sub-agent (sidechain) records of a main session")
+	addJSONFlag(cmd, &o.json, "each file's report as a JSON object")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
@@ -162,6 +172,12 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 			prog.clear() // before stdout too: on a terminal both are one screen
 			if _, err := out.Write(imp.jsonl); err != nil {
 				return errors.Wrap(err, "import: writing events")
+			}
+			if o.json {
+				if err := writeJSONLine(errOut, importJSON{File: imp.label, Session: session, Events: len(imp.events), Report: imp.report}); err != nil {
+					return err
+				}
+				continue
 			}
 			fmt.Fprintf(errOut, "import: %s: %s\n", imp.label, imp.report)
 			continue
@@ -261,6 +277,10 @@ func (o *importOptions) store(db *store.DB, session string, imp *imported, out i
 		}
 	}
 	prog.clear()
+	if o.json {
+		return writeJSONLine(out, importJSON{File: imp.label, Session: session, Events: len(imp.events),
+			FirstSeq: res.First, LastSeq: res.Last, Report: imp.report})
+	}
 	fields := imp.report.Fields()
 	line := fmt.Sprintf("imported file=%s session=%s events=%d seq=%d..%d", fieldValue(imp.label), fieldValue(session), len(imp.events), res.First, res.Last)
 	if len(fields) > 2 {
@@ -268,4 +288,14 @@ func (o *importOptions) store(db *store.DB, session string, imp *imported, out i
 	}
 	_, err := fmt.Fprintln(out, line)
 	return err
+}
+
+// importJSON is a file's line of `import --json`.
+type importJSON struct {
+	File     string            `json:"file"`
+	Session  string            `json:"session,omitempty"`
+	Events   int               `json:"events"`
+	FirstSeq uint64            `json:"first_seq,omitempty"`
+	LastSeq  uint64            `json:"last_seq,omitempty"`
+	Report   transcript.Report `json:"report"`
 }

@@ -89,7 +89,7 @@ func TestRemote_BackupVerify(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "copy.db")
 	out := mustCLI(t, "backup", url, dest)
 	size := int64(len(readBytes(t, dest)))
-	if out != "backup "+dest+" bytes="+itoa(size)+"\n" {
+	if out != "backup "+dest+" bytes="+itoa(size)+" sessions=1\n" {
 		t.Errorf("backup: %q (file %d bytes)", out, size)
 	}
 	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o600 {

@@ -57,7 +57,7 @@ type replayOptions struct {
 func newReplayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay DB FILE... | replay --db DB FILE...",
+		Use:   "replay DB FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
 		Long: `Append the events of each JSONL file (docs/events.md; "-" reads stdin)
 to the database, creating it if missing, and compact as it goes: an L1 node

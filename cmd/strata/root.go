@@ -205,8 +205,9 @@ stats, sessions, resume, backup, verify) also take the URL of a running
 agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
 
 --json prints a command's result as JSON: one document, or for replay and
-import one object per line (JSONL). Every command that prints a result
-takes it.
+import one object per line (JSONL). It is the one JSON flag: replay,
+import, sessions, dump, resume, verify, backup, stats, eval and version
+take it.
 
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		SilenceErrors: true,
@@ -218,6 +219,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 	}
 	root.Version = versionText(readBuildInfo())
 	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().BoolP("version", "v", false, "print strata's version, as 'strata version' does")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.AddCommand(
 		newReplayCommand(),

@@ -41,7 +41,7 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB] FILE...",
+		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or append them to a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat
 messages (a JSON array, JSONL, or an object with "messages"), Anthropic

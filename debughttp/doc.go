@@ -31,10 +31,12 @@
 //
 //   - {prefix}/dump — `strata dump`: ?format=json (the default; the JSON
 //     document of `strata dump --json`), text or dot; ?raw=1 adds the raw
-//     events; ?session=ID dumps one session. Streamed: one record in memory
-//     at a time.
+//     events; ?session=ID dumps one session, and with &from=SEQ&to=SEQ
+//     only its nodes and events overlapping that seq range (json and text).
+//     Streamed: one record in memory at a time.
 //
-//   - {prefix}/stats — `strata stats --json`, byte for byte.
+//   - {prefix}/stats[?session=ID] — `strata stats --json [--session ID]`,
+//     byte for byte.
 //
 //   - {prefix}/resume?session=ID[&marker=ID|latest][&format=text] — the
 //     resumed context as `strata resume --json` prints it, or its text.
@@ -52,7 +54,8 @@
 //
 //   - {prefix}/ui/ (PagePath) — the page.
 //
-// Errors are JSON, {"error": "..."}, with a status that says what is wrong:
+// Errors are JSON, {"error": "..."} plus "damaged": true when the error is
+// damage found in the database, with a status that says what is wrong:
 // 400 a bad or unknown query parameter, 401 a missing or wrong token, 404 an
 // unknown session, marker or endpoint, 405 a method other than GET or HEAD,
 // 500 damage found while reading, 503 a closed database. An error found

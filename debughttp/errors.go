@@ -45,7 +45,10 @@ func (e *ParamError) Unwrap() error { return ErrBadRequest }
 // Format implements fmt.Formatter through errors.FormatError.
 func (e *ParamError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
 
-// errorBody is the JSON body of every error response.
+// errorBody is the JSON body of every error response. Damaged says the
+// error is damage found in the database (store.ErrCorrupt), whatever its
+// message: a client tells it apart without parsing the message.
 type errorBody struct {
-	Error string `json:"error"`
+	Error   string `json:"error"`
+	Damaged bool   `json:"damaged,omitempty"`
 }

@@ -112,9 +112,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rest == "" || rest == "/":
 		serve, params = h.index, nil
 	case rest == "/dump":
-		serve, params = serveDump, []string{"format", "raw", "session"}
+		serve, params = serveDump, []string{"format", "raw", "session", "from", "to"}
 	case rest == "/stats":
-		serve, params = serveStats, nil
+		serve, params = serveStats, []string{"session"}
 	case rest == "/resume":
 		serve, params = serveResume, []string{"session", "marker", "format"}
 	case rest == "/backup":
@@ -196,9 +196,10 @@ func status(err error) int {
 	return http.StatusInternalServerError
 }
 
-// writeError answers with err as {"error": "..."} and code.
+// writeError answers with err as {"error": "..."} and code, and
+// "damaged": true when err is damage found in the database.
 func writeError(w http.ResponseWriter, code int, err error) {
-	b, _ := json.Marshal(errorBody{Error: err.Error()}) // a struct of one string always encodes
+	b, _ := json.Marshal(errorBody{Error: err.Error(), Damaged: errors.Is(err, store.ErrCorrupt)}) // a string and a bool always encode
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(code)
@@ -271,8 +272,8 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		return err
 	}
 	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []store.Info{}, Endpoints: map[string]string{
-		"dump":    h.prefix + "/dump?format=json|text|dot&raw=1&session=ID",
-		"stats":   h.prefix + "/stats",
+		"dump":    h.prefix + "/dump?format=json|text|dot&raw=1&session=ID&from=SEQ&to=SEQ",
+		"stats":   h.prefix + "/stats?session=ID",
 		"resume":  h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
 		"backup":  h.prefix + "/backup",
 		"session": h.prefix + "/session?session=ID",
@@ -315,6 +316,26 @@ func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 			return errmark.Mark(errors.Wrap(err, "session"), ErrBadRequest)
 		}
 	}
+	for _, p := range []struct {
+		name string
+		v    *uint64
+	}{{"from", &opts.From}, {"to", &opts.To}} {
+		if !q.Has(p.name) {
+			continue
+		}
+		v := q.Get(p.name)
+		seq, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case err != nil || seq == 0:
+			return &ParamError{Param: p.name, Value: v, Why: "not a seq (1, 2, ...)"}
+		case opts.Session == "":
+			return &ParamError{Param: p.name, Value: v, Why: "a seq range needs session"}
+		}
+		*p.v = seq
+	}
+	if opts.From != 0 && opts.To != 0 && opts.From > opts.To {
+		return &ParamError{Param: "to", Value: q.Get("to"), Why: "before from"}
+	}
 	render, contentType := dump.JSON, typeJSON
 	switch f := q.Get("format"); f {
 	case "", "json":
@@ -323,6 +344,9 @@ func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 	case "dot":
 		if opts.Raw {
 			return &ParamError{Param: "raw", Value: q.Get("raw"), Why: "the dot picture draws no events (as the CLI's --dot with --raw)"}
+		}
+		if opts.From != 0 || opts.To != 0 {
+			return &ParamError{Param: "format", Value: "dot", Why: "the dot picture draws whole sessions, not a seq range"}
 		}
 		render, contentType = dump.Dot, typeDot
 	default:
@@ -342,9 +366,17 @@ func serveDump(r *response, s *store.Snapshot, q url.Values) error {
 	return render(r, s, opts)
 }
 
-// serveStats answers what `strata stats --json` prints.
-func serveStats(r *response, s *store.Snapshot, _ url.Values) error {
-	st, err := s.Stats()
+// serveStats answers what `strata stats --json [--session ID]` prints.
+func serveStats(r *response, s *store.Snapshot, q url.Values) error {
+	var ids []string
+	if q.Has("session") {
+		id := q.Get("session")
+		if err := store.CheckSession(id); err != nil {
+			return errmark.Mark(errors.Wrap(err, "session"), ErrBadRequest)
+		}
+		ids = []string{id}
+	}
+	st, err := s.Stats(ids...)
 	if err != nil {
 		return err
 	}

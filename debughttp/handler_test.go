@@ -96,6 +96,8 @@ func TestHandler_Endpoints(t *testing.T) {
 		{"?format=json&raw=true&session=other", "application/json; charset=utf-8", dump.JSON, dump.Options{Raw: true, Session: "other"}},
 		{"?format=text&raw=1", "text/plain; charset=utf-8", dump.Text, dump.Options{Raw: true}},
 		{"?format=dot&session=mig", "text/vnd.graphviz; charset=utf-8", dump.Dot, dump.Options{Session: "mig"}},
+		{"?session=mig&from=14&to=20", "application/json; charset=utf-8", dump.JSON, dump.Options{Session: "mig", From: 14, To: 20}},
+		{"?format=text&session=other&from=30", "text/plain; charset=utf-8", dump.Text, dump.Options{Session: "other", From: 30}},
 	} {
 		resp, body := get(t, http.MethodGet, base+"/dump"+tc.query)
 		want := view(t, db, func(w io.Writer, s *store.Snapshot) error { return tc.render(w, s, tc.opts) })
@@ -117,6 +119,14 @@ func TestHandler_Endpoints(t *testing.T) {
 	want, _ := json.MarshalIndent(st, "", "  ")
 	if _, body := get(t, http.MethodGet, base+"/stats"); string(body) != string(want)+"\n" {
 		t.Errorf("stats:\n%s\nwant\n%s", body, want)
+	}
+	one, err := db.Stats("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ = json.MarshalIndent(one, "", "  ")
+	if _, body := get(t, http.MethodGet, base+"/stats?session=other"); string(body) != string(want)+"\n" || len(one.Sessions) != 1 {
+		t.Errorf("stats?session=other:\n%s\nwant\n%s", body, want)
 	}
 
 	for _, marker := range []string{"", "latest", "1", "4"} {
@@ -230,7 +240,12 @@ func TestHandler_Errors(t *testing.T) {
 		{"GET", "/dump?format=xml", 400, `format=\"xml\": not json, text or dot`},
 		{"GET", "/dump?raw=maybe", 400, `raw=\"maybe\"`},
 		{"GET", "/dump?raw", 400, `raw=\"\": not 1, 0, true or false`},
-		{"GET", "/dump?sesion=mig", 400, "unknown parameter (this endpoint takes format, raw, session)"},
+		{"GET", "/dump?sesion=mig", 400, "unknown parameter (this endpoint takes format, raw, session, from, to)"},
+		{"GET", "/dump?from=3", 400, "a seq range needs session"},
+		{"GET", "/dump?session=mig&to=x", 400, `to=\"x\": not a seq`},
+		{"GET", "/dump?session=mig&from=0", 400, "not a seq"},
+		{"GET", "/dump?session=mig&from=5&to=4", 400, "before from"},
+		{"GET", "/dump?session=mig&from=5&format=dot", 400, "not a seq range"},
 		{"GET", "/dump?session=a&session=b", 400, "given more than once"},
 		{"GET", "/dump?session=bad%01id", 400, "bad session id"},
 		{"GET", "/dump?session=absent", 404, "session not found"},
@@ -242,7 +257,9 @@ func TestHandler_Errors(t *testing.T) {
 		{"GET", "/resume?session=absent", 404, "session not found"},
 		{"GET", "/resume?session=mig&format=dot", 400, "not json or text"},
 		{"GET", "/dump?format=dot&raw=1", 400, "draws no events"},
-		{"GET", "/stats?x=1", 400, "this endpoint takes none"},
+		{"GET", "/stats?x=1", 400, "this endpoint takes session"},
+		{"GET", "/stats?session=absent", 404, "session not found"},
+		{"GET", "/stats?session=bad%01id", 400, "bad session id"},
 		{"GET", "/backup?x=1", 400, "unknown parameter"},
 		{"GET", "/nope", 404, "no such endpoint"},
 		{"GET", "/dump/extra", 404, "no such endpoint"},
@@ -251,9 +268,10 @@ func TestHandler_Errors(t *testing.T) {
 	} {
 		resp, body := get(t, tc.method, base+tc.path)
 		var e struct {
-			Error string `json:"error"`
+			Error   string `json:"error"`
+			Damaged *bool  `json:"damaged"`
 		}
-		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) || e.Damaged != nil {
 			t.Errorf("%s %s: %s %s, want %d saying %s", tc.method, tc.path, resp.Status, body, tc.status, tc.says)
 		}
 		if resp.Header.Get("Content-Type") != "application/json; charset=utf-8" {
@@ -422,4 +440,57 @@ func TestHandler_ConcurrentAppends(t *testing.T) {
 		t.Errorf("final backup: sessions %v", ids)
 	}
 	t.Logf("%d events appended while serving", appended.Load())
+}
+
+// Damage found before an answer begins is a 500 whose body says
+// "damaged": true, whatever the message: a client tells damage apart
+// without reading the message.
+func TestHandler_DamagedSaysSo(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "damaged.db")
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unique = "the head event's text, zq8-unique"
+	if _, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "first"}, tier.Event{Kind: tier.KindAssistant, Text: unique}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(raw, []byte(unique)) == 0 {
+		t.Fatal("the event's text is not in the file")
+	}
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(unique))
+		if j < 0 {
+			break
+		}
+		raw[i+j] ^= 0x01
+		i += j + len(unique)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damaged, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { damaged.Close() })
+	base := serve(t, damaged, debughttp.Options{}).URL + debughttp.DefaultPrefix
+	for _, path := range []string{"/stats", "/resume?session=s"} {
+		resp, body := get(t, http.MethodGet, base+path)
+		var e struct {
+			Error   string `json:"error"`
+			Damaged bool   `json:"damaged"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != http.StatusInternalServerError || !e.Damaged || e.Error == "" {
+			t.Errorf("%s: %s %s", path, resp.Status, body)
+		}
+	}
 }

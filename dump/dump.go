@@ -22,13 +22,42 @@ type Options struct {
 	// after the session. Their form is that of shared/spec/events.md, so
 	// that replaying them gives the same dump.
 	Raw bool
+	// From and To, when either is not zero, restrict each session to the
+	// seq range From..To (0: the first seq, the head): its nodes are those
+	// whose span overlaps the range, and its events, given whether Raw is
+	// set or not, those within it. The rest of the session (frame, roots,
+	// markers, checkpoints, ledger, audit) is left out. Dot ignores them.
+	From, To uint64
+}
+
+// ranged reports whether the options restrict the dump to a seq range.
+func (o *Options) ranged() bool { return o.From != 0 || o.To != 0 }
+
+// span returns the seq range of a session whose head is head: From..To,
+// with 0 read as 1 and as head.
+func (o *Options) span(head uint64) (from, to uint64) {
+	from, to = max(o.From, 1), o.To
+	if to == 0 || to > head {
+		to = head
+	}
+	return from, to
+}
+
+// overlaps reports whether node n's span overlaps the range of a session
+// whose head is head.
+func (o *Options) overlaps(n *tier.Node, head uint64) bool {
+	from, to := o.span(head)
+	return n.From <= to && n.To >= from
 }
 
 // JSON writes the JSON document of the snapshot to w: {"format_version":…,
 // "sessions":[{"id", "head_seq", "turn", "frame", "roots", "nodes",
 // "markers", "checkpoints", "ledger", "audit", and with Options.Raw
 // "events"}]}, indented by two spaces, lists never null, <, > and & left
-// alone. Arrays are streamed one element at a time.
+// alone. Arrays are streamed one element at a time. With a seq range
+// (Options.From, Options.To) a session's object is {"id", "head_seq",
+// "turn", "from", "to", "nodes", "events"}: the nodes overlapping the range
+// and the events within it.
 func JSON(w io.Writer, s *store.Snapshot, opts Options) error {
 	return render(w, s, opts, (*dumper).writeJSON)
 }
@@ -37,6 +66,8 @@ func JSON(w io.Writer, s *store.Snapshot, opts Options) error {
 // frame, each root with the nodes it covers indented below it, the
 // markers, the checkpoints, the ledger at head, the audit of refused
 // compactions and, with Options.Raw, the events as unindented JSONL lines.
+// With a seq range, per session: the nodes overlapping it, then the events
+// within it as JSONL lines.
 func Text(w io.Writer, s *store.Snapshot, opts Options) error {
 	return render(w, s, opts, (*dumper).writeText)
 }

@@ -251,6 +251,9 @@ func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 	if err != nil {
 		return err
 	}
+	if d.opts.ranged() {
+		return d.writeRangeJSON(j, in, info)
+	}
 	roots, err := s.Roots(id)
 	if err != nil {
 		return err
@@ -300,6 +303,42 @@ func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 			func(e *tier.Event) any { return e.ToJSON(id) }); err != nil {
 			return err
 		}
+	}
+	j.raw("\n    }")
+	return j.err
+}
+
+// writeRangeJSON writes one session's object restricted to the seq range:
+// {"id", "head_seq", "turn", "from", "to", "nodes", "events"}.
+func (d *dumper) writeRangeJSON(j *jsonWriter, in string, info store.Info) error {
+	s, id := d.s, info.Session
+	from, to := d.opts.span(info.Head)
+	j.raw("{")
+	j.key(in, "id", true)
+	j.value(in, id)
+	j.key(in, "head_seq", false)
+	j.value(in, info.Head)
+	j.key(in, "turn", false)
+	j.value(in, info.Turn)
+	j.key(in, "from", false)
+	j.value(in, from)
+	j.key(in, "to", false)
+	j.value(in, to)
+	j.key(in, "nodes", false)
+	if err := j.array(in, func(emit func(any)) error {
+		return s.Nodes(id, func(n tier.Node) error {
+			if d.opts.overlaps(&n, info.Head) {
+				emit(toJSONNode(&n))
+			}
+			d.written()
+			return j.err
+		})
+	}); err != nil {
+		return err
+	}
+	if err := streamArray(d, j, in, "events", func(f func(tier.Event) error) error { return s.Events(id, from, to, f) },
+		func(e *tier.Event) any { return e.ToJSON(id) }); err != nil {
+		return err
 	}
 	j.raw("\n    }")
 	return j.err

@@ -32,6 +32,9 @@ func (d *dumper) writeSessionText(id string) error {
 	if err != nil {
 		return err
 	}
+	if d.opts.ranged() {
+		return d.writeRangeText(info)
+	}
 	roots, err := s.Roots(id)
 	if err != nil {
 		return err
@@ -182,6 +185,39 @@ func (d *dumper) writeSessionText(id string) error {
 		}
 	}
 	return nil
+}
+
+// writeRangeText writes one session restricted to the seq range: the
+// nodes overlapping it, then its events as JSONL lines.
+func (d *dumper) writeRangeText(info store.Info) error {
+	s, w, id := d.s, d.w, info.Session
+	from, to := d.opts.span(info.Head)
+	fmt.Fprintf(w, "\nsession %s: head_seq=%d turn=%d seq=%d..%d\n", fieldValue(id), info.Head, info.Turn, from, to)
+	var nodes []tier.Node
+	if err := s.Nodes(id, func(n tier.Node) error {
+		if d.opts.overlaps(&n, info.Head) {
+			nodes = append(nodes, n)
+		}
+		d.written()
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  nodes overlapping: %d\n", len(nodes))
+	for i := range nodes {
+		writeNodeText(w, &nodes[i], "    ")
+	}
+	n := uint64(0)
+	if from <= to {
+		n = to - from + 1
+	}
+	fmt.Fprintf(w, "  events: %d\n", n)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return s.Events(id, from, to, func(e tier.Event) error {
+		d.written()
+		return enc.Encode(e.ToJSON(id))
+	})
 }
 
 // writeNodeText writes a node's heading line, then its narrative and claims

@@ -12,16 +12,19 @@ func (s *Snapshot) Size() int64 {
 	return 0
 }
 
-// Stats counts the records of every session as of this snapshot: what
-// DB.Stats returns, for a caller that reads other things from the same
-// transaction. Sessions is never nil. FileBytes is the file's size when
-// Stats is called (the file may run ahead of Size), for a backend that is a
-// file.
-func (s *Snapshot) Stats() (Stats, error) {
+// Stats counts the records of the sessions named (none: every session) as
+// of this snapshot: what DB.Stats returns, for a caller that reads other
+// things from the same transaction. Sessions is never nil. FileBytes is the
+// file's size when Stats is called (the file may run ahead of Size), for a
+// backend that is a file.
+func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 	out := Stats{Sessions: []SessionStats{}, Total: newSessionStats("")}
-	ids, err := s.Sessions()
-	if err != nil {
-		return out, err
+	ids := sessions
+	if len(ids) == 0 {
+		var err error
+		if ids, err = s.Sessions(); err != nil {
+			return out, err
+		}
 	}
 	for _, id := range ids {
 		st, err := s.SessionStats(id)
@@ -36,8 +39,7 @@ func (s *Snapshot) Stats() (Stats, error) {
 			out.FileBytes = n
 		}
 	}
-	if out.Total.Events > 0 {
-		out.BytesPerEvent = float64(out.FileBytes) / float64(out.Total.Events)
-	}
+	out.FileBytesPerEvent = perEvent(out.FileBytes, out.Total.Events)
+	out.BytesPerEvent = out.Total.BytesPerEvent
 	return out, nil
 }

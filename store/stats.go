@@ -1,15 +1,18 @@
 package store
 
 import (
+	"time"
+
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
 )
 
-// SessionStats counts one session's records.
+// SessionStats counts one session's records; Stats.Total, the sum over
+// every session, has no ID, FrameVersion or LastTime.
 type SessionStats struct {
-	ID                 string         `json:"id"`
-	Events             uint64         `json:"events"`
+	ID                 string         `json:"id,omitempty"`
+	Events             uint64         `json:"events"` // equal to the head seq: seqs are gapless from 1
 	Turns              uint64         `json:"turns"`
 	NodesByDepth       map[int]int    `json:"nodes_by_depth"`
 	Roots              int            `json:"roots"`
@@ -24,20 +27,34 @@ type SessionStats struct {
 	Dispositions       int            `json:"dispositions"`
 	Constraints        int            `json:"constraints"`
 	Artifacts          int            `json:"artifacts"`
+	// RawBytes is the size of the raw events' stored records (the raw
+	// log, L0), and BytesPerEvent that size per event.
+	RawBytes      uint64  `json:"raw_bytes"`
+	BytesPerEvent float64 `json:"bytes_per_event"`
+	// LastTime is the time of the session's newest event, in UTC.
+	LastTime time.Time `json:"last_time,omitzero"`
 }
 
 // Stats counts per session and in total.
 type Stats struct {
-	Sessions      []SessionStats `json:"sessions"`
-	Total         SessionStats   `json:"total"`
-	FileBytes     int64          `json:"file_bytes"`
-	BytesPerEvent float64        `json:"bytes_per_event"`
+	Sessions []SessionStats `json:"sessions"`
+	Total    SessionStats   `json:"total"`
+	// FileBytes is the database file's size, and FileBytesPerEvent that
+	// size per raw event of the sessions counted: what the file costs per
+	// event, summaries, indexes and free pages included.
+	FileBytes         int64   `json:"file_bytes"`
+	FileBytesPerEvent float64 `json:"file_bytes_per_event"`
+	// BytesPerEvent is Total.BytesPerEvent: the stored raw events' bytes
+	// per event.
+	BytesPerEvent float64 `json:"bytes_per_event"`
 }
 
-// Stats counts the records of every session, in one read transaction.
-func (db *DB) Stats() (out Stats, err error) {
+// Stats counts the records of the sessions named (none: every session), in
+// one read transaction. A session that does not exist is
+// ErrSessionNotFound.
+func (db *DB) Stats(sessions ...string) (out Stats, err error) {
 	err = db.View(func(s *Snapshot) error {
-		out, err = s.Stats()
+		out, err = s.Stats(sessions...)
 		return err
 	})
 	return out, err
@@ -70,6 +87,16 @@ func (t *SessionStats) add(s *SessionStats) {
 	t.Dispositions += s.Dispositions
 	t.Constraints += s.Constraints
 	t.Artifacts += s.Artifacts
+	t.RawBytes += s.RawBytes
+	t.BytesPerEvent = perEvent(t.RawBytes, t.Events)
+}
+
+// perEvent returns bytes per event, 0 for no event.
+func perEvent[T int64 | uint64](bytes T, events uint64) float64 {
+	if events == 0 {
+		return 0
+	}
+	return float64(bytes) / float64(events)
 }
 
 // SessionStats counts one session's records.
@@ -124,5 +151,26 @@ func (s *Snapshot) SessionStats(id string) (SessionStats, error) {
 		return out, err
 	}
 	out.Open, out.Dispositions, out.Constraints, out.Artifacts = len(l.Open), len(l.Dispositions), len(l.Constraints), len(l.Artifacts)
+	if info.Head == 0 {
+		return out, nil
+	}
+	ss, err := s.sess(id)
+	if err != nil {
+		return out, err
+	}
+	if err := ss.rawEvents(1, info.Head, func(_ uint64, raw []byte) error {
+		out.RawBytes += uint64(len(raw))
+		return nil
+	}); err != nil {
+		return out, err
+	}
+	out.BytesPerEvent = perEvent(out.RawBytes, out.Events)
+	last, _, err := ss.event(info.Head)
+	if err != nil {
+		return out, err
+	}
+	if last.Time != 0 {
+		out.LastTime = time.Unix(0, last.Time).UTC()
+	}
 	return out, nil
 }

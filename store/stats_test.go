@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
@@ -86,8 +89,18 @@ func TestStats_Counts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.FileBytes != fi.Size() || st.BytesPerEvent != float64(fi.Size())/float64(total.Events) {
-		t.Errorf("file bytes %d (file %d), per event %v", st.FileBytes, fi.Size(), st.BytesPerEvent)
+	if st.FileBytes != fi.Size() || st.FileBytesPerEvent != float64(fi.Size())/float64(total.Events) {
+		t.Errorf("file bytes %d (file %d), per event %v", st.FileBytes, fi.Size(), st.FileBytesPerEvent)
+	}
+	var raw uint64
+	for _, s := range st.Sessions {
+		raw += s.RawBytes
+		if s.RawBytes == 0 || s.BytesPerEvent != float64(s.RawBytes)/float64(s.Events) || s.LastTime.IsZero() {
+			t.Errorf("session %q: raw bytes %d, per event %v, last time %v", s.ID, s.RawBytes, s.BytesPerEvent, s.LastTime)
+		}
+	}
+	if st.Total.RawBytes != raw || st.BytesPerEvent != float64(raw)/float64(total.Events) || st.Total.ID != "" || !st.Total.LastTime.IsZero() {
+		t.Errorf("total raw bytes %d (sum %d), per event %v, id %q, last time %v", st.Total.RawBytes, raw, st.BytesPerEvent, st.Total.ID, st.Total.LastTime)
 	}
 
 	// Snapshot.SessionStats gives the same per session, and refuses an
@@ -122,5 +135,42 @@ func TestStats_Counts(t *testing.T) {
 	}
 	if fmt.Sprint(progress) != "[1 2 3]" {
 		t.Errorf("progress %v, want [1 2 3]", progress)
+	}
+}
+
+// RawBytes counts the stored raw events: an event with a text of n bytes
+// adds at least n. LastTime is the newest event's time. Stats of named
+// sessions counts those alone, and an unknown one is ErrSessionNotFound.
+func TestStats_RawBytesLastTimeAndNamedSessions(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	t0 := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
+	mustAppend(t, db, "a", tier.Event{Kind: tier.KindUser, Text: "short", Time: t0.UnixNano()})
+	mustAppend(t, db, "b", tier.Event{Kind: tier.KindUser, Text: "other", Time: t0.UnixNano()})
+	before, err := db.Stats("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 10000)
+	t1 := t0.Add(time.Hour)
+	mustAppend(t, db, "a", tier.Event{Kind: tier.KindAssistant, Text: long, Time: t1.UnixNano()})
+	after, err := db.Stats("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Sessions) != 1 || after.Sessions[0].ID != "a" || after.Total.Events != 2 {
+		t.Fatalf("Stats(a) = %+v", after)
+	}
+	a := after.Sessions[0]
+	if a.RawBytes < before.Sessions[0].RawBytes+uint64(len(long)) {
+		t.Errorf("raw bytes %d after a %d-byte event, %d before", a.RawBytes, len(long), before.Sessions[0].RawBytes)
+	}
+	if !a.LastTime.Equal(t1) || !before.Sessions[0].LastTime.Equal(t0) {
+		t.Errorf("last time %v (before %v), want %v (%v)", a.LastTime, before.Sessions[0].LastTime, t1, t0)
+	}
+	if after.Total.RawBytes != a.RawBytes || after.BytesPerEvent != float64(a.RawBytes)/2 {
+		t.Errorf("total %+v", after.Total)
+	}
+	if _, err := db.Stats("a", "nope"); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("Stats of an unknown session: %v", err)
 	}
 }

@@ -111,32 +111,32 @@ const DefaultMaxRecordBytes = 64 << 20
 // Report counts what a transcript held and every quirk met on the way. No
 // quirk is an error: each is handled as its comment says, and counted.
 type Report struct {
-	Records     int // records read: messages, items or JSONL lines
-	Events      int // events produced
-	Messages    int // user, assistant and system events
-	Calls       int // tool_call events
-	Results     int // tool_result events
-	Failed      int // tool_result events with ok:false (rejections included)
-	Rejected    int // rejected events: tool uses the user refused
-	Artifacts   int // artifact events: files written or edited by a successful call
-	Compactions int // Claude Code compaction boundaries (a system event each)
-	Interrupts  int // "[Request interrupted by user…]" messages (a system event each)
+	Records     int `json:"records"`     // records read: messages, items or JSONL lines
+	Events      int `json:"events"`      // events produced
+	Messages    int `json:"messages"`    // user, assistant and system events
+	Calls       int `json:"calls"`       // tool_call events
+	Results     int `json:"results"`     // tool_result events
+	Failed      int `json:"failed"`      // tool_result events with ok:false (rejections included)
+	Rejected    int `json:"rejected"`    // rejected events: tool uses the user refused
+	Artifacts   int `json:"artifacts"`   // artifact events: files written or edited by a successful call
+	Compactions int `json:"compactions"` // Claude Code compaction boundaries (a system event each)
+	Interrupts  int `json:"interrupts"`  // "[Request interrupted by user…]" messages (a system event each)
 
-	RenamedCalls     int // a call id opened again while still open: the new call is renamed "id#2" …, results resolve the oldest first
-	OrphanResults    int // results that resolve no open call: kept as a system event naming the id
-	DuplicateRecords int // Claude Code records whose uuid was already read: skipped
-	Sidechain        int // Claude Code sidechain records of a main session: skipped (see Options.Sidechains)
-	Malformed        int // records or blocks of a known type with a field of an unexpected JSON type: skipped
-	BadTimes         int // timestamps that are not RFC 3339 or Unix seconds, or out of range: the store's clock applies
-	Clipped          int // texts cut to the event size limit
-	FixedIDs         int // ids, names or keys with control characters or over the size limit: repaired
-	InvalidUTF8      int // bytes of invalid UTF-8 and escaped lone surrogates ("\ud800") in the input: each read as U+FFFD
-	MissingIDs       int // calls without an id: given "noid-N"
-	Unresolved       int // calls of this transcript still open at its end: they stay open in the ledger
-	Known            int // records whose events the session holds already (Target.Stored): not mapped again
+	RenamedCalls     int `json:"renamed_calls"`     // a call id opened again while still open: the new call is renamed "id#2" …, results resolve the oldest first
+	OrphanResults    int `json:"orphan_results"`    // results that resolve no open call: kept as a system event naming the id
+	DuplicateRecords int `json:"duplicate_records"` // Claude Code records whose uuid was already read: skipped
+	Sidechain        int `json:"sidechain"`         // Claude Code sidechain records of a main session: skipped (see Options.Sidechains)
+	Malformed        int `json:"malformed"`         // records or blocks of a known type with a field of an unexpected JSON type: skipped
+	BadTimes         int `json:"bad_times"`         // timestamps that are not RFC 3339 or Unix seconds, or out of range: the store's clock applies
+	Clipped          int `json:"clipped"`           // texts cut to the event size limit
+	FixedIDs         int `json:"fixed_ids"`         // ids, names or keys with control characters or over the size limit: repaired
+	InvalidUTF8      int `json:"invalid_utf8"`      // bytes of invalid UTF-8 and escaped lone surrogates ("\ud800") in the input: each read as U+FFFD
+	MissingIDs       int `json:"missing_ids"`       // calls without an id: given "noid-N"
+	Unresolved       int `json:"unresolved"`        // calls of this transcript still open at its end: they stay open in the ledger
+	Known            int `json:"known"`             // records whose events the session holds already (Target.Stored): not mapped again
 
-	Skipped map[string]int // records and blocks left out by design, by type: "thinking", "progress", "system/turn_duration"…
-	Unknown map[string]int // records, roles and blocks this package does not know, by type: "role/critic", "block/x"…
+	Skipped map[string]int `json:"skipped,omitempty"` // records and blocks left out by design, by type: "thinking", "progress", "system/turn_duration"…
+	Unknown map[string]int `json:"unknown,omitempty"` // records, roles and blocks this package does not know, by type: "role/critic", "block/x"…
 }
 
 func (r *Report) skip(m *map[string]int, what string) {

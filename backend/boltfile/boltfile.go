@@ -244,6 +244,11 @@ func openError(path string, opts Options, err error) error {
 	return errors.Wrapf(err, "boltfile: open %s", path)
 }
 
+// IsBoltFile reports whether the file at path starts as a bbolt file does
+// (a meta page: the page header, then bbolt's magic number), whether or
+// not it is strata's. It reads the first bytes only.
+func IsBoltFile(path string) bool { return looksLikeBolt(path) }
+
 // looksLikeBolt reports whether the file at path starts with a bbolt meta
 // page: the page header, then the magic number, little-endian.
 func looksLikeBolt(path string) bool {

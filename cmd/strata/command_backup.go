@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -16,6 +18,7 @@ import (
 type backupOptions struct {
 	db      string
 	dest    string
+	json    bool
 	timeout time.Duration
 	errOut  io.Writer // progress, on a terminal
 }
@@ -24,12 +27,22 @@ type backupOptions struct {
 func newBackupCommand() *cobra.Command {
 	o := &backupOptions{}
 	cmd := &cobra.Command{
-		Use:   "backup DB|URL DEST",
+		Use:   "backup [--json] DB|URL DEST",
 		Short: "Copy a database consistently into one file",
 		Long: `Write a consistent copy of the database, from one read transaction, to DEST:
-a temporary file beside it, fsynced, renamed into place and the directory
-fsynced — never a half-written DEST. DEST "-" writes the copy to stdout and
-nothing else; otherwise a line says "backup DEST bytes=N".`,
+a temporary file in DEST's directory, fsynced, renamed into place and the
+directory fsynced — never a half-written DEST. A line says
+"backup DEST bytes=N sessions=S"; --json prints {"dest", "bytes",
+"sessions"} instead.
+
+DEST is a file: an existing one is replaced whole (as etcdctl snapshot save
+and sqlite3's .backup do), the database itself is refused, and so is a
+directory (or a name ending in "/"): name the file to write, DIR/NAME.db.
+DEST "-" writes the copy to stdout and nothing else; it is refused when
+stdout is a terminal (redirect it), and with --json.
+
+DB may be the URL of a running agent's debug handler: DEST is then written
+only once the whole announced length has arrived.`,
 		Args: exactArgs("DB", "DEST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db, o.dest = args[0], args[1]
@@ -40,20 +53,37 @@ nothing else; otherwise a line says "backup DEST bytes=N".`,
 			return o.run(cmd.OutOrStdout())
 		},
 	}
+	addJSONFlag(cmd, &o.json, `{"dest", "bytes", "sessions"} instead of the line`)
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
 
 // validate checks the arguments; its errors are bad usage.
 func (o *backupOptions) validate() error {
-	if o.dest == "" {
+	dir := func(why string) error {
+		return &usageError{err: errors.WithHintf(errors.Newf("backup: DEST %s %s: DEST is the file to write", o.dest, why),
+			"name the file, e.g. %s", filepath.Join(o.dest, "strata.db"))}
+	}
+	switch fi, err := os.Stat(o.dest); {
+	case o.dest == "":
 		return usagef("DEST is empty")
+	case o.dest == "-" && o.json:
+		return usagef("--json has no place with DEST -: stdout holds the copy")
+	case o.dest == "-":
+	case err == nil && fi.IsDir():
+		return dir("is a directory")
+	case strings.HasSuffix(o.dest, "/") || strings.HasSuffix(o.dest, string(filepath.Separator)):
+		return dir("names a directory")
 	}
 	return checkTimeout(o.timeout)
 }
 
 // run writes the copy.
 func (o *backupOptions) run(out io.Writer) (err error) {
+	if o.dest == "-" && isTerminal(out) {
+		return &usageError{err: errors.WithHint(errors.New("backup: DEST - writes the binary copy to stdout, which is a terminal"),
+			"redirect stdout to a file (strata backup DB - > copy.db), or give DEST a file name")}
+	}
 	if isURL(o.db) {
 		return o.runRemote(out)
 	}
@@ -77,17 +107,37 @@ func (o *backupOptions) run(out io.Writer) (err error) {
 		_, err = db.Backup(prog.writer(out))
 		return err
 	}
+	// The sessions counted and the copy come from one transaction.
 	var n int64
-	if prog == nil {
-		n, err = db.BackupFile(o.dest)
-	} else { // BackupFile's own steps, through a writer that counts
-		n, err = store.WriteFileAtomic(o.dest, 0o600, func(w io.Writer) (int64, error) { return db.Backup(prog.writer(w)) })
-	}
+	var ids []string
+	err = db.View(func(s *store.Snapshot) error {
+		var err error
+		if ids, err = s.Sessions(); err != nil {
+			return err
+		}
+		n, err = store.WriteFileAtomic(o.dest, 0o600, func(w io.Writer) (int64, error) { return s.WriteTo(prog.writer(w)) })
+		return err
+	})
 	prog.finish()
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(out, "backup %s bytes=%d\n", o.dest, n)
+	return o.report(out, n, len(ids))
+}
+
+// backupJSON is what `backup --json` prints.
+type backupJSON struct {
+	Dest     string `json:"dest"`
+	Bytes    int64  `json:"bytes"`
+	Sessions int    `json:"sessions"`
+}
+
+// report says what was written to DEST: n bytes holding sessions sessions.
+func (o *backupOptions) report(out io.Writer, n int64, sessions int) error {
+	if o.json {
+		return writeJSON(out, backupJSON{Dest: o.dest, Bytes: n, Sessions: sessions})
+	}
+	_, err := fmt.Fprintf(out, "backup %s bytes=%d sessions=%d\n", o.dest, n, sessions)
 	return err
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +19,7 @@ func TestBackup(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "copy.db")
 	out := mustCLI(t, "backup", src, file)
-	if !regexp.MustCompile(`^backup ` + regexp.QuoteMeta(file) + ` bytes=\d+\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^backup ` + regexp.QuoteMeta(file) + ` bytes=\d+ sessions=1\n$`).MatchString(out) {
 		t.Errorf("stdout %q", out)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -75,5 +76,54 @@ func TestBackup_Errors(t *testing.T) {
 	wantCode(t, r, exitError)
 	if !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// --json says what was written; DEST a directory (or a name ending in /)
+// is bad usage and leaves nothing in it; DEST - with --json is bad usage;
+// DEST - to a character device that is no terminal (/dev/null) is not
+// refused.
+func TestBackup_JSONAndDest(t *testing.T) {
+	t.Parallel()
+	src := replayed(t, nil, incident(t), writeFile(t, "x.jsonl", `{"session":"other","kind":"user","text":"hi"}`+"\n"))
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "copy.db")
+	var got backupJSON
+	js := mustCLI(t, "backup", "--json", src, dest)
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	if got.Dest != dest || got.Bytes != int64(len(readBytes(t, dest))) || got.Sessions != 2 {
+		t.Errorf("backup --json: %s", js)
+	}
+	mustCLI(t, "verify", dest)
+
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"backup", src, dir}, "is a directory: DEST is the file to write\nHint: name the file, e.g. " + filepath.Join(dir, "strata.db") + "\n"},
+		{[]string{"backup", src, dir + "/"}, "is a directory"},
+		{[]string{"backup", src, filepath.Join(dir, "absent") + "/"}, "names a directory"},
+		{[]string{"backup", "--json", src, "-"}, "--json has no place with DEST -"},
+	} {
+		r := cli(t, "", tc.args...)
+		wantCode(t, r, exitUsage, tc.args...)
+		if !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("%v: stderr %q lacks %q", tc.args, r.stderr, tc.says)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the refused backups left files: %v", ents)
+	}
+
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var stderr bytes.Buffer
+	if code := run([]string{"backup", src, "-"}, strings.NewReader(""), null, &stderr); code != exitOK {
+		t.Errorf("backup to %s: exit %d, %s", os.DevNull, code, stderr.String())
 	}
 }

@@ -36,7 +36,7 @@ type demoOptions struct {
 func newDemoCommand() *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo [--db PATH]",
+		Use:   "demo [DB]",
 		Short: "Replay the seed's incident twice: a refused lossy summary and its fallback, then a valid marker",
 		Long: `Replay the seed's incident — a schema migration in which a rollback script is
 written and the user rejects an approach after its dry run failed — into a new
@@ -46,9 +46,19 @@ is refused, and resume falls back to a raw checkpoint that still holds both
 facts), then with the extractive one (markers commit, and the resumed context
 holds both facts as claims).
 
-An existing file at --db is replaced only if it holds nothing but the demo's
-sessions.`,
-		Args: exactArgs(),
+An existing file at DB is replaced only if it holds nothing but the demo's
+sessions. DB may also be given as --db DB.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usagef("demo takes at most one argument (DB), got %d", len(args))
+			case len(args) == 1 && cmd.Flags().Changed("db"):
+				return usagef("demo: the database given twice (%s and --db %s): give it once", args[0], o.db)
+			case len(args) == 1:
+				o.db = args[0]
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.db == "" {
 				return usagef("--db must not be empty")
@@ -56,7 +66,7 @@ sessions.`,
 			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.db, "db", "strata-demo.db", "the database file to create")
+	cmd.Flags().StringVar(&o.db, "db", "strata-demo.db", "the database file to create: the argument's other form")
 	return cmd
 }
 
@@ -115,7 +125,7 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 			fmt.Fprintf(out, "  %s %s: %s\n", fact.state, fact.key, demoWhere(text, fact.state, fact.key))
 		}
 	}
-	fmt.Fprintf(out, "\nLook closer:\n  strata dump %s\n  strata resume --db %s --session %s\n", o.db, o.db, demoSessions[0])
+	fmt.Fprintf(out, "\nLook closer:\n  strata dump %s\n  strata resume %s --session %s\n", o.db, o.db, demoSessions[0])
 	return nil
 }
 

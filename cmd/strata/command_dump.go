@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type dumpOptions struct {
 	dot     bool
 	raw     bool
 	session string
+	from    uint64
+	to      uint64
 	timeout time.Duration
 	db      string // a file, or the URL of a debughttp handler
 }
@@ -28,7 +31,7 @@ type dumpOptions struct {
 func newDumpCommand() *cobra.Command {
 	o := &dumpOptions{}
 	cmd := &cobra.Command{
-		Use:   "dump [--json|--dot] [--raw] [--session ID] DB|URL",
+		Use:   "dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL",
 		Short: "Print everything a database holds, per session",
 		Long: `Print everything in the database, per session, from one read transaction:
 the frame (version, depth, compacted_to), the roots, every node, the markers
@@ -44,7 +47,7 @@ With --json the output is one JSON document:
    "roots":[…], "nodes":[…], "markers":[…], "checkpoints":[…], "ledger":{…},
    "audit":[…], "events":[…]}]}
 where "events" (present with --raw) holds the events in the form of
-shared/spec/events.md: replaying them into a new database with the same
+docs/events.md: replaying them into a new database with the same
 replay flags gives the same dump.
 
 With --dot the output is a Graphviz picture: a cluster per session, the raw
@@ -52,6 +55,12 @@ log as one box per compacted span and one for the uncompacted tail, summary
 nodes by depth with an edge from each child to its parent, markers beside
 their node (red with the reason when invalid), checkpoints and refusals.
 Render it with 'dot -Tsvg'.
+
+--from SEQ and --to SEQ (with --session; either may be left out: the first
+seq, the head) dump a seq range of the session: the nodes whose span
+overlaps it and the raw events within it — and nothing else of the session.
+In JSON, the session's object is then {"id", "head_seq", "turn", "from",
+"to", "nodes", "events"}.
 
 DB may be the URL of a running agent's debug handler
 (http://127.0.0.1:6060/debug/strata): the same output, from one read
@@ -66,11 +75,14 @@ transaction of the live database.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.json, "json", false, "print one JSON document")
+	addJSONFlag(cmd, &o.json, "one JSON document")
 	f.BoolVar(&o.dot, "dot", false, "print a Graphviz (DOT) picture")
 	f.BoolVar(&o.raw, "raw", false, "include the raw events")
 	f.StringVar(&o.session, "session", "", "dump only this session")
+	f.Uint64Var(&o.from, "from", 0, "with --session: dump the nodes and events from this seq on")
+	f.Uint64Var(&o.to, "to", 0, "with --session: dump the nodes and events up to this seq")
 	addTimeoutFlag(cmd, &o.timeout)
+	completeSessions(cmd)
 	return cmd
 }
 
@@ -86,6 +98,16 @@ func (o *dumpOptions) validate() error {
 	}
 	if o.dot && o.raw {
 		return usagef("--raw has no place in a --dot picture")
+	}
+	if o.from != 0 || o.to != 0 {
+		switch {
+		case o.session == "":
+			return usagef("--from and --to need --session: a seq range is a session's")
+		case o.dot:
+			return usagef("--from and --to have no place in a --dot picture, which draws whole sessions")
+		case o.to != 0 && o.from > o.to:
+			return usagef("--from %d is after --to %d", o.from, o.to)
+		}
 	}
 	return checkTimeout(o.timeout)
 }
@@ -103,7 +125,7 @@ func (o *dumpOptions) format() string {
 
 // run dumps the database from one read transaction.
 func (o *dumpOptions) run(out io.Writer) (err error) {
-	opts := dump.Options{Session: o.session, Raw: o.raw}
+	opts := dump.Options{Session: o.session, Raw: o.raw, From: o.from, To: o.to}
 	if isURL(o.db) {
 		q := url.Values{"format": {o.format()}}
 		if o.raw {
@@ -111,6 +133,12 @@ func (o *dumpOptions) run(out io.Writer) (err error) {
 		}
 		if o.session != "" {
 			q.Set("session", o.session)
+		}
+		if o.from != 0 {
+			q.Set("from", strconv.FormatUint(o.from, 10))
+		}
+		if o.to != 0 {
+			q.Set("to", strconv.FormatUint(o.to, 10))
 		}
 		return newRemote(o.db, o.timeout).copy(out, "dump", q)
 	}

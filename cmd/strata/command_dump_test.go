@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/debughttp"
 	"github.com/strata-go/strata/store"
 )
 
@@ -281,19 +284,26 @@ func TestDump_Usage(t *testing.T) {
 	}
 }
 
-// A database another process holds for writing: dump gives up after
-// --timeout and says so plainly.
+// A database another process holds for writing: every command gives up
+// after --timeout and says so plainly. A reading command is pointed at the
+// debug handler's URL; a writing one is told which process holds the file
+// (on Linux) and that --timeout waits longer.
 func TestDump_Locked(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, nil, incident(t))
-	holdForWriting(t, db)
+	pid := holdForWriting(t, db)
+	holder := fmt.Sprintf("Hint: held by process %d (", pid)
 	for _, cmd := range [][]string{
 		{"dump", "--timeout", "300ms", db},
 		{"stats", db, "--timeout", "300ms"},
+		{"sessions", db, "--timeout", "300ms"},
 		{"resume", "--db", db, "--session", "mig", "--timeout", "300ms"},
+		{"resume", db, "--session", "mig", "--timeout", "300ms"},
 		{"backup", "--timeout", "300ms", db, "-"},
 		{"verify", "--timeout", "300ms", db},
 		{"replay", "--db", db, "--timeout", "300ms", incident(t)},
+		{"replay", db, "--timeout", "300ms", incident(t)},
+		{"import", "--format", "openai", "--db", db, "--timeout", "300ms", writeFile(t, "t.json", `[{"role":"user","content":"hi"}]`)},
 	} {
 		start := time.Now()
 		r := cli(t, "", cmd...)
@@ -301,6 +311,16 @@ func TestDump_Locked(t *testing.T) {
 		wantCode(t, r, exitError, cmd...)
 		if !strings.Contains(r.stderr, "another process") {
 			t.Errorf("%s: stderr %q does not say another process holds the database", cmd[0], r.stderr)
+		}
+		writes := cmd[0] == "replay" || cmd[0] == "import"
+		if got := strings.Contains(r.stderr, "/debug/strata"); got == writes {
+			t.Errorf("%s: the debug handler's URL offered: %t, want %t:\n%s", cmd[0], got, !writes, r.stderr)
+		}
+		if got := strings.Contains(r.stderr, "Hint: --timeout waits longer"); got != writes {
+			t.Errorf("%s: --timeout hint %t, want %t:\n%s", cmd[0], got, writes, r.stderr)
+		}
+		if runtime.GOOS == "linux" && !strings.Contains(r.stderr, holder) {
+			t.Errorf("%s: stderr does not name the holder (%q):\n%s", cmd[0], holder, r.stderr)
 		}
 		if took > 300*time.Millisecond+time.Second {
 			t.Errorf("%s: gave up after %s", cmd[0], took)
@@ -311,5 +331,85 @@ func TestDump_Locked(t *testing.T) {
 	wantCode(t, r, exitError)
 	if took := time.Since(start); took < 800*time.Millisecond || took > 2*time.Second {
 		t.Errorf("dump with the default --timeout gave up after %s", took)
+	}
+}
+
+// --from/--to dump the nodes overlapping the range and the events in it;
+// without --session, with --dot or backwards, they are bad usage.
+func TestDump_Range(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2", "--fold", "2"}, incident(t))
+	var doc struct {
+		Sessions []struct {
+			ID      string                          `json:"id"`
+			HeadSeq uint64                          `json:"head_seq"`
+			From    uint64                          `json:"from"`
+			To      uint64                          `json:"to"`
+			Nodes   []struct{ ID, From, To uint64 } `json:"nodes"`
+			Events  []struct{ Seq uint64 }          `json:"events"`
+			Markers json.RawMessage                 `json:"markers"`
+		} `json:"sessions"`
+	}
+	js := mustCLI(t, "dump", "--json", "--session", "mig", "--from", "14", "--to", "20", db)
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	if len(doc.Sessions) != 1 {
+		t.Fatalf("dump range:\n%s", js)
+	}
+	s := doc.Sessions[0]
+	if s.ID != "mig" || s.HeadSeq != 41 || s.From != 14 || s.To != 20 || s.Markers != nil {
+		t.Errorf("range session: %+v", s)
+	}
+	if len(s.Events) != 7 || s.Events[0].Seq != 14 || s.Events[6].Seq != 20 {
+		t.Errorf("events %+v, want seqs 14..20", s.Events)
+	}
+	// Every node of the full dump that overlaps 14..20 is there, and no other.
+	full := decodeDump(t, mustCLI(t, "dump", "--json", db))
+	var nodes []struct{ ID, From, To uint64 }
+	if err := json.Unmarshal(full.Sessions[0]["nodes"], &nodes); err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for _, n := range nodes {
+		if n.From <= 20 && n.To >= 14 {
+			want = append(want, n.ID)
+		}
+	}
+	var got []uint64
+	for _, n := range s.Nodes {
+		got = append(got, n.ID)
+	}
+	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("nodes %v, want %v", got, want)
+	}
+
+	text := mustCLI(t, "dump", "--session", "mig", "--from", "40", db)
+	if !strings.Contains(text, "\nsession mig: head_seq=41 turn=8 seq=40..41\n") || !strings.Contains(text, "\n  events: 2\n{\"seq\":40,") ||
+		strings.Contains(text, "markers:") {
+		t.Errorf("dump --from 40:\n%s", text)
+	}
+	if out := mustCLI(t, "dump", "--json", "--session", "mig", "--to", "3", db); !strings.Contains(out, `"from": 1,`) || !strings.Contains(out, `"to": 3,`) {
+		t.Errorf("dump --to 3:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"dump", "--from", "3", db},
+		{"dump", "--to", "3", db},
+		{"dump", "--session", "mig", "--from", "5", "--to", "4", db},
+		{"dump", "--session", "mig", "--from", "1", "--dot", db},
+		{"dump", "--session", "mig", "--from", "x", db},
+	} {
+		wantCode(t, cli(t, "", args...), exitUsage, args...)
+	}
+	forms := [][]string{{"dump", "--json", "--session", "mig", "--from", "14", "--to", "20"}, {"dump", "--session", "mig", "--to", "20"}}
+	var local []string
+	for _, f := range forms {
+		local = append(local, mustCLI(t, append(f, db)...))
+	}
+	url := liveAgent(t, db, debughttp.Options{})
+	for i, f := range forms {
+		if got := mustCLI(t, append(f, url)...); got != local[i] {
+			t.Errorf("%v through the URL:\n%s", f, firstDiff(got, local[i]))
+		}
 	}
 }

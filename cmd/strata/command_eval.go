@@ -50,7 +50,7 @@ func newEvalCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
 		Short: "Measure what validation prevents and what it costs, on recorded sessions",
-		Long: `Replay each session of the JSONL files (shared/spec/events.md) event by event,
+		Long: `Replay each session of the JSONL files (docs/events.md) event by event,
 in temporary databases, through three arms, with a summarizer that forgets
 like a model (reproducibly from --seed):
 

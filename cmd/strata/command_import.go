@@ -37,6 +37,7 @@ type importOptions struct {
 	sidechains bool
 	policyFlags
 	policySet bool // a policy flag was given
+	json      bool
 	timeout   time.Duration
 	files     []string
 
@@ -87,7 +88,19 @@ later file can resolve them.
 Invalid JSON stops the import with exit status 1, naming file and line; so
 does a file in which no record is of a kind the format knows, naming what
 it holds. Nothing of that file is written or stored (earlier files are); a
-database the command created and stored nothing in is removed.`,
+database the command created and stored nothing in is removed.
+
+--json prints JSON lines instead: with --db, one object per session stored
+({"type":"imported", "file", "session", "events", "first_seq", "last_seq",
+"report":{"records", "events", "known", ... the counts}}), one per
+compaction as replay --json prints them, and a closing {"type":"summary",
+"files", "sessions", "events", "known", "compacted", "refused"}; without
+--db, the events stay JSONL on stdout and each session's counts go to
+stderr as such objects.
+
+The database is given as --db, not as the first argument as elsewhere:
+import has a use without one (converting, to stdout), and every argument is
+a FILE.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("import needs at least one FILE (\"-\" for stdin)")
@@ -112,6 +125,7 @@ database the command created and stored nothing in is removed.`,
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
 	f.BoolVar(&o.sidechains, "sidechains", false, "claude-code: keep the sub-agent (sidechain) records of a main session")
 	o.policyFlags.add(f)
+	addJSONFlag(cmd, &o.json, "JSON lines: with --db one object per session stored and per compaction, and the closing one, on stdout; without, each session's counts on stderr")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
@@ -178,6 +192,11 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	}
 	defer func() {
 		prog.clear()
+		if o.json {
+			io.WriteString(out, jsonLine(importSummaryJSON{Type: "summary", Files: imp.files, Sessions: len(imp.r.sessions),
+				Events: imp.r.events, Known: imp.known, Compacted: imp.r.compacted, Refused: imp.r.refused}))
+			return
+		}
 		fmt.Fprintf(out, "imported files=%d sessions=%d events=%d known=%d compacted=%d refused=%d\n",
 			imp.files, len(imp.r.sessions), imp.r.events, imp.known, imp.r.compacted, imp.r.refused)
 	}()
@@ -280,6 +299,10 @@ func (o *importOptions) toStdout(ctx context.Context, stdin io.Reader, out, errO
 			if s.ID != "" {
 				session = "session=" + fieldValue(s.ID) + " "
 			}
+			if o.json {
+				io.WriteString(errOut, jsonLine(importJSON{Type: "imported", File: label, Session: s.ID, Events: len(s.Events), Report: s.Report}))
+				continue
+			}
 			fmt.Fprintf(errOut, "import: %s: %s%s\n", label, session, s.Report)
 		}
 	}
@@ -305,7 +328,7 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
-		r: &replayer{out: out, prog: prog, sessions: map[string]bool{}}}, nil
+		r: &replayer{out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // file stores the sessions of the file called name, each in one append,
@@ -414,6 +437,13 @@ func (imp *importer) store(ctx context.Context, label string, ss []transcript.Se
 		if fields := s.Report.Fields(); len(fields) > 2 {
 			line += " " + strings.Join(fields[2:], " ")
 		}
+		if imp.o.json {
+			j := importJSON{Type: "imported", File: label, Session: s.ID, Events: len(s.Events), Report: s.Report}
+			if len(s.Events) > 0 {
+				j.FirstSeq, j.LastSeq = res.First, res.Last
+			}
+			line = strings.TrimSuffix(jsonLine(j), "\n")
+		}
 		imp.prog.above(func() { fmt.Fprintln(imp.out, line) })
 		if len(s.Events) == 0 {
 			continue
@@ -432,4 +462,26 @@ func (imp *importer) store(ctx context.Context, label string, ss []transcript.Se
 func (imp *importer) moved(session string, head uint64) bool {
 	info, err := imp.db.Info(session)
 	return err == nil && info.Head != head
+}
+
+// importJSON is a session's line of `import --json`.
+type importJSON struct {
+	Type     string            `json:"type"` // "imported"
+	File     string            `json:"file"`
+	Session  string            `json:"session,omitempty"`
+	Events   int               `json:"events"`
+	FirstSeq uint64            `json:"first_seq,omitempty"`
+	LastSeq  uint64            `json:"last_seq,omitempty"`
+	Report   transcript.Report `json:"report"`
+}
+
+// importSummaryJSON is the closing line of `import --db --json`.
+type importSummaryJSON struct {
+	Type      string `json:"type"` // "summary"
+	Files     int    `json:"files"`
+	Sessions  int    `json:"sessions"`
+	Events    int    `json:"events"`
+	Known     int    `json:"known"`
+	Compacted int    `json:"compacted"`
+	Refused   int    `json:"refused"`
 }

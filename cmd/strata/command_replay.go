@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/compaction/openai"
 	"github.com/strata-go/strata/marker"
@@ -39,6 +40,7 @@ type replayOptions struct {
 	repair     bool
 	timeout    time.Duration
 	noSync     bool
+	json       bool
 	files      []string
 
 	// --summarizer openai: the model, its endpoint and how patiently to
@@ -60,9 +62,9 @@ type replayOptions struct {
 func newReplayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay --db DB [flags] FILE...",
+		Use:   "replay DB FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
-		Long: `Append the events of each JSONL file (shared/spec/events.md; "-" reads stdin)
+		Long: `Append the events of each JSONL file (docs/events.md; "-" reads stdin)
 to the database, creating it if missing, and compact as it goes: an L1 node
 every --every turns or as soon as the uncompacted tail holds --every-events
 events, and a depth d+1 node whenever --fold consecutive roots of depth d have
@@ -74,6 +76,16 @@ Each compaction prints one line:
 A refused compaction is normal operation: replay goes on. A closing line
 sums up: replayed files=F events=E sessions=S compacted=C refused=R, and with
 --repair repaired=P (of the C compacted).
+
+--json prints the same as JSON lines: {"type":"compacted", "session",
+"depth", "from", "to", "node", "marker", "invalidated_markers",
+"invalidated_checkpoints", "repaired", "missed"}, {"type":"refused",
+"session", "depth", "from", "to", "checkpoint", "reasons", "failures"}, and
+last {"type":"replayed", "files", "events", "sessions", "compacted",
+"refused", "repaired"}.
+
+The database is the first argument, or --db DB: with --db, every argument
+is a FILE.
 
 --retries R asks the summarizer again, told what its summary lacked, up to R
 times. --repair then commits a summary still refused after the retries with
@@ -106,13 +118,24 @@ Bad input stops the replay with exit status 1, naming the file and line; the
 events before that line stay stored. A database replay created and stored
 nothing in (a missing file, bad input on the first line) is removed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			switch {
+			case o.db != "" && len(args) == 0:
 				return usagef("replay needs at least one FILE (\"-\" for stdin)")
+			case o.db == "" && len(args) == 0:
+				return usagef("replay needs a database and at least one FILE: strata replay DB FILE... (or --db DB FILE...)")
+			case o.db == "" && args[0] == "-":
+				return usagef("replay's first argument is the database, which cannot be stdin: strata replay DB - (or --db DB -)")
+			case o.db == "" && len(args) == 1:
+				return usagef("replay needs at least one FILE after the database %s (\"-\" for stdin)", args[0])
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.files = args
+			db, files, err := dbArg(cmd, o.db, args)
+			if err != nil {
+				return err
+			}
+			o.db, o.files = db, files
 			for _, name := range []string{"model", "base-url", "api-key-env", "llm-timeout", "llm-retries"} {
 				o.llmSet = o.llmSet || cmd.Flags().Changed(name)
 			}
@@ -123,7 +146,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file (required; created if missing)")
+	f.StringVar(&o.db, "db", "", "the database file (created if missing): then every argument is a FILE")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")
@@ -137,6 +160,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
 	f.BoolVar(&o.repair, "repair", false, "after the last refused retry, commit the summarizer's narrative with the claims computed from the raw span (the refusal stays in the audit)")
 	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
+	addJSONFlag(cmd, &o.json, "JSON lines: one object per compaction, then the summary")
 	addTimeoutFlag(cmd, &o.timeout)
 	return cmd
 }
@@ -144,8 +168,14 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 // validate checks the flags and builds the summarizer; its errors are bad
 // usage.
 func (o *replayOptions) validate() error {
-	if o.db == "" {
-		return usagef("--db is required")
+	for _, name := range o.files {
+		if name == "-" {
+			continue
+		}
+		if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() && boltfile.IsBoltFile(name) {
+			return &usageError{err: errors.WithHintf(errors.Newf("replay: %s is a database, not a file of events", name),
+				"give the database once: strata replay DB FILE..., or strata replay --db DB FILE... (with --db, every argument is a FILE)")}
+		}
 	}
 	if err := o.policyFlags.validate(); err != nil {
 		return err
@@ -229,7 +259,7 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if err != nil {
 		return err
 	}
-	r := &replayer{ctx: ctx, out: out, defaultSession: o.session, sessions: map[string]bool{}}
+	r := &replayer{ctx: ctx, out: out, json: o.json, defaultSession: o.session, sessions: map[string]bool{}}
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
 	o.prog, o.errOut = r.prog, errOut
 	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
@@ -246,12 +276,7 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 			err = errors.WithHint(err, "give the model more time per request with --llm-timeout")
 		}
 		r.prog.finish()
-		repaired := ""
-		if o.repair {
-			repaired = fmt.Sprintf(" repaired=%d", r.repaired)
-		}
-		fmt.Fprintf(out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d%s\n",
-			r.files, r.events, len(r.sessions), r.compacted, r.refused, repaired)
+		r.summary(o.repair)
 	}()
 	for _, name := range o.files {
 		if err := r.replayFile(name, stdin); err != nil {
@@ -267,6 +292,7 @@ type replayer struct {
 	ctx            context.Context // its end (Ctrl-C) stops the replay before the next append
 	bg             *compaction.Background
 	out            io.Writer
+	json           bool // JSON lines instead of text
 	defaultSession string
 	prog           *progress // on a terminal: bytes read, events stored
 
@@ -409,33 +435,129 @@ func (r *replayer) reportRun(_ string, rs []compaction.Result) {
 
 // report prints one line per compaction.
 func (r *replayer) report(x *compaction.Result) {
-	var b strings.Builder
+	line := ""
 	if x.Committed() {
 		r.compacted++
-		fmt.Fprintf(&b, "compacted session=%s depth=%d seq=%d..%d node=%d marker=%d",
-			fieldValue(x.Session), x.Depth, x.From, x.To, x.Node, x.Marker)
-		if len(x.InvalidatedMarkers) > 0 {
-			b.WriteString(" invalidated_markers=" + joinIDs(x.InvalidatedMarkers))
-		}
-		if len(x.InvalidatedCheckpoints) > 0 {
-			b.WriteString(" invalidated_checkpoints=" + joinIDs(x.InvalidatedCheckpoints))
-		}
 		if x.Repaired != 0 {
 			r.repaired++
-			missed := &marker.InvalidError{Failures: x.Missed}
-			fmt.Fprintf(&b, " repaired=%d missed=%s", x.Repaired, missed.Reasons())
 		}
+		line = compactedLine(x, r.json)
 	} else {
 		r.refused++
-		reasons := ""
-		if x.Refused != nil {
-			reasons = x.Refused.Reasons()
-		}
-		fmt.Fprintf(&b, "refused session=%s depth=%d seq=%d..%d checkpoint=%d reasons=%s",
-			fieldValue(x.Session), x.Depth, x.From, x.To, x.Checkpoint, reasons)
+		line = refusedLine(x, r.json)
+	}
+	r.prog.above(func() { io.WriteString(r.out, line) })
+}
+
+// The lines of `replay --json`, told apart by "type".
+type (
+	// compactedJSON is a committed compaction.
+	compactedJSON struct {
+		Type                   string           `json:"type"` // "compacted"
+		Session                string           `json:"session"`
+		Depth                  int              `json:"depth"`
+		From                   uint64           `json:"from"`
+		To                     uint64           `json:"to"`
+		Node                   uint64           `json:"node"`
+		Marker                 uint64           `json:"marker"`
+		InvalidatedMarkers     []uint64         `json:"invalidated_markers"`
+		InvalidatedCheckpoints []uint64         `json:"invalidated_checkpoints"`
+		Repaired               uint64           `json:"repaired"` // the audit id of the refusal repaired; 0 for none
+		Missed                 []marker.Failure `json:"missed"`
+	}
+	// refusedJSON is a refused compaction.
+	refusedJSON struct {
+		Type       string           `json:"type"` // "refused"
+		Session    string           `json:"session"`
+		Depth      int              `json:"depth"`
+		From       uint64           `json:"from"`
+		To         uint64           `json:"to"`
+		Checkpoint uint64           `json:"checkpoint"`
+		Reasons    string           `json:"reasons"`
+		Failures   []marker.Failure `json:"failures"`
+	}
+	// replayedJSON is the closing summary.
+	replayedJSON struct {
+		Type      string `json:"type"` // "replayed"
+		Files     int    `json:"files"`
+		Events    int    `json:"events"`
+		Sessions  int    `json:"sessions"`
+		Compacted int    `json:"compacted"`
+		Refused   int    `json:"refused"`
+		Repaired  *int   `json:"repaired,omitempty"` // with --repair
+	}
+)
+
+// jsonLine returns v, a line type above, as one JSON line.
+func jsonLine(v any) string {
+	var b strings.Builder
+	_ = writeJSONLine(&b, v) // the line types always encode
+	return b.String()
+}
+
+// compactedLine returns the line of a committed compaction.
+func compactedLine(x *compaction.Result, asJSON bool) string {
+	if asJSON {
+		return jsonLine(compactedJSON{Type: "compacted", Session: x.Session, Depth: int(x.Depth), From: x.From, To: x.To,
+			Node: x.Node, Marker: x.Marker, InvalidatedMarkers: nonNil(x.InvalidatedMarkers),
+			InvalidatedCheckpoints: nonNil(x.InvalidatedCheckpoints), Repaired: x.Repaired, Missed: nonNil(x.Missed)})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "compacted session=%s depth=%d seq=%d..%d node=%d marker=%d",
+		fieldValue(x.Session), x.Depth, x.From, x.To, x.Node, x.Marker)
+	if len(x.InvalidatedMarkers) > 0 {
+		b.WriteString(" invalidated_markers=" + joinIDs(x.InvalidatedMarkers))
+	}
+	if len(x.InvalidatedCheckpoints) > 0 {
+		b.WriteString(" invalidated_checkpoints=" + joinIDs(x.InvalidatedCheckpoints))
+	}
+	if x.Repaired != 0 {
+		missed := &marker.InvalidError{Failures: x.Missed}
+		fmt.Fprintf(&b, " repaired=%d missed=%s", x.Repaired, missed.Reasons())
 	}
 	b.WriteByte('\n')
-	r.prog.above(func() { io.WriteString(r.out, b.String()) })
+	return b.String()
+}
+
+// refusedLine returns the line of a refused compaction.
+func refusedLine(x *compaction.Result, asJSON bool) string {
+	reasons := ""
+	var failures []marker.Failure
+	if x.Refused != nil {
+		reasons, failures = x.Refused.Reasons(), x.Refused.Failures
+	}
+	if asJSON {
+		return jsonLine(refusedJSON{Type: "refused", Session: x.Session, Depth: int(x.Depth), From: x.From, To: x.To,
+			Checkpoint: x.Checkpoint, Reasons: reasons, Failures: nonNil(failures)})
+	}
+	return fmt.Sprintf("refused session=%s depth=%d seq=%d..%d checkpoint=%d reasons=%s\n",
+		fieldValue(x.Session), x.Depth, x.From, x.To, x.Checkpoint, reasons)
+}
+
+// summary prints the closing line; with repair, how many were repaired.
+func (r *replayer) summary(repair bool) {
+	if r.json {
+		s := replayedJSON{Type: "replayed", Files: r.files, Events: r.events, Sessions: len(r.sessions), Compacted: r.compacted, Refused: r.refused}
+		if repair {
+			s.Repaired = &r.repaired
+		}
+		io.WriteString(r.out, jsonLine(s))
+		return
+	}
+	repaired := ""
+	if repair {
+		repaired = fmt.Sprintf(" repaired=%d", r.repaired)
+	}
+	fmt.Fprintf(r.out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d%s\n",
+		r.files, r.events, len(r.sessions), r.compacted, r.refused, repaired)
+}
+
+// nonNil returns s, or an empty slice for nil: JSON lists are never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // joinIDs returns ids as "3,4".

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -407,5 +408,106 @@ func TestReplay_MissingFile(t *testing.T) {
 	wantCode(t, r, exitError)
 	if !strings.Contains(r.stderr, "absent.jsonl") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// The database as the first argument or as --db: the same database. With
+// --db every argument is a FILE; a database among them, a missing FILE or
+// stdin as the database is bad usage, and nothing is created.
+func TestReplay_DBArgument(t *testing.T) {
+	t.Parallel()
+	flags := []string{"--every", "2", "--fold", "2"}
+	a, b := tempDB(t), tempDB(t)
+	outA := mustCLI(t, append(append([]string{"replay", "--db", a}, flags...), incident(t))...)
+	outB := mustCLI(t, append(append([]string{"replay", b}, flags...), incident(t))...)
+	if outA != outB {
+		t.Errorf("replay DB and replay --db DB print differently:\n%s", firstDiff(outB, outA))
+	}
+	if da, db := mustCLI(t, "dump", "--json", a), mustCLI(t, "dump", "--json", b); da != db { // the raw events hold the times they were stored at
+		t.Errorf("the databases differ:\n%s", firstDiff(db, da))
+	}
+
+	fresh := tempDB(t)
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"replay"}, "replay needs a database and at least one FILE"},
+		{[]string{"replay", fresh}, "replay needs at least one FILE after the database"},
+		{[]string{"replay", "-", incident(t)}, "cannot be stdin"},
+		{[]string{"replay", "--db", fresh, a, incident(t)}, "is a database, not a file of events"},
+	} {
+		r := cli(t, "", tc.args...)
+		wantCode(t, r, exitUsage, tc.args...)
+		if !strings.Contains(r.stderr, tc.says) {
+			t.Errorf("%v: stderr %q lacks %q", tc.args, r.stderr, tc.says)
+		}
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a refused replay created the database: %v", err)
+	}
+
+	// The events file given as the database: it is not one, and replay
+	// says which argument is the database.
+	r := cli(t, "", "replay", incident(t), incident(t))
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "not a strata database") || !strings.Contains(r.stderr, "holds JSON text, not a database: replay's first argument is the database") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// --json: one object per compaction line and the summary, the same counts.
+func TestReplay_JSON(t *testing.T) {
+	t.Parallel()
+	for _, flags := range [][]string{
+		{"--every", "2", "--fold", "2", "--summarizer", "lossy", "--drop", "negatives"},
+		{"--every", "2", "--summarizer", "lossy", "--retries", "1", "--repair"},
+	} {
+		text := mustCLI(t, append(append([]string{"replay", tempDB(t)}, flags...), incident(t))...)
+		js := mustCLI(t, append(append([]string{"replay", "--json", tempDB(t)}, flags...), incident(t))...)
+		tl := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		jl := strings.Split(strings.TrimSuffix(js, "\n"), "\n")
+		if len(tl) != len(jl) {
+			t.Fatalf("%v: %d text lines, %d JSON lines:\n%s", flags, len(tl), len(jl), js)
+		}
+		for i, line := range jl {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("line %d %q: %v", i+1, line, err)
+			}
+			typ, _ := m["type"].(string)
+			if !strings.HasPrefix(tl[i], typ+" ") {
+				t.Errorf("line %d: type %q, text %q", i+1, typ, tl[i])
+				continue
+			}
+			switch typ {
+			case "compacted":
+				want := fmt.Sprintf("compacted session=%s depth=%v seq=%v..%v node=%v marker=%v", m["session"], m["depth"], m["from"], m["to"], m["node"], m["marker"])
+				if !strings.HasPrefix(tl[i], want) || m["repaired"] == nil || m["missed"] == nil || m["invalidated_markers"] == nil {
+					t.Errorf("line %d: %s\ntext %s", i+1, line, tl[i])
+				}
+				if r := m["repaired"].(float64); r != 0 && !strings.Contains(tl[i], fmt.Sprintf(" repaired=%v ", r)) {
+					t.Errorf("line %d: repaired %v, text %s", i+1, r, tl[i])
+				}
+			case "refused":
+				want := fmt.Sprintf("refused session=%s depth=%v seq=%v..%v checkpoint=%v reasons=%s", m["session"], m["depth"], m["from"], m["to"], m["checkpoint"], m["reasons"])
+				if tl[i] != want || len(m["failures"].([]any)) == 0 {
+					t.Errorf("line %d: %s\ntext %s", i+1, line, tl[i])
+				}
+			case "replayed":
+				if i != len(jl)-1 {
+					t.Errorf("the summary is line %d of %d", i+1, len(jl))
+				}
+				want := fmt.Sprintf("replayed files=%v events=%v sessions=%v compacted=%v refused=%v", m["files"], m["events"], m["sessions"], m["compacted"], m["refused"])
+				if m["repaired"] != nil {
+					want += fmt.Sprintf(" repaired=%v", m["repaired"])
+				}
+				if tl[i] != want {
+					t.Errorf("summary %s, text %s", line, tl[i])
+				}
+			default:
+				t.Errorf("line %d: type %q", i+1, typ)
+			}
+		}
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/store"
@@ -25,7 +27,7 @@ type resumeOptions struct {
 func newResumeCommand() *cobra.Command {
 	o := &resumeOptions{}
 	cmd := &cobra.Command{
-		Use:   "resume --db DB --session ID [--marker ID|latest] [--json]",
+		Use:   "resume DB|URL --session ID [--marker ID|latest] [--json]",
 		Short: "Print the context a resuming agent gets",
 		Long: `Print the context a resuming agent gets for a session: from a valid marker,
 the roots up to its node and the raw events after its boundary; otherwise,
@@ -34,9 +36,25 @@ events after it), saying why. The same database always gives the same bytes.
 
 Text by default. --json prints {"session", "source": "marker"|"checkpoint",
 "marker", "checkpoint", "reason", "sha256", "context", ...} where sha256 is
-that of the text rendering, held in "context".`,
-		Args: exactArgs(),
+that of the text rendering, held in "context".
+
+The database is the first argument, or --db DB (not both). DB may be the
+URL of a running agent's debug handler (http://127.0.0.1:6060/debug/strata).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usagef("resume takes one argument (DB), got %d", len(args))
+			case len(args) == 1 && o.db != "":
+				return usagef("resume: the database given twice (%s and --db %s): give it once", args[0], o.db)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			db, _, err := dbArg(cmd, o.db, args)
+			if err != nil {
+				return err
+			}
+			o.db = db
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -44,19 +62,17 @@ that of the text rendering, held in "context".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file, or a debug handler's URL (required)")
+	f.StringVar(&o.db, "db", "", "the database file, or a debug handler's URL: the first argument's other form")
 	f.StringVar(&o.session, "session", "", "the session to resume (required)")
 	f.StringVar(&o.marker, "marker", "latest", `the marker to resume from: an id, or "latest" for the newest valid one`)
-	f.BoolVar(&o.json, "json", false, "print JSON instead of the text context")
+	addJSONFlag(cmd, &o.json, "JSON instead of the text context")
 	addTimeoutFlag(cmd, &o.timeout)
+	completeSessions(cmd)
 	return cmd
 }
 
 // validate checks the flags and parses --marker; its errors are bad usage.
 func (o *resumeOptions) validate() error {
-	if o.db == "" {
-		return usagef("--db is required")
-	}
 	if o.session == "" {
 		return usagef("--session is required")
 	}
@@ -73,7 +89,17 @@ func (o *resumeOptions) validate() error {
 }
 
 // run prints the resumed context, as text or JSON.
-func (o *resumeOptions) run(out io.Writer) (err error) {
+func (o *resumeOptions) run(out io.Writer) error {
+	err := o.resume(out)
+	var he *HTTPError
+	if errors.Is(err, store.ErrNotFound) || errors.As(err, &he) && strings.HasPrefix(he.Status, "404") && strings.Contains(he.Message, store.ErrNotFound.Error()) {
+		err = errors.WithHintf(err, "to list the session's markers, run: strata dump %s --session %s", shellQuote(o.db), shellQuote(o.session))
+	}
+	return err
+}
+
+// resume prints the resumed context, as text or JSON.
+func (o *resumeOptions) resume(out io.Writer) (err error) {
 	if isURL(o.db) {
 		return o.runRemote(out)
 	}

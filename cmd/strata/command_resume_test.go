@@ -52,6 +52,8 @@ func TestResume_Errors(t *testing.T) {
 		{"resume", "--db", db, "--session", "mig", "--marker", "first"},
 		{"resume", "--db", db, "--session", "mig", "--marker", "0"},
 		{"resume", "--db", db, "--session", "mig", "extra"},
+		{"resume", db, "--db", db, "--session", "mig"},
+		{"resume", db, "extra", "--session", "mig"},
 	} {
 		wantCode(t, cli(t, "", args...), exitUsage, args...)
 	}
@@ -59,13 +61,32 @@ func TestResume_Errors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"resume", "--db", db, "--session", "nope"}, "session not found"},
-		{[]string{"resume", "--db", db, "--session", "mig", "--marker", "99"}, "not found"},
+		{[]string{"resume", "--db", db, "--session", "nope"}, "session not found\nHint: to list the sessions, run: strata sessions " + db + "\n"},
+		{[]string{"resume", db, "--session", "nope"}, "session not found\nHint: to list the sessions, run: strata sessions " + db + "\n"},
+		{[]string{"resume", "--db", db, "--session", "mig", "--marker", "99"}, "not found\nHint: to list the session's markers, run: strata dump " + db + " --session mig\n"},
 	} {
 		r := cli(t, "", tc.args...)
 		wantCode(t, r, exitError, tc.args...)
-		if !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%v: stderr %q", tc.args, r.stderr)
+		if !strings.HasSuffix(r.stderr, tc.want) {
+			t.Errorf("%v: stderr %q, want it to end with %q", tc.args, r.stderr, tc.want)
 		}
+	}
+}
+
+// The database as the first argument or as --db: the same context.
+func TestResume_DBArgument(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2"}, incident(t))
+	for _, f := range [][]string{{}, {"--json"}, {"--marker", "1"}} {
+		a := mustCLI(t, append([]string{"resume", "--db", db, "--session", "mig"}, f...)...)
+		b := mustCLI(t, append([]string{"resume", db, "--session", "mig"}, f...)...)
+		if a != b || a == "" {
+			t.Errorf("%v: resume DB and resume --db DB differ:\n%s", f, firstDiff(b, a))
+		}
+	}
+	r := cli(t, "", "resume", "--session", "mig")
+	wantCode(t, r, exitUsage)
+	if !strings.HasPrefix(r.stderr, "Error: resume needs a database: give it as the first argument (strata resume DB|URL") {
+		t.Errorf("stderr %q", r.stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/marker"
@@ -17,6 +18,7 @@ import (
 // statsOptions are the flags and arguments of `strata stats`.
 type statsOptions struct {
 	json    bool
+	session string
 	timeout time.Duration
 	db      string
 }
@@ -25,12 +27,27 @@ type statsOptions struct {
 func newStatsCommand() *cobra.Command {
 	o := &statsOptions{}
 	cmd := &cobra.Command{
-		Use:   "stats [--json] DB|URL",
+		Use:   "stats [--json] [--session ID] DB|URL",
 		Short: "Count what a database holds, per session and in total",
 		Long: `Count, per session and in total: events and turns, nodes per depth, roots,
 markers valid/invalid, checkpoints valid/invalid, refusals per reason class
-(a refusal counts once in each class it failed), the ledger's entries, and
-the file's size and bytes per raw event.`,
+(a refusal counts once in each class it failed), the ledger's entries, the
+raw events' stored bytes and bytes per raw event, the time of the newest
+event; and the file's size and its bytes per raw event (summaries, indexes
+and free pages included). --session ID counts that session alone (the total
+is then its own).
+
+--json prints one document: {"sessions":[{"id", "events", "turns",
+"nodes_by_depth", "roots", "frame_version", "markers_valid",
+"markers_invalid", "checkpoints_valid", "checkpoints_invalid", "refusals",
+"refusals_by_class", "open", "dispositions", "constraints", "artifacts",
+"raw_bytes", "bytes_per_event", "last_time"}], "total":{the same counts,
+without id, frame_version and last_time}, "file_bytes",
+"file_bytes_per_event", "bytes_per_event"}; the last is the total's: raw
+event bytes per event.
+
+DB may be the URL of a running agent's debug handler
+(http://127.0.0.1:6060/debug/strata).`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]
@@ -40,13 +57,30 @@ the file's size and bytes per raw event.`,
 			return o.run(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	addJSONFlag(cmd, &o.json, "one JSON document")
+	cmd.Flags().StringVar(&o.session, "session", "", "count only this session")
 	addTimeoutFlag(cmd, &o.timeout)
+	completeSessions(cmd)
 	return cmd
 }
 
 // validate checks the flags; its errors are bad usage.
-func (o *statsOptions) validate() error { return checkTimeout(o.timeout) }
+func (o *statsOptions) validate() error {
+	if o.session != "" {
+		if err := store.CheckSession(o.session); err != nil {
+			return &usageError{err: errors.Wrap(err, "--session")}
+		}
+	}
+	return checkTimeout(o.timeout)
+}
+
+// sessions returns the sessions to count: --session, or all (nil).
+func (o *statsOptions) sessions() []string {
+	if o.session == "" {
+		return nil
+	}
+	return []string{o.session}
+}
 
 // run prints the counts, as text or JSON.
 func (o *statsOptions) run(out io.Writer) (err error) {
@@ -58,7 +92,7 @@ func (o *statsOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
-	st, err := db.Stats()
+	st, err := db.Stats(o.sessions()...)
 	if err != nil {
 		return err
 	}
@@ -83,7 +117,7 @@ func (o *statsOptions) print(out io.Writer, st store.Stats) error {
 		writeSessionStats(&b, "session "+fieldValue(st.Sessions[i].ID), &st.Sessions[i], true)
 	}
 	writeSessionStats(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, false)
-	fmt.Fprintf(&b, "file bytes=%d bytes_per_event=%.1f\n", st.FileBytes, st.BytesPerEvent)
+	fmt.Fprintf(&b, "file bytes=%d per_event=%.1f\n", st.FileBytes, st.FileBytesPerEvent)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
@@ -116,4 +150,9 @@ func writeSessionStats(b *strings.Builder, head string, s *store.SessionStats, f
 	fmt.Fprintf(b, "  checkpoints valid=%d invalid=%d\n", s.CheckpointsValid, s.CheckpointsInvalid)
 	fmt.Fprintf(b, "  refusals=%d %s\n", s.Refusals, strings.Join(byClass, " "))
 	fmt.Fprintf(b, "  ledger open=%d dispositions=%d constraints=%d artifacts=%d\n", s.Open, s.Dispositions, s.Constraints, s.Artifacts)
+	fmt.Fprintf(b, "  raw bytes=%d per_event=%.1f", s.RawBytes, s.BytesPerEvent)
+	if !s.LastTime.IsZero() {
+		fmt.Fprintf(b, " last_event=%s", s.LastTime.Format(time.RFC3339))
+	}
+	b.WriteString("\n")
 }

@@ -17,7 +17,8 @@ func TestStats(t *testing.T) {
 		`(?m)^  markers valid=2 invalid=6$`,
 		`(?m)^  refusals=3 closure=3 retention=0 artifact=0 constraint=0 depth=0 size=0 output=0$`,
 		`(?m)^total sessions=1: events=41 turns=8$`,
-		`(?m)^file bytes=\d+ bytes_per_event=\d+\.\d$`,
+		`(?m)^  raw bytes=\d+ per_event=\d+\.\d last_event=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`,
+		`(?m)^file bytes=\d+ per_event=\d+\.\d$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("stats lacks %s:\n%s", re, out)
@@ -54,4 +55,69 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats --json of an empty database:\n%s", js)
 	}
 	wantCode(t, cli(t, "", "stats"), exitUsage)
+}
+
+// --session counts one session, its total its own; bytes_per_event is the
+// raw events' bytes per event, file_bytes_per_event the file's; the total
+// has no id. An unknown session is an error naming the command that lists
+// them.
+func TestStats_Session(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, []string{"--every", "2"}, incident(t), writeFile(t, "x.jsonl", `{"session":"other","kind":"user","text":"hi"}`+"\n"))
+	type counts struct {
+		ID            *string `json:"id"`
+		Events        uint64  `json:"events"`
+		RawBytes      uint64  `json:"raw_bytes"`
+		BytesPerEvent float64 `json:"bytes_per_event"`
+		LastTime      string  `json:"last_time"`
+	}
+	type doc struct {
+		Sessions          []counts `json:"sessions"`
+		Total             counts   `json:"total"`
+		FileBytes         int64    `json:"file_bytes"`
+		FileBytesPerEvent float64  `json:"file_bytes_per_event"`
+		BytesPerEvent     float64  `json:"bytes_per_event"`
+	}
+	decode := func(args ...string) doc {
+		t.Helper()
+		js := mustCLI(t, args...)
+		var d doc
+		if err := json.Unmarshal([]byte(js), &d); err != nil {
+			t.Fatalf("%v\n%s", err, js)
+		}
+		return d
+	}
+	all := decode("stats", "--json", db)
+	one := decode("stats", "--json", "--session", "mig", db)
+	if len(all.Sessions) != 2 || len(one.Sessions) != 1 || *one.Sessions[0].ID != "mig" || *all.Sessions[0].ID != "mig" ||
+		one.Sessions[0].RawBytes != all.Sessions[0].RawBytes || one.Sessions[0].LastTime != all.Sessions[0].LastTime {
+		t.Fatalf("stats --session mig: %+v\nall: %+v", one, all)
+	}
+	if one.Total.ID != nil || all.Total.ID != nil || one.Total.LastTime != "" {
+		t.Errorf("the total has an id or a last time: %+v", one.Total)
+	}
+	if one.Total.Events != 41 || one.Total.RawBytes != one.Sessions[0].RawBytes || all.Total.RawBytes != all.Sessions[0].RawBytes+all.Sessions[1].RawBytes {
+		t.Errorf("totals: one %+v, all %+v", one.Total, all.Total)
+	}
+	for _, d := range []doc{all, one} {
+		ev := float64(d.Total.Events)
+		if d.BytesPerEvent != float64(d.Total.RawBytes)/ev || d.FileBytesPerEvent != float64(d.FileBytes)/ev ||
+			d.Total.BytesPerEvent != d.BytesPerEvent || d.FileBytesPerEvent <= d.BytesPerEvent {
+			t.Errorf("per event: %+v", d)
+		}
+	}
+	if s := all.Sessions[0]; s.BytesPerEvent != float64(s.RawBytes)/float64(s.Events) || s.LastTime == "" {
+		t.Errorf("session: %+v", s)
+	}
+	if out := mustCLI(t, "stats", "--session", "other", db); !strings.HasPrefix(out, "session other: events=1 turns=1\n") || strings.Contains(out, "session mig") {
+		t.Errorf("stats --session other:\n%s", out)
+	}
+
+	r := cli(t, "", "stats", "--session", "absent", db)
+	wantCode(t, r, exitError)
+	if !strings.HasSuffix(r.stderr, "Hint: to list the sessions, run: strata sessions "+db+"\n") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	wantCode(t, cli(t, "", "stats", "--session", "", db), exitOK) // "" is every session
+	wantCode(t, cli(t, "", "stats", "--session", "a\nb", db), exitUsage)
 }

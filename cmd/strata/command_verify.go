@@ -22,6 +22,7 @@ import (
 
 // verifyOptions are the flags and arguments of `strata verify`.
 type verifyOptions struct {
+	json      bool
 	inProcess bool
 	progress  bool // the child: send progress lines
 	timeout   time.Duration
@@ -32,7 +33,7 @@ type verifyOptions struct {
 func newVerifyCommand() *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify DB|URL",
+		Use:   "verify [--json] DB|URL",
 		Short: "Check a database deeply: bbolt's structure and every strata invariant",
 		Long: `Check the database: bbolt's own consistency check plus every store invariant
 (gapless seqs, the ledger equal to a replay of the raw log, roots covering
@@ -44,6 +45,13 @@ in a child process, so that a file damaged enough to make bbolt fault is
 reported ("verify crashed: ...", status 3) instead of taking the check down.
 A database that cannot be opened at all (missing, empty, not strata, newer
 format, held by another process) is an error: status 1.
+
+--json prints one document instead, {"ok", "sessions", "events", "nodes",
+"problems":[{"session", "what"}]} ("session" absent for a problem of the
+file as a whole), with the same exit status.
+
+DB may be the URL of a running agent's debug handler: its hot backup is
+fetched into a temporary file, checked, and removed.
 
 On a terminal, progress (sessions and raw events checked) is shown on
 stderr, on one line that is cleared at the end; piped, verify is quiet.`,
@@ -62,6 +70,7 @@ stderr, on one line that is cleared at the end; piped, verify is quiet.`,
 			return o.runParent(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	addJSONFlag(cmd, &o.json, "one JSON document")
 	cmd.Flags().BoolVar(&o.inProcess, "in-process", false, "run the check in this process, speaking the parent's line protocol")
 	_ = cmd.Flags().MarkHidden("in-process")
 	cmd.Flags().BoolVar(&o.progress, "progress", false, "with --in-process: send progress lines")
@@ -76,12 +85,27 @@ func (o *verifyOptions) validate() error { return checkTimeout(o.timeout) }
 // verifyMsg is one line of the protocol the child speaks on its stdout: a
 // problem, an error that kept the check from running, or the end.
 type verifyMsg struct {
-	Problem  *string         `json:"problem,omitempty"`
+	Problem  *store.Problem  `json:"problem,omitempty"`
 	Error    *string         `json:"error,omitempty"`
 	Hints    []string        `json:"hints,omitempty"`
 	Progress *verifyProgress `json:"progress,omitempty"`
 	Done     bool            `json:"done,omitempty"`
 	Problems int             `json:"problems,omitempty"`
+	Counts   *verifyCounts   `json:"counts,omitempty"` // with Done
+}
+
+// verifyCounts is what the check went through.
+type verifyCounts struct {
+	Sessions int    `json:"sessions"`
+	Events   uint64 `json:"events"`
+	Nodes    int    `json:"nodes"`
+}
+
+// verifyJSON is what `verify --json` prints.
+type verifyJSON struct {
+	OK bool `json:"ok"`
+	verifyCounts
+	Problems []store.Problem `json:"problems"`
 }
 
 // verifyProgress is how far the check has got.
@@ -100,14 +124,22 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	send := func(m verifyMsg) error { return enc.Encode(m) }
-	problem := func(s string) verifyMsg { return verifyMsg{Problem: &s} }
+	problem := func(p store.Problem) verifyMsg { return verifyMsg{Problem: &p} }
 
-	var problems []string
+	var problems []store.Problem
+	var counts verifyCounts
 	db, err := openReadOnly(o.db, o.timeout)
 	switch {
 	case errors.Is(err, store.ErrCorrupt):
-		problems = append(problems, err.Error()) // found damaged: a problem, not a failure to check
+		problems = append(problems, store.Problem{What: err.Error()}) // found damaged: a problem, not a failure to check
 	case err != nil:
+		// The hints run would add, had the error not crossed a process.
+		switch {
+		case errors.Is(err, store.ErrNotStrata):
+			err = explainForeign(err, o.db, "verify")
+		case errors.Is(err, store.ErrLocked):
+			err = explainLocked(err, o.db, false)
+		}
 		msg := err.Error()
 		if serr := send(verifyMsg{Error: &msg, Hints: errors.GetAllHints(err)}); serr != nil {
 			return serr
@@ -137,11 +169,10 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 			}
 			return &exitCodeError{code: exitError}
 		}
-		for _, p := range rep.Problems {
-			problems = append(problems, p.String())
-		}
+		problems = append(problems, rep.Problems...)
+		counts = verifyCounts{Sessions: rep.Sessions, Events: rep.Events, Nodes: rep.Nodes}
 		if cerr != nil {
-			problems = append(problems, "closing the database: "+cerr.Error())
+			problems = append(problems, store.Problem{What: "closing the database: " + cerr.Error()})
 		}
 	}
 	for _, p := range problems {
@@ -149,7 +180,7 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 			return err
 		}
 	}
-	if err := send(verifyMsg{Done: true, Problems: len(problems)}); err != nil {
+	if err := send(verifyMsg{Done: true, Problems: len(problems), Counts: &counts}); err != nil {
 		return err
 	}
 	if len(problems) > 0 {
@@ -189,6 +220,7 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 
 	var (
 		problems int
+		found    []store.Problem // with --json: printed at the end
 		done     *verifyMsg
 		failed   *verifyMsg
 		bad      string // how the child broke the protocol
@@ -215,7 +247,11 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		case m.Problem != nil && m.Error == nil && !m.Done:
 			prog.clear()
 			problems++
-			fmt.Fprintln(out, oneLine(*m.Problem))
+			if o.json {
+				found = append(found, *m.Problem)
+			} else {
+				fmt.Fprintln(out, oneLine(m.Problem.String()))
+			}
 		case m.Error != nil && m.Problem == nil && !m.Done:
 			failed = &m
 		case m.Done && m.Problem == nil && m.Error == nil:
@@ -246,9 +282,17 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 		}
 		return err
 	case bad == "" && done != nil && done.Problems == problems && code == exitOK && problems == 0:
+		if o.json {
+			return o.printJSON(out, done.Counts, nil)
+		}
 		_, err := fmt.Fprintln(out, "ok")
 		return err
 	case bad == "" && done != nil && done.Problems == problems && code == exitProblems && problems > 0:
+		if o.json {
+			if err := o.printJSON(out, done.Counts, found); err != nil {
+				return err
+			}
+		}
 		return &exitCodeError{code: exitProblems}
 	}
 
@@ -263,11 +307,28 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 	case bad != "":
 		why = bad
 	}
-	fmt.Fprintf(out, "verify crashed: %s\n", why)
+	crash := store.Problem{What: "verify crashed: " + why}
+	if o.json {
+		if err := o.printJSON(out, nil, append(found, crash)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out, crash.What)
+	}
 	if s := strings.TrimSpace(stderr.String()); s != "" {
 		fmt.Fprintf(errOut, "verify: the check's output on stderr:\n%s\n", s)
 	}
 	return &exitCodeError{code: exitProblems}
+}
+
+// printJSON prints the --json document: the counts the check reached
+// (nil: none, it crashed) and the problems found.
+func (o *verifyOptions) printJSON(out io.Writer, counts *verifyCounts, problems []store.Problem) error {
+	doc := verifyJSON{OK: len(problems) == 0, Problems: nonNil(problems)}
+	if counts != nil {
+		doc.verifyCounts = *counts
+	}
+	return writeJSON(out, doc)
 }
 
 // capBuffer keeps the first max bytes written to it and discards the rest.
@@ -293,15 +354,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return tier.TruncateUTF8(s, n) + "…"
-}
-
-// isTerminal reports whether w is a terminal: progress is for a person
-// watching, never for a pipe or a file.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"hash/crc32"
 	"os"
 	"strings"
@@ -148,7 +149,7 @@ func TestVerify_CannotOpen(t *testing.T) {
 
 func TestVerify_Usage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"verify"}, {"verify", "a", "b"}, {"verify", "--json", "a"}} {
+	for _, args := range [][]string{{"verify"}, {"verify", "a", "b"}, {"verify", "--frob", "a"}} {
 		wantCode(t, cli(t, "", args...), exitUsage, args...)
 	}
 }
@@ -168,5 +169,71 @@ func TestVerify_Progress(t *testing.T) {
 	}
 	if isTerminal(&strings.Builder{}) {
 		t.Error("a buffer is not a terminal")
+	}
+}
+
+// verifyDoc is what `verify --json` prints.
+type verifyDoc struct {
+	OK       *bool  `json:"ok"`
+	Sessions int    `json:"sessions"`
+	Events   uint64 `json:"events"`
+	Nodes    int    `json:"nodes"`
+	Problems []struct {
+		Session string `json:"session"`
+		What    string `json:"what"`
+	} `json:"problems"`
+}
+
+// verifyJSONOf runs `verify --json` with want as the exit status and
+// decodes what it prints.
+func verifyJSONOf(t *testing.T, want int, args ...string) verifyDoc {
+	t.Helper()
+	args = append([]string{"verify", "--json"}, args...)
+	r := cli(t, "", args...)
+	wantCode(t, r, want, args...)
+	var d verifyDoc
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || d.OK == nil || d.Problems == nil {
+		t.Fatalf("%v: %v\n%s", args, err, r.stdout)
+	}
+	return d
+}
+
+// --json: the same verdict and exit status, as one document.
+func TestVerify_JSON(t *testing.T) {
+	db := replayed(t, []string{"--every", "2"}, incident(t))
+	if d := verifyJSONOf(t, exitOK, db); !*d.OK || len(d.Problems) != 0 || d.Sessions != 1 || d.Events != 41 || d.Nodes != 3 {
+		t.Errorf("verify --json of a sound database: %+v", d)
+	}
+	t.Run("crash", func(t *testing.T) {
+		t.Setenv(envCrash, "kill")
+		d := verifyJSONOf(t, exitProblems, db)
+		if *d.OK || len(d.Problems) != 1 || d.Problems[0].What != "verify crashed: signal: killed" {
+			t.Errorf("verify --json of a crashed check: %+v", d)
+		}
+	})
+	damage(t, db, func(tx *bolt.Tx) error {
+		l0 := tx.Bucket([]byte("s/mig"))
+		key := binary.BigEndian.AppendUint64([]byte{0xFE}, 5)
+		v := append([]byte(nil), l0.Get(key)...)
+		v[len(v)-6] ^= 0x20
+		return l0.Put(key, v)
+	})
+	d := verifyJSONOf(t, exitProblems, db)
+	if *d.OK || len(d.Problems) == 0 {
+		t.Fatalf("verify --json of a damaged database: %+v", d)
+	}
+	for _, p := range d.Problems {
+		if p.Session != "mig" || p.What == "" {
+			t.Errorf("problem %+v", p)
+		}
+	}
+	if !strings.Contains(d.Problems[0].What, "checksum mismatch") {
+		t.Errorf("first problem %q", d.Problems[0].What)
+	}
+	// A file that cannot be checked is an error, not a document.
+	r := cli(t, "", "verify", "--json", db+".absent")
+	wantCode(t, r, exitError)
+	if r.stdout != "" {
+		t.Errorf("stdout %q", r.stdout)
 	}
 }

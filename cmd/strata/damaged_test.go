@@ -104,6 +104,11 @@ func TestDamaged_ReadingCommandsFail(t *testing.T) {
 		{[]string{"resume", "--db", db, "--session", "b-damaged", "--json"}, ""},
 		{[]string{"stats", db}, ""},
 		{[]string{"stats", "--json", db}, ""},
+		{[]string{"stats", "--session", "b-damaged", db}, ""},
+		{[]string{"sessions", db}, ""},
+		{[]string{"sessions", "--json", db}, ""},
+		{[]string{"resume", db, "--session", "b-damaged"}, ""},
+		{[]string{"dump", "--session", "b-damaged", "--from", "1", "--to", "4", db}, "strata database:"},
 	} {
 		r := cli(t, "", tc.args...)
 		wantCode(t, r, exitError, tc.args...)
@@ -131,6 +136,7 @@ func TestDamaged_ReadingCommandsFail(t *testing.T) {
 	}
 	mustCLI(t, "resume", "--db", db, "--session", "a-intact")
 	mustCLI(t, "dump", "--session", "a-intact", db)
+	mustCLI(t, "stats", "--session", "a-intact", db)
 }
 
 // The same through a live agent's debug handler: an answer refused before
@@ -150,7 +156,7 @@ func TestDamaged_ReadingCommandsFailRemote(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); d.Close() })
 	url := srv.URL + debughttp.DefaultPrefix
 
-	for _, args := range [][]string{{"stats", url}, {"resume", "--db", url, "--session", "b-damaged"}} {
+	for _, args := range [][]string{{"stats", url}, {"sessions", url}, {"resume", "--db", url, "--session", "b-damaged"}, {"resume", url, "--session", "b-damaged"}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
 		if !strings.Contains(r.stderr, `store: database is damaged: session "b-damaged"`) ||
@@ -173,6 +179,7 @@ func TestExplainDamage(t *testing.T) {
 		errmark.Mark(errors.New("bbolt panicked: runtime error: slice bounds out of range [:4117] with capacity 4096"), store.ErrCorrupt),
 		errors.Wrap(&store.CorruptError{Session: "s", Bucket: "nodes", Key: "3", Err: errors.New("bbolt panicked: runtime error: slice bounds out of range")}, "dump"),
 		&HTTPError{URL: "http://h/debug/strata/stats", Status: "500 Internal Server Error", Message: store.ErrCorrupt.Error() + `: session "s" nodes key 3: checksum mismatch`},
+		&HTTPError{URL: "http://h/debug/strata/dump", Status: "500 Internal Server Error", Message: "bbolt panicked: runtime error: index out of range [7] with length 4", Damaged: true},
 	} {
 		var b bytes.Buffer
 		printError(&b, explainDamage(err, "my db.db"))
@@ -180,9 +187,34 @@ func TestExplainDamage(t *testing.T) {
 			t.Errorf("%v:\n%s", err, b.String())
 		}
 	}
-	for _, err := range []error{store.ErrSessionNotFound, store.ErrLocked, &HTTPError{Status: "404 Not Found", Message: "store: session not found"}} {
+	for _, err := range []error{store.ErrSessionNotFound, store.ErrLocked, &HTTPError{Status: "404 Not Found", Message: "store: session not found"},
+		&HTTPError{Status: "500 Internal Server Error", Message: "bbolt panicked: runtime error"}} {
 		if got := explainDamage(err, "x.db"); len(errors.GetAllHints(got)) != 0 {
 			t.Errorf("%v: hints %q", err, errors.GetAllHints(got))
+		}
+	}
+}
+
+// A handler that answers a panic inside bbolt with "damaged": true: every
+// reading command's error on its URL hints at verify, though the message
+// does not say "damaged".
+func TestDamaged_RemotePanicHintsVerify(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc(debughttp.DefaultPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(debughttp.HandlerHeader, debughttp.HandlerVersion)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"error":"bbolt panicked: runtime error: slice bounds out of range [:4117] with capacity 4096","damaged":true}` + "\n"))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	url := srv.URL + debughttp.DefaultPrefix
+	for _, args := range [][]string{{"dump", url}, {"dump", "--json", url}, {"stats", url}, {"sessions", url}, {"resume", url, "--session", "s"}} {
+		r := cli(t, "", args...)
+		wantCode(t, r, exitError, args...)
+		if !strings.Contains(r.stderr, "bbolt panicked") || !strings.HasSuffix(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify "+url+"\n") {
+			t.Errorf("strata %s: stderr\n%s", strings.Join(args, " "), r.stderr)
 		}
 	}
 }

@@ -1,40 +1,70 @@
 // Command strata is the command line of the strata store: it replays raw
-// event logs (JSONL) into a database, compacting as it goes, and dumps,
-// resumes, verifies, backs up and counts what a database holds.
+// event logs (JSONL) into a database, compacting as it goes, imports agent
+// transcripts, and lists, dumps, resumes, verifies, backs up and counts what
+// a database holds.
 //
 // Usage:
 //
-//	strata replay --db DB [--session ID] [--every N] [--every-events M] [--fold K]
-//	              [--summarizer extractive|lossy] [--drop LIST] [--retries R] [--budget T] FILE...
-//	strata dump [--json] [--raw] [--session ID] DB
-//	strata resume --db DB --session ID [--marker ID|latest] [--json]
-//	strata verify DB
-//	strata backup DB DEST
-//	strata stats [--json] DB
+//	strata replay DB [--session ID] [--every N] [--every-events M] [--fold K] [--max-roots R]
+//	              [--summarizer extractive|lossy|openai] [--drop LIST] [--retries R] [--repair]
+//	              [--budget T] [--json] FILE...
+//	strata replay --db DB [flags] FILE...
+//	strata import --format openai|anthropic|claude-code [--session ID] [--db DB] [--json] FILE...
+//	strata sessions [--json] DB|URL
+//	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
+//	strata resume DB|URL --session ID [--marker ID|latest] [--json]
+//	strata resume --db DB|URL --session ID [--marker ID|latest] [--json]
+//	strata verify [--json] DB|URL
+//	strata backup [--json] DB|URL DEST
+//	strata stats [--json] [--session ID] DB|URL
+//	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...]
+//	            [--retries r,...] [--grid] [--json] FILE...
 //	strata serve [--addr HOST:PORT] DB
-//	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p] [--class-rate LIST]
-//	            [--retries r|r1,r2,...] [--seed s] [--json] [--per-session=false] [--dir DIR] FILE...
+//	strata demo [DB]
+//	strata version [--json]
+//	strata completion bash|zsh|fish|powershell
 //
-// shared/spec/cli.md is the contract: the field names of every output and
-// the exit codes — 0 success, 1 error, 2 bad usage, 3 verify found problems.
-// Errors go to stderr as "Error: …", followed by "Hint: …" when the error
-// carries one.
+// Every command that takes a database takes it as its first argument;
+// replay and resume also take it as --db, and import only so: without --db,
+// import converts to stdout. With replay's --db, every argument is a FILE.
+// Where a command only reads (sessions, dump, resume, verify, backup,
+// stats), DB may be the URL of a running agent's debug handler (package
+// debughttp), e.g. http://127.0.0.1:6060/debug/strata: the same output,
+// from one read transaction of the live database.
+//
+// --json prints a command's result as JSON — one document, or for replay
+// and import one object per line — and is the one way to ask for JSON
+// everywhere. The field names of every output and the exit codes are a
+// contract: 0 success, 1 error, 2 bad usage, 3 verify found problems.
+// Errors go to stderr as "Error: …", followed by "Hint: …" lines that say
+// what to do: run verify on a damaged database, which process holds a
+// locked one, what a file that is not a database is, how to list the
+// sessions or markers when one asked for does not exist.
 //
 // Every command that only reads a database opens it read-only, waiting at
 // most --timeout (default 1s) for the file lock, and never changes a byte of
-// the file. A reading command (dump, resume, stats) that meets a damaged
-// record stops there with status 1, never a partial answer with status 0:
-// the error names the record and its session, and a hint says to run
-// verify, which lists every problem (status 3). A dump has by then printed
-// what came before; its error says so.
+// the file. A reading command (sessions, dump, resume, stats) that meets a
+// damaged record stops there with status 1, never a partial answer with
+// status 0: the error names the record and its session, and a hint says to
+// run verify, which lists every problem (status 3). A dump has by then
+// printed what came before; its error says so.
+//
+// strata version (and strata --version) prints the module version and the
+// VCS stamp the build recorded, the Go version, and the database format
+// version this strata writes. strata completion prints a shell completion
+// script; --session completes the session ids of the database file named
+// on the command line.
 //
 // # Caveats
 //
 //   - bbolt lets one process write a database: while an agent has it open,
 //     every other open — even read-only — waits --timeout and fails saying
-//     another process holds it. Take a backup through the agent's API and
-//     read that instead.
+//     another process holds it (on Linux, which one). Read it through the
+//     agent's debug handler URL, or a backup.
 //   - verify runs its deep check in a child process (this executable again),
 //     so that a damaged file that makes bbolt fault cannot take the check down
 //     with it: the crash is reported as a problem.
+//   - backup replaces an existing DEST file whole, as etcdctl snapshot save
+//     and sqlite3's .backup do; it refuses the database itself, a directory,
+//     and DEST "-" when stdout is a terminal.
 package main

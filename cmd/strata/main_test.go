@@ -172,8 +172,8 @@ func resume(t testing.TB, db, session string, extra ...string) resumeJSON {
 }
 
 // holdForWriting starts a child process that holds db open for writing and
-// returns once it does; the child is killed at the end of the test.
-func holdForWriting(t testing.TB, db string) {
+// returns its pid once it does; the child is killed at the end of the test.
+func holdForWriting(t testing.TB, db string) int {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -203,6 +203,7 @@ func holdForWriting(t testing.TB, db string) {
 	if err != nil || line != "ready\n" {
 		t.Fatalf("holding process: %q, %v; stderr: %s", line, err, stderr.String())
 	}
+	return cmd.Process.Pid
 }
 
 // sessionsOf lists the sessions of a database.

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,6 +53,7 @@ type HTTPError struct {
 	URL     string
 	Status  string // "404 Not Found"
 	Message string // the server's {"error": ...}
+	Damaged bool   // the server's "damaged": the error is damage in the database
 }
 
 // Error implements error.
@@ -162,14 +162,15 @@ func (c *remote) get(endpoint string, q url.Values) (*body, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb struct {
-			Error string `json:"error"`
+			Error   string `json:"error"`
+			Damaged bool   `json:"damaged"`
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = strings.TrimSpace(string(b))
 		}
-		err := error(&HTTPError{URL: req.URL.Redacted(), Status: resp.Status, Message: eb.Error})
+		err := error(&HTTPError{URL: req.URL.Redacted(), Status: resp.Status, Message: eb.Error, Damaged: eb.Damaged})
 		if resp.StatusCode == http.StatusUnauthorized {
 			if c.token == "" {
 				err = errors.WithHintf(err, "set %s to the handler's token", envToken)
@@ -240,10 +241,14 @@ func (c *remote) fetch() (path string, remove func(), err error) {
 // runRemote is `strata stats URL`.
 func (o *statsOptions) runRemote(out io.Writer) error {
 	c := newRemote(o.db, o.timeout)
-	if o.json {
-		return c.copy(out, "stats", nil)
+	var q url.Values
+	if o.session != "" {
+		q = url.Values{"session": {o.session}}
 	}
-	b, err := c.get("stats", nil)
+	if o.json {
+		return c.copy(out, "stats", q)
+	}
+	b, err := c.get("stats", q)
 	if err != nil {
 		return err
 	}
@@ -280,8 +285,19 @@ func (o *backupOptions) runRemote(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(out, "backup %s bytes=%s\n", o.dest, strconv.FormatInt(n, 10))
-	return err
+	// The copy's own sessions: reading them also proves DEST opens.
+	copied, err := openReadOnly(o.dest, o.timeout)
+	if err != nil {
+		return errors.Wrapf(err, "backup: reading the copy %s", o.dest)
+	}
+	ids, err := copied.Sessions()
+	if cerr := copied.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Wrapf(err, "backup: reading the copy %s", o.dest)
+	}
+	return o.report(out, n, len(ids))
 }
 
 // runRemote is `strata verify URL`: the handler's hot backup, fetched into

@@ -50,6 +50,10 @@ func TestRemote_SameOutput(t *testing.T) {
 		{"resume", "--db", at, "--session", "mig"}, {"resume", "--db", at, "--session", "mig", "--json"},
 		{"resume", "--db", at, "--session", "mig", "--marker", "1", "--json"},
 		{"resume", "--db", at, "--session", "other", "--marker", "latest"},
+		{"resume", at, "--session", "mig", "--json"},
+		{"sessions", at}, {"sessions", "--json", at},
+		{"stats", "--session", "other", at}, {"stats", "--json", "--session", "mig", at},
+		{"dump", "--json", "--session", "mig", "--from", "5", "--to", "9", at}, {"dump", "--session", "mig", "--from", "30", at},
 	}
 	args := func(c []string, db string) []string {
 		out := make([]string, len(c))
@@ -89,7 +93,7 @@ func TestRemote_BackupVerify(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "copy.db")
 	out := mustCLI(t, "backup", url, dest)
 	size := int64(len(readBytes(t, dest)))
-	if out != "backup "+dest+" bytes="+itoa(size)+"\n" {
+	if out != "backup "+dest+" bytes="+itoa(size)+" sessions=1\n" {
 		t.Errorf("backup: %q (file %d bytes)", out, size)
 	}
 	if fi, err := os.Stat(dest); err != nil || fi.Mode().Perm() != 0o600 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -14,7 +15,7 @@ import (
 	"github.com/strata-go/strata/store"
 )
 
-// Exit codes of the strata command (shared/spec/cli.md).
+// Exit codes of the strata command: the contract of every command.
 const (
 	exitOK       = 0 // success
 	exitError    = 1 // the command failed
@@ -81,7 +82,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	code := exitError
 	if db, ok := databaseOf(cmd); ok {
-		err = explainDamage(err, db)
+		err = explain(cmd, err, db)
 	}
 	if isUsage(err) {
 		code = exitUsage
@@ -105,6 +106,25 @@ func isUsage(err error) bool {
 	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "required flag")
 }
 
+// explain adds to an error of cmd on database db the hints that say what
+// to do next: damage (run verify), a lock another process holds (which
+// one; --timeout), a file that is not strata's (what it is), a session
+// that does not exist (how to list them).
+func explain(cmd *cobra.Command, err error, db string) error {
+	if cmd.Name() != "verify" { // verify reports damage itself
+		err = explainDamage(err, db)
+	}
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		err = explainLocked(err, db, writers[cmd.Name()] && cmd.Flags().Lookup("timeout") != nil)
+	case errors.Is(err, store.ErrNotStrata):
+		err = explainForeign(err, db, cmd.Name())
+	case isSessionNotFound(err):
+		err = errors.WithHintf(err, "to list the sessions, run: strata sessions %s", shellQuote(db))
+	}
+	return err
+}
+
 // explainDamage adds to an error that says the database is damaged — read
 // here, or by the debug handler of a live one — the hint to run verify: a
 // reading command stops at the first damaged record it meets and exits 1,
@@ -112,30 +132,59 @@ func isUsage(err error) bool {
 func explainDamage(err error, db string) error {
 	var he *HTTPError
 	damaged := errors.Is(err, store.ErrCorrupt) ||
-		errors.As(err, &he) && strings.Contains(he.Message, store.ErrCorrupt.Error())
+		errors.As(err, &he) && (he.Damaged || strings.Contains(he.Message, store.ErrCorrupt.Error()))
 	if !damaged {
 		return err
 	}
 	return errors.WithHintf(err, "the database is damaged; to list every problem it holds, run: strata verify %s", shellQuote(db))
 }
 
+// isSessionNotFound reports whether err says a session does not exist,
+// read here or by a debug handler.
+func isSessionNotFound(err error) bool {
+	var he *HTTPError
+	return errors.Is(err, store.ErrSessionNotFound) ||
+		errors.As(err, &he) && strings.HasPrefix(he.Status, "404") && strings.Contains(he.Message, store.ErrSessionNotFound.Error())
+}
+
+// writers are the commands that open a database for writing: a lock
+// another process holds is worth waiting for, and no URL serves them.
+var writers = map[string]bool{"replay": true, "import": true, "demo": true}
+
+// takesDB are the commands whose first argument is the database, unless
+// --db gives it.
+var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
+	"backup": true, "stats": true, "sessions": true, "demo": true}
+
 // databaseOf returns the database a command reads or writes, as given: its
-// --db flag, or the first argument of dump, stats and backup. ok is false
-// for a command without one, and for verify, which reports damage itself.
+// --db flag, or its first argument. ok is false for a command without one.
 func databaseOf(cmd *cobra.Command) (db string, ok bool) {
 	if cmd == nil {
 		return "", false
 	}
-	if f := cmd.Flags().Lookup("db"); f != nil {
-		return f.Value.String(), f.Value.String() != ""
+	if f := cmd.Flags().Lookup("db"); f != nil && f.Value.String() != "" {
+		return f.Value.String(), true
 	}
-	switch cmd.Name() {
-	case "dump", "stats", "backup":
+	if takesDB[cmd.Name()] {
 		if args := cmd.Flags().Args(); len(args) > 0 {
 			return args[0], true
 		}
 	}
 	return "", false
+}
+
+// dbArg resolves the database of a command that takes it as its first
+// argument and also as --db (flagDB): with --db, every argument is the
+// command's own (rest); without, the first is the database. Neither is bad
+// usage, naming the forms.
+func dbArg(cmd *cobra.Command, flagDB string, args []string) (db string, rest []string, err error) {
+	if flagDB != "" {
+		return flagDB, args, nil
+	}
+	if len(args) == 0 {
+		return "", nil, usagef("%s needs a database: give it as the first argument (strata %s) or as --db DB", cmd.Name(), cmd.Use)
+	}
+	return args[0], args[1:], nil
 }
 
 // shellQuote returns s as a shell word: as it is when it holds only
@@ -167,6 +216,17 @@ func newRootCommand() *cobra.Command {
 		Long: `strata stores an agent's raw log, compacts it into summary tiers, and refuses
 to commit a recovery marker whose promise is false.
 
+Every command that takes a database takes it as its first argument, DB;
+replay and resume also take it as --db DB, and import only so (without --db
+it writes events to stdout). The commands that only read a database (dump,
+stats, sessions, resume, backup, verify) also take the URL of a running
+agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
+
+--json prints a command's result as JSON: one document, or for replay and
+import one object per line (JSONL). It is the one JSON flag: replay,
+import, sessions, dump, resume, verify, backup, stats, eval and version
+take it.
+
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -175,7 +235,9 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 			return usagef("a command is required")
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.Version = versionText(readBuildInfo())
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().BoolP("version", "v", false, "print strata's version, as 'strata version' does")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.AddCommand(
 		newReplayCommand(),
@@ -188,6 +250,8 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
 		newEvalCommand(),
 		newImportCommand(),
 		newServeCommand(),
+		newSessionsCommand(),
+		newVersionCommand(),
 	)
 	return root
 }
@@ -220,19 +284,60 @@ func checkTimeout(d time.Duration) error {
 // waited for at most timeout, and never a byte written.
 func openReadOnly(path string, timeout time.Duration) (*store.DB, error) {
 	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: timeout})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, errors.WithHint(explainOpen(err), hintURL)
+	}
 	if err != nil {
-		return nil, explainOpen(err)
+		return nil, err
 	}
 	return db, nil
 }
 
-// explainOpen makes ErrLocked say plainly who holds the file.
+// openReadOnly's hint when another process holds the database: a reading
+// command can ask that process instead.
+const hintURL = "if it serves strata's debug handler (package debughttp), give its URL instead: http://127.0.0.1:6060/debug/strata"
+
+// explainOpen makes ErrLocked say plainly that another process holds the
+// file; run adds which one (explainLocked).
 func explainOpen(err error) error {
 	if errors.Is(err, store.ErrLocked) {
-		return errors.WithHint(errors.Wrap(err, "another process holds the database"),
-			"if it serves strata's debug handler (package debughttp), give its URL instead: http://127.0.0.1:6060/debug/strata")
+		return errors.Wrap(err, "another process holds the database")
 	}
 	return err
+}
+
+// explainLocked adds to ErrLocked on db which processes hold it, where the
+// system says (Linux: /proc/locks), and for a writing command with a
+// --timeout that --timeout waits longer.
+func explainLocked(err error, db string, wait bool) error {
+	if holders := lockHolders(db); len(holders) > 0 {
+		err = errors.WithHintf(err, "held by %s", strings.Join(holders, ", "))
+	}
+	if wait {
+		err = errors.WithHint(err, "--timeout waits longer for it, e.g. --timeout 30s")
+	}
+	return err
+}
+
+// writeJSON writes v as one indented JSON document, <, > and & left alone.
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeJSONLine writes v as one JSON line, <, > and & left alone.
+func writeJSONLine(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// addJSONFlag adds --json, the one flag by which every command prints its
+// result as JSON.
+func addJSONFlag(cmd *cobra.Command, p *bool, what string) {
+	cmd.Flags().BoolVar(p, "json", false, "print "+what)
 }
 
 // closeDB closes db, keeping the first error.

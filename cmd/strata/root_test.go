@@ -32,7 +32,7 @@ func TestRun_Usage(t *testing.T) {
 func TestRun_Help(t *testing.T) {
 	t.Parallel()
 	out := mustCLI(t, "--help")
-	for _, c := range []string{"replay", "dump", "resume", "verify", "backup", "stats"} {
+	for _, c := range []string{"replay", "dump", "resume", "verify", "backup", "stats", "sessions"} {
 		if !strings.Contains(out, "  "+c+" ") {
 			t.Errorf("help lacks %s:\n%s", c, out)
 		}
@@ -65,7 +65,14 @@ func TestReadOnly_FileUnchanged(t *testing.T) {
 		{"verify", db},
 		{"stats", db},
 		{"stats", "--json", db},
+		{"stats", "--json", "--session", "mig", db},
+		{"sessions", db},
+		{"sessions", "--json", db},
+		{"resume", db, "--session", "mig"},
+		{"dump", "--json", "--session", "mig", "--from", "3", "--to", "9", db},
+		{"verify", "--json", db},
 		{"backup", db, filepath.Join(dir, "copy.db")},
+		{"backup", "--json", db, filepath.Join(dir, "copy2.db")},
 		{"backup", db, "-"},
 	} {
 		mustCLI(t, args...)

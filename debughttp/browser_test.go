@@ -82,8 +82,16 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, waitTimeout)
 	defer cancel()
-	_, err := chromedp.Run(wctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
-	if err != nil {
+	for {
+		_, err := chromedp.Run(wctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+		if err == nil {
+			return
+		}
+		if wctx.Err() == nil && strings.Contains(err.Error(), "Cannot find context with specified id") {
+			// A navigation replaced the document the poll ran in (a
+			// load still settling): poll the new one.
+			continue
+		}
 		t.Fatalf("the page never showed %s (%s): %v\npage text:\n%s", what, expr, err, pageText(ctx))
 	}
 }

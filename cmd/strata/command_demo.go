@@ -96,7 +96,7 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		r := &replayer{out: out, sessions: map[string]bool{}}
+		r := &replayer{ctx: ctx, out: out, sessions: map[string]bool{}}
 		r.bg = comp.Background(ctx, r.reportRun)
 		in := bytes.Replace(strata.IncidentJSONL, []byte(`"session":"mig"`), []byte(`"session":"`+session+`"`), 1)
 		err = r.replayFile("-", bytes.NewReader(in))

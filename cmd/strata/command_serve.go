@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -46,7 +44,8 @@ STRATA_DEBUG_TOKEN is set: then every request for data must carry
 "Authorization: Bearer <token>", and the page asks for the token (or takes it
 from the address's #token=...). A damaged record gets an error answer (500,
 {"error": ...}) and the server goes on serving the rest. Ctrl-C (or SIGTERM)
-stops it: exit 0.`,
+stops it, and the exit status is 130 (143 after SIGTERM), as for every
+command.`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]
@@ -73,7 +72,8 @@ func (o *serveOptions) validate() error {
 	return checkTimeout(o.timeout)
 }
 
-// run serves the database until ctx is done or the process is interrupted.
+// run serves the database until ctx is done: the process is interrupted
+// (runMain).
 func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 	db, err := openReadOnly(o.db, o.timeout)
 	if err != nil {
@@ -85,8 +85,6 @@ func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	base := "http://" + browsable(ln.Addr()) + debughttp.DefaultPrefix
 	fmt.Fprintf(errOut, "serving %s read-only: open %s%s (Ctrl-C stops)\n", o.db, base, debughttp.PagePath)
 	if opts.Token != "" {

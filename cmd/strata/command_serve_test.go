@@ -130,7 +130,7 @@ func fetch(t *testing.T, url string, header ...string) (int, string, error) {
 // strata serve answers the page and the JSON endpoints of a file, reading
 // only: the reading commands take its URL and print what they print from
 // the file, no writer can open the file meanwhile, and Ctrl-C stops it
-// with exit 0, the file byte for byte as it was.
+// with exit 130, the file byte for byte as it was.
 func TestServe(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, []string{"--every", "2", "--summarizer", "lossy", "--drop", "artifacts"}, incident(t))
@@ -162,7 +162,7 @@ func TestServe(t *testing.T) {
 	}
 
 	exit, stderr := s.stop(t)
-	if exit != 0 || !strings.HasPrefix(stderr, "serving "+db+" read-only: open "+s.base+"/ui/") || !strings.HasSuffix(stderr, "serve: stopped\n") {
+	if exit != 130 || !strings.HasPrefix(stderr, "serving "+db+" read-only: open "+s.base+"/ui/") || !strings.HasSuffix(stderr, "serve: stopped\nstrata: interrupted by SIGINT\n") {
 		t.Errorf("after Ctrl-C: exit %d, stderr:\n%s", exit, stderr)
 	}
 	if !bytes.Equal(readBytes(t, db), before) {
@@ -188,7 +188,7 @@ func TestServe_Token(t *testing.T) {
 	if code, _, _ := fetch(t, s.base+"/session?session=mig", "Authorization", "Bearer s3cret"); code != 200 {
 		t.Errorf("the session with the token: %d", code)
 	}
-	if exit, stderr := s.stop(t); exit != 0 || !strings.Contains(stderr, "requests must carry the token of "+envToken) || strings.Contains(stderr, "s3cret") {
+	if exit, stderr := s.stop(t); exit != 130 || !strings.Contains(stderr, "requests must carry the token of "+envToken) || strings.Contains(stderr, "s3cret") {
 		t.Errorf("exit %d, stderr:\n%s", exit, stderr)
 	}
 }
@@ -219,7 +219,7 @@ func TestServe_Damaged(t *testing.T) {
 			t.Errorf("%s after the damaged answers: %d %v %.200s", path, code, err, body)
 		}
 	}
-	if exit, stderr := s.stop(t); exit != 0 {
+	if exit, stderr := s.stop(t); exit != 130 {
 		t.Errorf("exit %d, stderr:\n%s", exit, stderr)
 	}
 }
@@ -265,7 +265,7 @@ func TestServe_Garbage(t *testing.T) {
 		if code, _, err := fetch(t, s.base+debughttp.PagePath); err != nil || code != 200 {
 			t.Errorf("garbage at %d: the page afterwards: %d %v", at, code, err)
 		}
-		if exit, stderr := s.stop(t); exit != 0 || strings.Contains(stderr, "goroutine ") {
+		if exit, stderr := s.stop(t); exit != 130 || strings.Contains(stderr, "goroutine ") {
 			t.Errorf("garbage at %d: exit %d, stderr:\n%s", at, exit, stderr)
 		}
 		opened++

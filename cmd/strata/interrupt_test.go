@@ -111,7 +111,7 @@ func TestInterrupt_ReplayStdin(t *testing.T) {
 	if code != 130 {
 		t.Fatalf("exit %d, want 130\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	if !strings.Contains(errOut.String(), "Error: interrupted by SIGINT") || strings.Contains(errOut.String(), "context canceled") {
+	if !strings.Contains(errOut.String(), "strata: interrupted by SIGINT") || strings.Contains(errOut.String(), "context canceled") {
 		t.Errorf("stderr:\n%s", errOut.String())
 	}
 	want := fmt.Sprintf("replayed files=1 events=%d sessions=1 ", lines)

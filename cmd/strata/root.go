@@ -67,7 +67,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	cmd, err := root.ExecuteContextC(ctx)
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
-		fmt.Fprintf(stderr, "Error: interrupted by %s\n", unix.SignalName(ie.sig))
+		fmt.Fprintf(stderr, "strata: interrupted by %s\n", unix.SignalName(ie.sig))
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.As(err, new(*exitCodeError)) {
 			printError(stderr, err)
 		}

@@ -19,20 +19,21 @@ import (
 // evalOptions are the flags and arguments of `strata eval`.
 type evalOptions struct {
 	policyFlags
-	dropRates  string
-	classRates string
-	bias       float64
-	stickiness string
-	pressure   float64
-	retries    string
-	repair     bool
-	grid       bool
-	seed       uint64
-	parallel   int
-	dir        string
-	json       bool
-	perSession bool
-	files      []string
+	dropRates     string
+	classRates    string
+	bias          float64
+	stickiness    string
+	stickinessSet bool // --stickiness was given
+	pressure      float64
+	retries       string
+	repair        bool
+	grid          bool
+	seed          uint64
+	parallel      int
+	dir           string
+	json          bool
+	perSession    bool
+	files         []string
 
 	opts eval.Options // built by validate
 }
@@ -102,6 +103,7 @@ measures logic, not durability).`,
 				}
 				o.dropRates, o.stickiness, o.retries = gridDropRates, gridStickiness, gridRetries
 			}
+			o.stickinessSet = cmd.Flags().Changed("stickiness")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -157,6 +159,9 @@ func (o *evalOptions) validate() error {
 	rhos, err := parseList("stickiness", o.stickiness, probability, "a probability in [0, 1]")
 	if err != nil {
 		return err
+	}
+	if o.stickinessSet && !slices.ContainsFunc(retries, func(r int) bool { return r > 0 }) {
+		return usagef("--stickiness applies only to retries: give --retries 1 or more")
 	}
 	var classRates map[string]float64
 	for _, s := range strings.Split(o.classRates, ",") {

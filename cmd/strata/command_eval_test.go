@@ -123,6 +123,7 @@ func TestEval_Usage(t *testing.T) {
 		{"eval", "--stickiness", "1.2", "x.jsonl"},
 		{"eval", "--bias", "-1", "x.jsonl"},
 		{"eval", "--pressure", "-3", "x.jsonl"},
+		{"eval", "--stickiness", "0.5", "x.jsonl"}, // no effect without retries
 	} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitUsage, args...)

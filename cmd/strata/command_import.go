@@ -36,10 +36,11 @@ type importOptions struct {
 	dir        string
 	sidechains bool
 	policyFlags
-	policySet bool // a policy flag was given
-	json      bool
-	timeout   time.Duration
-	files     []string
+	policySet  bool // a policy flag was given
+	timeoutSet bool // --timeout was given
+	json       bool
+	timeout    time.Duration
+	files      []string
 
 	f transcript.Format // set by validate
 }
@@ -109,6 +110,7 @@ a FILE.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
+			o.timeoutSet = cmd.Flags().Changed("timeout")
 			for _, name := range []string{"every", "every-events", "fold", "max-roots", "budget"} {
 				o.policySet = o.policySet || cmd.Flags().Changed(name)
 			}
@@ -147,6 +149,12 @@ func (o *importOptions) validate() error {
 	}
 	if o.db == "" && o.policySet {
 		return usagef("--every, --every-events, --fold, --max-roots and --budget apply only with --db")
+	}
+	if o.db == "" && o.timeoutSet {
+		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")
+	}
+	if o.sidechains && f != transcript.ClaudeCode {
+		return usagef("--sidechains applies only to --format claude-code")
 	}
 	if err := o.policyFlags.validate(); err != nil {
 		return err

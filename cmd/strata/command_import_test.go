@@ -222,8 +222,16 @@ func TestImport_Usage(t *testing.T) {
 		{"import", "--format", "gemini", f},
 		{"import", "--format", "openai"},
 		{"import", "--format", "openai", "--session", "a\nb", f},
+		// A flag without effect in the combination given.
+		{"import", "--format", "openai", "--sidechains", f},
+		{"import", "--format", "openai", "--timeout", "5s", f},
+		{"import", "--format", "openai", "--fold", "2", f},
 	} {
-		wantCode(t, cli(t, "", args...), exitUsage, args...)
+		r := cli(t, "", args...)
+		wantCode(t, r, exitUsage, args...)
+		if !strings.Contains(r.stderr, "Hint: run 'strata import --help'") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
 	}
 	r := cli(t, "", "import", "--format", "openai", filepath.Join(t.TempDir(), "missing.json"))
 	wantCode(t, r, exitError, "import missing")

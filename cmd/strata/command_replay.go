@@ -49,6 +49,7 @@ type replayOptions struct {
 	llmTimeout                time.Duration
 	llmRetries                int
 	llmSet                    bool
+	dropSet                   bool // --drop was given
 
 	sum compaction.Summarizer // set by validate
 
@@ -139,6 +140,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 			for _, name := range []string{"model", "base-url", "api-key-env", "llm-timeout", "llm-retries"} {
 				o.llmSet = o.llmSet || cmd.Flags().Changed(name)
 			}
+			o.dropSet = cmd.Flags().Changed("drop")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -194,6 +196,9 @@ func (o *replayOptions) validate() error {
 	drop := strings.Split(o.drop, ",")
 	if _, err := compaction.NewLossy(drop...); err != nil { // checks the list whatever the summarizer
 		return &usageError{err: errors.Wrap(err, "--drop")}
+	}
+	if o.dropSet && o.summarizer != "lossy" {
+		return usagef("--drop applies only to --summarizer lossy")
 	}
 	if o.summarizer == "openai" {
 		return o.validateOpenAI()

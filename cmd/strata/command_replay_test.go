@@ -369,6 +369,10 @@ func TestReplay_Usage(t *testing.T) {
 		{"replay", "--db", db, "--budget", "0", file},
 		{"replay", "--db", db, "--timeout", "0s", file},
 		{"replay", "--db", db, "--nope", file},
+		// A flag without effect in the combination given.
+		{"replay", "--db", db, "--drop", "negatives", file},
+		{"replay", "--db", db, "--summarizer", "extractive", "--drop", "open", file},
+		{"replay", "--db", db, "--model", "m", file},
 	} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitUsage, args...)

@@ -37,7 +37,7 @@ func ExampleText() {
 		log.Fatal(err)
 	}
 	// Output:
-	// strata database: format_version=6 sessions=1
+	// strata database: format_version=7 sessions=1
 	//
 	// session agent-1: head_seq=2 turn=1
 	//   frame: version=0 depth=0 compacted_to=0 roots=0

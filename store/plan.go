@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -80,11 +81,12 @@ type planSeal struct {
 	hash     []byte
 	required tier.Required
 	lastTurn uint64 // the turn of the span's last event
+	bytes    uint64 // the span's size in a resumed context (stateRec.Bytes)
 }
 
 // sealed returns a seal of what db planned, with a copy of req that shares
 // no slice with it.
-func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn uint64) *planSeal {
+func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn, bytes uint64) *planSeal {
 	r := *req
 	r.Unresolved = slices.Clone(r.Unresolved)
 	r.Resolved = slices.Clone(r.Resolved)
@@ -92,7 +94,7 @@ func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte,
 	r.Dispositions = slices.Clone(r.Dispositions)
 	r.Constraints = slices.Clone(r.Constraints)
 	r.Artifacts = slices.Clone(r.Artifacts)
-	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
+	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn, bytes: bytes}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span, from the
@@ -189,7 +191,7 @@ func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
 		return &Plan{Kind: PlanDigest, Depth: digestDepth(first.Depth, second.Depth), From: 1, To: second.To,
 			Replaces: []uint64{first.ID, second.ID}, Children: []tier.Node{first.node(), second},
 			Events: d.events, Required: d.required, SpanHash: d.hash,
-			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn)}, nil
+			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn, d.bytes)}, nil
 	}, budget)
 }
 
@@ -206,6 +208,7 @@ type digest struct {
 	required tier.Required
 	raw      []byte // sha256 of the stored events first.To+1..to
 	hash     []byte // the digest's span hash: digestHash(first.SpanHash, raw)
+	bytes    uint64 // the size of events first.To+1..to in a resumed context
 }
 
 // digestSpan computes what a digest extending first's prefix 1..a to seq
@@ -225,7 +228,7 @@ func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, err
 	if err != nil {
 		return digest{}, corrupt(ss.id, "nodes", u64(first.ID), err)
 	}
-	return digest{events: next.events, required: req, raw: next.hash, hash: digestHash(first.SpanHash, next.hash)}, nil
+	return digest{events: next.events, required: req, raw: next.hash, hash: digestHash(first.SpanHash, next.hash), bytes: next.bytes}, nil
 }
 
 // digestHash is a digest's span hash: the first root's span hash chained
@@ -289,7 +292,7 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
-		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn)
+		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn, sp.bytes)
 		return nil
 	})
 	return p, err
@@ -299,6 +302,7 @@ type span struct {
 	events   []tier.Event // from..to
 	required tier.Required
 	hash     []byte
+	bytes    uint64 // the events' size in a resumed context (stateRec.Bytes)
 }
 
 // readSpan reads the raw span [from, to] — and nothing else of the raw log —
@@ -326,6 +330,7 @@ func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open,
 	sp.events = make([]tier.Event, 0, to-from+1)
 	err := ss.events(from, to, func(e tier.Event, raw []byte) error {
 		h.Write(raw)
+		sp.bytes += uint64(checkpoint.EventTextLen(&e))
 		sp.events = append(sp.events, e)
 		return nil
 	})

@@ -23,8 +23,8 @@ import (
 // the oldest it reads: the same, one format. The next change of layout
 // raises both; a file of another version is refused at Open, naming both.
 const (
-	FormatVersion    = 6
-	MinFormatVersion = 6
+	FormatVersion    = 7
+	MinFormatVersion = 7
 )
 
 // Options tunes Open.

@@ -22,7 +22,7 @@
 //
 // # Layout
 //
-// Format 6 (FormatVersion), one bbolt file:
+// Format 7 (FormatVersion), one bbolt file:
 //
 //	meta/
 //	  version             → the meta record: format, created by, created

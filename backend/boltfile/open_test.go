@@ -1,6 +1,7 @@
 package boltfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,9 +106,9 @@ func TestOpen_Errors(t *testing.T) {
 	}
 }
 
-// TestOpen_Formats: files of formats 5 (the store before this package,
-// with its meta record at meta/format) and 7 (a newer one) are refused,
-// naming the file's format and this one's.
+// TestOpen_Formats: files of format 5 (the store before this package,
+// with its meta record at meta/format), of the format before this one and
+// of the one after it are refused, naming the file's format and this one's.
 func TestOpen_Formats(t *testing.T) {
 	dir := t.TempDir()
 	// Format 5, as the old store wrote it: a 10-byte envelope (version 1,
@@ -131,20 +132,26 @@ func TestOpen_Formats(t *testing.T) {
 		t.Fatal(err)
 	}
 	bdb.Close()
-	// Format 7: a database of this one with its meta record rewritten.
-	v7 := filepath.Join(dir, "v7.db")
-	b, err := Open(v7, Options{Create: true, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	rawUpdate(t, v7, func(tx *bolt.Tx) error {
-		v, err := encodeMeta(metaRecord{Format: 7, CreatedBy: "strata"})
+	// The format before this one and the one after it: databases of this
+	// one with their meta record rewritten.
+	rewritten := func(format int) string {
+		path := filepath.Join(dir, fmt.Sprintf("v%d.db", format))
+		b, err := Open(path, Options{Create: true, NoSync: true})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return tx.Bucket(bucketMeta).Put(keyVersion, v)
-	})
+		b.Close()
+		rawUpdate(t, path, func(tx *bolt.Tx) error {
+			v, err := encodeMeta(metaRecord{Format: format, CreatedBy: "strata"})
+			if err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keyVersion, v)
+		})
+		return path
+	}
+	older, newer := rewritten(MinFormatVersion-1), rewritten(FormatVersion+1)
+	reads := fmt.Sprintf("; this strata reads format %d", FormatVersion)
 
 	for _, tc := range []struct {
 		path string
@@ -152,8 +159,9 @@ func TestOpen_Formats(t *testing.T) {
 		says string
 		hint string
 	}{
-		{v5, backend.ErrFormatTooOld, "has format 5; this strata reads format 6", "strata dump --json"},
-		{v7, backend.ErrFormatTooNew, "has format 7; this strata reads format 6", "newer strata"},
+		{v5, backend.ErrFormatTooOld, "has format 5" + reads, "strata dump --json"},
+		{older, backend.ErrFormatTooOld, fmt.Sprintf("has format %d", MinFormatVersion-1) + reads, "strata dump --json"},
+		{newer, backend.ErrFormatTooNew, fmt.Sprintf("has format %d", FormatVersion+1) + reads, "newer strata"},
 	} {
 		for _, ro := range []bool{false, true} {
 			b, err := Open(tc.path, Options{ReadOnly: ro})

@@ -91,7 +91,7 @@ func TestImport_ClaudeCodeBothWays(t *testing.T) {
 	}
 
 	viaReplay := tempDB(t)
-	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every", "0", "-"), exitOK, "replay")
+	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every-tokens", "0", "-"), exitOK, "replay")
 	direct := tempDB(t)
 	out := mustCLI(t, "import", "--format", "claude-code", "--db", direct, file)
 	if !strings.HasPrefix(out, "imported file="+file+" session=session events=26 seq=1..26 ") || !strings.Contains(out, "rejected=1") {

@@ -61,9 +61,11 @@ const eventsProgressEvery = 64 << 10
 // replay of the raw log, the roots cover exactly the compacted prefix, every
 // node's span and children are consistent, every valid marker's node is a
 // root whose claims still pass marker.Validate against its raw span, every
-// usable checkpoint's prefix is exactly the current roots before it, and the
-// audit refers to existing checkpoints. Problems are reported, not returned
-// as an error; the error is for failing to run at all.
+// usable checkpoint's prefix is exactly the current roots before it, the
+// audit refers to existing checkpoints, and the state's head, turn and
+// sizes of the log (what Info's TailTokens and RefusedTokens come from) are
+// what the raw log says. Problems are reported, not returned as an error;
+// the error is for failing to run at all.
 func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	var rep Report
 	if err := db.acquire(); err != nil {

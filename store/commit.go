@@ -210,7 +210,10 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			c.err = err
 			return nil
 		}
-		hash, required, lastTurn, spanBytes = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn, sp.bytes
+		hash, required, lastTurn = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn
+		if p.Kind == PlanSpan {
+			spanBytes = spanSize(sp.events)
+		}
 	}
 	if !bytes.Equal(hash, p.SpanHash) {
 		c.err = errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)

@@ -81,7 +81,7 @@ type planSeal struct {
 	hash     []byte
 	required tier.Required
 	lastTurn uint64 // the turn of the span's last event
-	bytes    uint64 // the span's size in a resumed context (stateRec.Bytes)
+	bytes    uint64 // an L1 span's size in a resumed context (spanSize); 0 for another kind
 }
 
 // sealed returns a seal of what db planned, with a copy of req that shares
@@ -191,7 +191,7 @@ func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
 		return &Plan{Kind: PlanDigest, Depth: digestDepth(first.Depth, second.Depth), From: 1, To: second.To,
 			Replaces: []uint64{first.ID, second.ID}, Children: []tier.Node{first.node(), second},
 			Events: d.events, Required: d.required, SpanHash: d.hash,
-			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn, d.bytes)}, nil
+			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn, 0)}, nil
 	}, budget)
 }
 
@@ -208,7 +208,6 @@ type digest struct {
 	required tier.Required
 	raw      []byte // sha256 of the stored events first.To+1..to
 	hash     []byte // the digest's span hash: digestHash(first.SpanHash, raw)
-	bytes    uint64 // the size of events first.To+1..to in a resumed context
 }
 
 // digestSpan computes what a digest extending first's prefix 1..a to seq
@@ -228,7 +227,7 @@ func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, err
 	if err != nil {
 		return digest{}, corrupt(ss.id, "nodes", u64(first.ID), err)
 	}
-	return digest{events: next.events, required: req, raw: next.hash, hash: digestHash(first.SpanHash, next.hash), bytes: next.bytes}, nil
+	return digest{events: next.events, required: req, raw: next.hash, hash: digestHash(first.SpanHash, next.hash)}, nil
 }
 
 // digestHash is a digest's span hash: the first root's span hash chained
@@ -292,7 +291,11 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
-		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn, sp.bytes)
+		var size uint64
+		if p.Kind == PlanSpan {
+			size = spanSize(sp.events)
+		}
+		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn, size)
 		return nil
 	})
 	return p, err
@@ -302,7 +305,17 @@ type span struct {
 	events   []tier.Event // from..to
 	required tier.Required
 	hash     []byte
-	bytes    uint64 // the events' size in a resumed context (stateRec.Bytes)
+}
+
+// spanSize returns the size of events in a resumed context, as the
+// session's state counts it (stateRec.Bytes): what an L1 span's commit or
+// refusal adds to the compacted prefix's or the refused span's.
+func spanSize(events []tier.Event) uint64 {
+	var n uint64
+	for i := range events {
+		n += uint64(checkpoint.EventTextLen(&events[i]))
+	}
+	return n
 }
 
 // readSpan reads the raw span [from, to] — and nothing else of the raw log —
@@ -330,7 +343,6 @@ func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open,
 	sp.events = make([]tier.Event, 0, to-from+1)
 	err := ss.events(from, to, func(e tier.Event, raw []byte) error {
 		h.Write(raw)
-		sp.bytes += uint64(checkpoint.EventTextLen(&e))
 		sp.events = append(sp.events, e)
 		return nil
 	})

@@ -33,5 +33,5 @@ var IncidentJSONL []byte
 // its error, a test run with its failure — long enough for the default
 // policy, on size, to compact it several times.
 //
-//go:embed testdata/incident/demo_session.jsonl
+//go:embed testdata/demo/session.jsonl
 var DemoJSONL []byte

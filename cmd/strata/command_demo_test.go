@@ -133,7 +133,7 @@ func TestDemo_EmbedsTheFixtures(t *testing.T) {
 	if !bytes.Equal(readBytes(t, incident(t)), strata.IncidentJSONL) {
 		t.Error("the embedded incident differs from testdata/incident/migration.jsonl")
 	}
-	if !bytes.Equal(readBytes(t, filepath.Join("..", "..", "testdata", "incident", "demo_session.jsonl")), strata.DemoJSONL) {
-		t.Error("the embedded demo session differs from testdata/incident/demo_session.jsonl")
+	if !bytes.Equal(readBytes(t, filepath.Join("..", "..", "testdata", "demo", "session.jsonl")), strata.DemoJSONL) {
+		t.Error("the embedded demo session differs from testdata/demo/session.jsonl")
 	}
 }

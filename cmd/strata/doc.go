@@ -4,18 +4,21 @@
 //
 // Usage:
 //
-//	strata replay --db DB [--session ID] [--every N] [--every-events M] [--fold K]
+//	strata replay --db DB [--session ID] [--every-tokens N] [--every N] [--every-events M] [--fold K]
 //	              [--summarizer extractive|lossy] [--drop LIST] [--retries R] [--budget T] FILE...
 //	strata dump [--json] [--raw] [--session ID] DB
 //	strata resume --db DB --session ID [--marker ID|latest] [--json]
 //	strata verify DB
 //	strata backup DB DEST
 //	strata stats [--json] DB
-//	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p] [--class-rate LIST]
+//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--drop-rate p] [--class-rate LIST]
 //	            [--retries r|r1,r2,...] [--seed s] [--json] [--per-session=false] [--dir DIR] FILE...
 //
 // shared/spec/cli.md is the contract: the field names of every output and
 // the exit codes — 0 success, 1 error, 2 bad usage, 3 verify found problems.
+// One default differs from it: replay and eval compact on size, an L1 node
+// each time the uncompacted tail reaches --every-tokens tokens (default
+// 500), and --every (turns) is off unless given.
 // Errors go to stderr as "Error: …", followed by "Hint: …" when the error
 // carries one.
 //

@@ -14,7 +14,8 @@
 // (an http.Handler serving a running agent's database). The command-line
 // tool is cmd/strata.
 //
-// This package holds only the embedded sample session used by `strata demo`.
+// This package holds only embedded sample sessions: the one `strata demo`
+// replays, and the seed's incident, which the tests replay.
 package strata
 
 import _ "embed"
@@ -25,3 +26,12 @@ import _ "embed"
 //
 //go:embed testdata/incident/migration.jsonl
 var IncidentJSONL []byte
+
+// DemoJSONL is the session `strata demo` replays: the same incident in a
+// coding session of realistic size — 60 events, 13 KB: a directory listing,
+// a table's schema, SQL files written and read, a dry run that fails with
+// its error, a test run with its failure — long enough for the default
+// policy, on size, to compact it several times.
+//
+//go:embed testdata/demo/session.jsonl
+var DemoJSONL []byte

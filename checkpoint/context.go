@@ -96,8 +96,24 @@ func NodeTextLen(n *tier.Node) int {
 	return l
 }
 
-// nodeBufs holds NodeTextLen's buffers; one larger than maxPooledNodeBuf
-// (a node of huge claims) is left to the garbage collector.
+// EventTextLen returns the length in bytes of raw event e as a context
+// renders it (Text, after the "## raw" heading): the size a store counts
+// for its uncompacted tail, in a buffer used again rather than a new string
+// each time.
+func EventTextLen(e *tier.Event) int {
+	b := nodeBufs.Get().(*bytes.Buffer)
+	b.Reset()
+	writeEvent(b, e)
+	l := b.Len()
+	if b.Cap() <= maxPooledNodeBuf {
+		nodeBufs.Put(b)
+	}
+	return l
+}
+
+// nodeBufs holds NodeTextLen's and EventTextLen's buffers; one larger than
+// maxPooledNodeBuf (a node of huge claims, an event of a huge text) is left
+// to the garbage collector.
 var nodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledNodeBuf = 1 << 20

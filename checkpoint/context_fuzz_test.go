@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -59,8 +60,8 @@ func splitAllBreaks(s string) []string {
 }
 
 // FuzzContextRendering renders contexts made of fuzzed text: rendering
-// never panics, gives the same bytes twice (and NodeTextLen each node's
-// length), the JSON's sha256 is the
+// never panics, gives the same bytes twice (NodeTextLen each node's
+// length, EventTextLen each event's), the JSON's sha256 is the
 // text's, and no field's text can forge structure — the headings ("## ")
 // and event lines ("[seq t…]") are exactly the nodes and events, however
 // the lines are split.
@@ -90,6 +91,19 @@ func FuzzContextRendering(f *testing.F) {
 				if got, want := checkpoint.NodeTextLen(&c.Nodes[i]), len(checkpoint.NodeText(&c.Nodes[i])); got != want {
 					t.Fatalf("node %d: NodeTextLen %d, len(NodeText) %d", i, got, want)
 				}
+			}
+		}
+		if len(c.Events) > 0 {
+			// The raw section is its heading and the events' renderings,
+			// whose lengths EventTextLen gives.
+			bare := *c
+			bare.Events = nil
+			n := len(bare.Text()) + len(fmt.Sprintf("\n## raw seq %d..%d\n", c.Events[0].Seq, c.Events[len(c.Events)-1].Seq))
+			for i := range c.Events {
+				n += checkpoint.EventTextLen(&c.Events[i])
+			}
+			if n != len(a) {
+				t.Fatalf("the raw section's heading and EventTextLen of its events add up to %d bytes of %d", n, len(a))
 			}
 		}
 		ja, err := c.JSON()

@@ -11,8 +11,21 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// Policy says when compaction is due.
+// Policy says when compaction is due. Of its L1 rules — EveryTokens,
+// EveryTurns, EveryEvents — each one set proposes a boundary, and the
+// earliest due wins.
 type Policy struct {
+	// EveryTokens makes an L1 node as soon as the uncompacted tail reaches
+	// this many tokens, as a context resumed then would carry it: each raw
+	// event as the context renders it (checkpoint.EventTextLen, with its
+	// seq, turn, kind, id, name, key and text), estimated as everywhere in
+	// strata (tier.TokensOfBytes of the lengths summed; store.Info's
+	// TailTokens). The span ends at the first event at which the tail
+	// reaches the budget — just over it, by at most that event — even
+	// mid-turn with calls open, which the node claims UNRESOLVED. After a
+	// refused span ending where the tail held r tokens, the next ends where
+	// it reaches the next multiple of EveryTokens above r. 0 = off.
+	EveryTokens int
 	// EveryTurns makes an L1 node every this many complete turns; 0 = off.
 	EveryTurns int
 	// EveryEvents makes an L1 node as soon as the uncompacted tail holds this
@@ -32,13 +45,28 @@ type Policy struct {
 
 // Defaults of Policy, as the CLI uses them.
 const (
-	DefaultEveryTurns = 40
-	DefaultFold       = 4
-	DefaultBudget     = 2048
+	// DefaultEveryTokens is the size rule's budget, about 2 KB of events
+	// as a context renders them. It was chosen by measurement on the
+	// project's development data — 273 recorded agent sessions and two
+	// imported Claude Code transcripts (docs/performance.md, "The default
+	// size budget") — as the budget at which the median session gets
+	// several summaries: 4 (3 for coding, 4 for customer support), and
+	// resumes from a context of about half its raw size; at 1,000 the
+	// median coding session gets one. Those sessions are short beside a
+	// model's window: an agent whose model has a large window may set its
+	// own budget, a share of the window, as the field does.
+	DefaultEveryTokens = 500
+	// DefaultFold folds every 4 roots of a depth into one of the next,
+	// keeping O(log n) roots in the frame.
+	DefaultFold = 4
+	// DefaultBudget is the token budget of each summary node.
+	DefaultBudget = 2048
 )
 
-// DefaultPolicy is an L1 node every 40 turns and a fold every 4 roots.
-var DefaultPolicy = Policy{EveryTurns: DefaultEveryTurns, Fold: DefaultFold, Budget: DefaultBudget}
+// DefaultPolicy compacts on size, as agents in the field do: an L1 node
+// each time the uncompacted tail reaches DefaultEveryTokens tokens, and a
+// fold every DefaultFold roots.
+var DefaultPolicy = Policy{EveryTokens: DefaultEveryTokens, Fold: DefaultFold, Budget: DefaultBudget}
 
 // Options configures a Compactor.
 type Options struct {

@@ -3,6 +3,7 @@ package compaction
 import (
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -14,11 +15,13 @@ import (
 // ErrConflict, and the caller plans again.
 
 // PlanSpan plans the next L1 node p makes due in session, or returns
-// store.ErrNothingToCompact: a span every EveryTurns complete turns, or as
-// soon as the uncompacted tail holds EveryEvents events (the boundary may
-// then fall mid-turn, with calls open). After a refused span, the next
-// attempt waits for the next boundary past the refused one, so a summarizer
-// that keeps failing is asked once per period, each time over a longer span.
+// store.ErrNothingToCompact: a span as soon as the uncompacted tail reaches
+// EveryTokens tokens, every EveryTurns complete turns, or as soon as the
+// tail holds EveryEvents events, whichever boundary comes first (by size or
+// by events it may fall mid-turn, with calls open). After a refused span,
+// the next attempt waits for the next boundary past the refused one, so a
+// summarizer that keeps failing is asked once per period, each time over a
+// longer span.
 func (p Policy) PlanSpan(db *store.DB, session string) (*store.Plan, error) {
 	var to uint64
 	err := db.View(func(s *store.Snapshot) error {
@@ -38,9 +41,11 @@ func (p Policy) PlanSpan(db *store.DB, session string) (*store.Plan, error) {
 	return db.PlanSpan(session, to, p.budget())
 }
 
-// spanEnd returns the end of the next due L1 span, or 0. It reads the
-// events from the span's start up to the first past its end (a Turns rule),
-// never the rest of the tail.
+// spanEnd returns the end of the next due L1 span, or 0. Whether a rule is
+// due is read from info, except the turns rule's first turn (one event);
+// only a rule that is due reads events: from the span's start up to its
+// end (a Tokens rule) or the first past it (a Turns rule), never the rest
+// of the tail.
 func (p Policy) spanEnd(s *store.Snapshot, info *store.Info) (uint64, error) {
 	c := info.CompactedTo
 	if info.Head <= c {
@@ -84,6 +89,35 @@ func (p Policy) spanEnd(s *store.Snapshot, info *store.Info) (uint64, error) {
 			}
 			if errors.Is(err, stop) && (best == 0 || last < best) {
 				best = last
+			}
+		}
+	}
+	if b := p.EveryTokens; b > 0 {
+		// The span ends at the first event at which the tail reaches
+		// k·b tokens, for the first k above the refused span's tokens
+		// (info.RefusedTokens is 0 when no refused span is past c).
+		target := (info.RefusedTokens/b + 1) * b
+		if info.TailTokens >= target {
+			upto := info.Head
+			if best != 0 {
+				upto = best // an earlier boundary is due already
+			}
+			var size int
+			var end uint64
+			stop := errors.New("stop")
+			err := s.Events(info.Session, c+1, upto, func(e tier.Event) error {
+				size += checkpoint.EventTextLen(&e)
+				if tier.TokensOfBytes(size) >= target {
+					end = e.Seq
+					return stop
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, stop) {
+				return 0, err
+			}
+			if end != 0 {
+				best = end
 			}
 		}
 	}

@@ -327,6 +327,9 @@ func runPropertyCase(t *testing.T, seed int64) propertyStats {
 				policy.EveryEvents = 3 + rng.Intn(15)
 			}
 			if rng.Intn(2) == 0 {
+				policy.EveryTokens = 20 + rng.Intn(400)
+			}
+			if rng.Intn(2) == 0 {
 				policy.MaxRoots = 1 + rng.Intn(3)
 			}
 			c := newCompactor(t, db, compaction.Options{Summarizer: sum, Policy: policy, Retries: rng.Intn(2)})
@@ -335,7 +338,7 @@ func runPropertyCase(t *testing.T, seed int64) propertyStats {
 			if err != nil {
 				t.Fatalf("Run(%+v): %v", policy, err)
 			}
-			if m := policy.MaxRoots; m > 0 && policy.EveryTurns+policy.EveryEvents > 0 {
+			if m := policy.MaxRoots; m > 0 && policy.EveryTurns+policy.EveryEvents+policy.EveryTokens > 0 {
 				// Bounded, unless a refused digest or fold left it as it was.
 				if n := len(roots(t, db, session)); n > m && !anyRefused(results) && refusedAttempts == 0 {
 					t.Errorf("after Run(%+v) the frame holds %d roots", policy, n)

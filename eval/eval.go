@@ -168,6 +168,7 @@ type SessionReport struct {
 
 // Policy is the compaction policy as a report states it.
 type Policy struct {
+	EveryTokens int `json:"every_tokens"`
 	EveryTurns  int `json:"every_turns"`
 	EveryEvents int `json:"every_events"`
 	Fold        int `json:"fold"`
@@ -292,9 +293,9 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 		}
 	}
 	p := opts.Policy
-	if p.EveryTurns < 0 || p.EveryEvents < 0 || p.Fold < 0 || p.Fold == 1 || p.MaxRoots < 0 {
-		return nil, errors.Wrapf(ErrBadOptions, "policy every %d turns, every %d events, fold %d, max roots %d",
-			p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots)
+	if p.EveryTokens < 0 || p.EveryTurns < 0 || p.EveryEvents < 0 || p.Fold < 0 || p.Fold == 1 || p.MaxRoots < 0 {
+		return nil, errors.Wrapf(ErrBadOptions, "policy every %d tokens, every %d turns, every %d events, fold %d, max roots %d",
+			p.EveryTokens, p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots)
 	}
 	specs, err := arms(&opts)
 	if err != nil {
@@ -310,7 +311,7 @@ func Run(ctx context.Context, sessions []Session, opts Options) (*Report, error)
 	}
 	defer os.RemoveAll(dir)
 
-	rep := &Report{Sessions: len(sessions), Policy: Policy{p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots, p.Budget},
+	rep := &Report{Sessions: len(sessions), Policy: Policy{p.EveryTokens, p.EveryTurns, p.EveryEvents, p.Fold, p.MaxRoots, p.Budget},
 		Model:     Model{Rates: specs[0].sum.Rates, Bias: opts.Model.Bias, PressureFacts: opts.Model.PressureFacts, Seed: opts.Model.Seed},
 		DropRates: slices.Clone(opts.DropRates), Stickiness: slices.Clone(opts.Stickiness), Retries: slices.Clone(opts.Retries),
 		Repair: opts.Repair, PerSession: make([]SessionReport, len(sessions))}

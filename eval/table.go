@@ -17,8 +17,8 @@ import (
 // count and stickiness, which sets them side by side.
 func WriteText(w io.Writer, rep *Report, perSession bool) error {
 	p := rep.Policy
-	fmt.Fprintf(w, "strata eval: %d sessions, %d events; L1 every %d turns / %d events (0 = off), fold %d",
-		rep.Sessions, rep.Events, p.EveryTurns, p.EveryEvents, p.Fold)
+	fmt.Fprintf(w, "strata eval: %d sessions, %d events; L1 every %d tokens / %d turns / %d events (0 = off), fold %d",
+		rep.Sessions, rep.Events, p.EveryTokens, p.EveryTurns, p.EveryEvents, p.Fold)
 	if p.MaxRoots > 0 {
 		fmt.Fprintf(w, ", max roots %d", p.MaxRoots)
 	}

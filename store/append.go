@@ -4,7 +4,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -88,6 +88,7 @@ type preparedAppend struct {
 	events     []tier.Event
 	vals       [][]byte // the events' records
 	head, turn uint64
+	bytes      uint64 // the events' size in a resumed context (stateRec.Bytes)
 }
 
 // prepareAppend validates every event against the session's state and the
@@ -137,6 +138,7 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 
 	// Assign seq and turn, and apply.
 	head, turn := st.Head, st.Turn
+	var size uint64
 	for i := range events {
 		e := &events[i]
 		next := head + 1
@@ -162,6 +164,7 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 			return nil, ee
 		}
 		head, turn = e.Seq, e.Turn
+		size += uint64(checkpoint.EventTextLen(e)) // with its seq and turn, as a context renders it
 	}
 	// Encode here, so that a record the codec refuses fails this append
 	// alone.
@@ -174,7 +177,7 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 		}
 		vals[i] = v
 	}
-	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, refs: refs, events: events, vals: vals, head: head, turn: turn}, nil
+	return &preparedAppend{session: session, s: s, st: st, l: l, touched: touched, refs: refs, events: events, vals: vals, head: head, turn: turn, bytes: size}, nil
 }
 
 // refRun is the events of an append made from one source record: its ref
@@ -255,6 +258,7 @@ func (p *preparedAppend) write(tx backend.Tx) (AppendResult, error) {
 	}
 	res := AppendResult{First: st.Head + 1, Last: head, Turn: turn}
 	st.Head, st.Turn = head, turn
+	st.Bytes += p.bytes
 	return res, s.putState(&st)
 }
 

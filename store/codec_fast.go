@@ -203,19 +203,28 @@ func (r *eventRec) decodeMsgpack(b []byte) error {
 }
 
 func (r *stateRec) msgpackSize() int {
-	n := 1 + intFieldSize(int64(r.V))
+	n := intFieldSize(int64(r.V))
+	fields := 1
 	if r.Roots != 0 {
 		n += intFieldSize(int64(r.Roots))
+		fields++
 	}
-	for _, v := range [...]uint64{r.Head, r.Turn, r.FrameVersion, r.CompactedTo, r.NextNode, r.NextCk, r.NextAudit, r.RefusedTo, r.RefusedTurn, r.FoldRefusedTo} {
+	for _, v := range [...]uint64{r.Head, r.Turn, r.FrameVersion, r.CompactedTo, r.NextNode, r.NextCk, r.NextAudit, r.RefusedTo, r.RefusedTurn, r.FoldRefusedTo, r.Bytes} {
 		if v != 0 {
 			n += uintFieldSize(v)
+			fields++
 		}
 	}
-	if r.FoldRefusedPrev != 0 {
-		n += 1 + uintFieldSize(r.FoldRefusedPrev) // a two-byte key
+	for _, v := range [...]uint64{r.FoldRefusedPrev, r.CompactedBytes, r.RefusedBytes} {
+		if v != 0 {
+			n += 1 + uintFieldSize(v) // a two-byte key
+			fields++
+		}
 	}
-	return n
+	if fields < 16 {
+		return 1 + n // a fixmap
+	}
+	return 3 + n // a map 16
 }
 
 func (r *stateRec) appendMsgpack(b []byte) []byte {
@@ -225,7 +234,7 @@ func (r *stateRec) appendMsgpack(b []byte) []byte {
 	}
 	fields := [...]field{{"h", r.Head}, {"t", r.Turn}, {"f", r.FrameVersion}, {"c", r.CompactedTo}, {"r", uint64(r.Roots)},
 		{"n", r.NextNode}, {"k", r.NextCk}, {"a", r.NextAudit}, {"x", r.RefusedTo}, {"y", r.RefusedTurn}, {"z", r.FoldRefusedTo},
-		{"zp", r.FoldRefusedPrev}}
+		{"zp", r.FoldRefusedPrev}, {"b", r.Bytes}, {"cb", r.CompactedBytes}, {"xb", r.RefusedBytes}}
 	n := 1
 	for _, f := range fields {
 		if f.v != 0 {
@@ -282,6 +291,12 @@ func (r *stateRec) decodeMsgpack(b []byte) error {
 			p = &r.FoldRefusedTo
 		case "zp":
 			p = &r.FoldRefusedPrev
+		case "b":
+			p = &r.Bytes
+		case "cb":
+			p = &r.CompactedBytes
+		case "xb":
+			p = &r.RefusedBytes
 		default:
 			return false, nil
 		}

@@ -164,7 +164,8 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 	// still hashes the same (planSeal), else from its raw events now.
 	var required *tier.Required
 	var hash []byte
-	var lastTurn uint64 // of the span's last event, for a refusal
+	var lastTurn uint64  // of the span's last event, for a refusal
+	var spanBytes uint64 // the span's size in a resumed context (an L1 span's)
 	if p.Kind == PlanDigest {
 		// The prefix's facts and the raw events after it (PlanDigest):
 		// as planned if the events hash the same, else computed now.
@@ -202,7 +203,7 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			c.err = err
 			return nil
 		}
-		required, lastTurn = &s.required, s.lastTurn
+		required, lastTurn, spanBytes = &s.required, s.lastTurn, s.bytes
 	} else {
 		sp, err := ss.readSpan(&st, p.From, p.To)
 		if err != nil {
@@ -210,6 +211,9 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			return nil
 		}
 		hash, required, lastTurn = sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn
+		if p.Kind == PlanSpan {
+			spanBytes = spanSize(sp.events)
+		}
 	}
 	if !bytes.Equal(hash, p.SpanHash) {
 		c.err = errors.Wrapf(ErrSpanChanged, "seq %d..%d hashes differently", p.From, p.To)
@@ -244,7 +248,7 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			// them, never the summarizer's words for them.
 			claims = required.Claims()
 		}
-		return ss.accept(&st, p, c.sum, claims, !c.validate, required, &c.res)
+		return ss.accept(&st, p, c.sum, claims, !c.validate, required, spanBytes, &c.res)
 	}
 	var ie *marker.InvalidError
 	if !errors.As(invalid, &ie) {
@@ -252,7 +256,7 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 		return nil
 	}
 	c.invalid = invalid
-	return ss.refuse(&st, p, lastTurn, c.sum, ie, &c.res)
+	return ss.refuse(&st, p, lastTurn, spanBytes, c.sum, ie, &c.res)
 }
 
 func cloneClaims(c tier.Claims) tier.Claims {
@@ -373,8 +377,9 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 }
 
 // accept writes the node of p, valid against required, and everything its
-// commit changes.
-func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, unchecked bool, required *tier.Required, res *CommitResult) error {
+// commit changes; spanBytes is the size of an L1 span's events in a resumed
+// context.
+func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, unchecked bool, required *tier.Required, spanBytes uint64, res *CommitResult) error {
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
 		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash,
@@ -440,6 +445,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	switch p.Kind {
 	case PlanSpan:
 		st.CompactedTo = p.To
+		st.CompactedBytes += spanBytes
 	case PlanFold, PlanDigest:
 		if p.From <= st.FoldRefusedTo && st.FoldRefusedTo <= p.To {
 			// The roots of the refused fold are folded now (a retry, or a

@@ -141,3 +141,23 @@ func RewordClaims(db *DB, session string, id uint64, rewrite func(string) string
 		return nil
 	})
 }
+
+// EditSizes rewrites the size counters of session's state (stateRec.Bytes,
+// CompactedBytes, RefusedBytes: the events' size in a resumed context up to
+// head, the compacted prefix's end and the last refused span's end) as edit
+// says, in one write transaction through the backend, which seals the
+// state as its own.
+func EditSizes(db *DB, session string, edit func(head, compacted, refused *uint64)) error {
+	return db.update(func(tx backend.Tx) error {
+		ss, err := openSess(tx, session)
+		if err != nil {
+			return err
+		}
+		st, err := ss.state()
+		if err != nil {
+			return err
+		}
+		edit(&st.Bytes, &st.CompactedBytes, &st.RefusedBytes)
+		return ss.putState(&st)
+	})
+}

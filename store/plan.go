@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -80,11 +81,12 @@ type planSeal struct {
 	hash     []byte
 	required tier.Required
 	lastTurn uint64 // the turn of the span's last event
+	bytes    uint64 // an L1 span's size in a resumed context (spanSize); 0 for another kind
 }
 
 // sealed returns a seal of what db planned, with a copy of req that shares
 // no slice with it.
-func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn uint64) *planSeal {
+func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn, bytes uint64) *planSeal {
 	r := *req
 	r.Unresolved = slices.Clone(r.Unresolved)
 	r.Resolved = slices.Clone(r.Resolved)
@@ -92,7 +94,7 @@ func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte,
 	r.Dispositions = slices.Clone(r.Dispositions)
 	r.Constraints = slices.Clone(r.Constraints)
 	r.Artifacts = slices.Clone(r.Artifacts)
-	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn}
+	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn, bytes: bytes}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span, from the
@@ -189,7 +191,7 @@ func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
 		return &Plan{Kind: PlanDigest, Depth: digestDepth(first.Depth, second.Depth), From: 1, To: second.To,
 			Replaces: []uint64{first.ID, second.ID}, Children: []tier.Node{first.node(), second},
 			Events: d.events, Required: d.required, SpanHash: d.hash,
-			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn)}, nil
+			seal: sealed(db, PlanDigest, session, first.To+1, second.To, d.raw, &d.required, d.events[len(d.events)-1].Turn, 0)}, nil
 	}, budget)
 }
 
@@ -289,7 +291,11 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 			return err
 		}
 		p.Events, p.Required, p.SpanHash = sp.events, sp.required, sp.hash
-		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn)
+		var size uint64
+		if p.Kind == PlanSpan {
+			size = spanSize(sp.events)
+		}
+		p.seal = sealed(db, p.Kind, session, p.From, p.To, sp.hash, &sp.required, sp.events[len(sp.events)-1].Turn, size)
 		return nil
 	})
 	return p, err
@@ -299,6 +305,17 @@ type span struct {
 	events   []tier.Event // from..to
 	required tier.Required
 	hash     []byte
+}
+
+// spanSize returns the size of events in a resumed context, as the
+// session's state counts it (stateRec.Bytes): what an L1 span's commit or
+// refusal adds to the compacted prefix's or the refused span's.
+func spanSize(events []tier.Event) uint64 {
+	var n uint64
+	for i := range events {
+		n += uint64(checkpoint.EventTextLen(&events[i]))
+	}
+	return n
 }
 
 // readSpan reads the raw span [from, to] — and nothing else of the raw log —

@@ -50,6 +50,13 @@ type stateRec struct {
 	// retry of that fold that commits restores it, so that the policy goes
 	// on as if the fold had committed the first time.
 	FoldRefusedPrev uint64 `msgpack:"zp,omitempty"`
+	// Bytes, CompactedBytes and RefusedBytes are the bytes the events
+	// 1..Head, 1..CompactedTo and 1..RefusedTo take in a resumed context
+	// (checkpoint.EventTextLen), summed: the tail's size is their
+	// difference, read in O(1) however long the tail (Info.TailTokens).
+	Bytes          uint64 `msgpack:"b,omitempty"`
+	CompactedBytes uint64 `msgpack:"cb,omitempty"`
+	RefusedBytes   uint64 `msgpack:"xb,omitempty"`
 }
 
 type eventRec struct {

@@ -8,8 +8,9 @@ import (
 )
 
 // refuse records a refused compaction of p; lastTurn is the turn of the
-// span's last event, as the raw log holds it.
-func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *marker.InvalidError, res *CommitResult) error {
+// span's last event, as the raw log holds it, and spanBytes the size of an
+// L1 span's events in a resumed context.
+func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn, spanBytes uint64, sum Summary, ie *marker.InvalidError, res *CommitResult) error {
 	at := p.From - 1
 	ck, err := ss.usableCheckpointAt(at)
 	if err != nil {
@@ -40,6 +41,7 @@ func (ss *sess) refuse(st *stateRec, p *Plan, lastTurn uint64, sum Summary, ie *
 	case PlanSpan:
 		st.RefusedTo = p.To
 		st.RefusedTurn = lastTurn
+		st.RefusedBytes = st.CompactedBytes + spanBytes
 	case PlanFold, PlanDigest:
 		if st.FoldRefusedTo < p.From {
 			// Not a retry of the fold refused last: what a commit of this

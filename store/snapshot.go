@@ -1,6 +1,8 @@
 package store
 
 import (
+	"math"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
@@ -41,6 +43,16 @@ type Info struct {
 	RefusedTo     uint64 `json:"refused_to,omitempty"`
 	RefusedTurn   uint64 `json:"refused_turn,omitempty"`
 	FoldRefusedTo uint64 `json:"fold_refused_to,omitempty"`
+	// TailTokens estimates the tokens of the uncompacted tail, the events
+	// CompactedTo+1..Head, as a context resumed now carries them: each
+	// event as Context.Text renders it under "## raw"
+	// (checkpoint.EventTextLen), lengths summed, then tier.TokensOfBytes.
+	// RefusedTokens is the same of the events CompactedTo+1..RefusedTo, 0
+	// when RefusedTo is not past CompactedTo. Both come from counters the
+	// store keeps in the session's state, updated by every append and L1
+	// commit or refusal and checked by Verify: O(1), however long the tail.
+	TailTokens    int `json:"tail_tokens"`
+	RefusedTokens int `json:"refused_tokens,omitempty"`
 }
 
 // FormatVersion returns the format version of the backend's layout (the
@@ -78,9 +90,22 @@ func (s *Snapshot) Info(session string) (Info, error) {
 }
 
 func (st *stateRec) info(session string) Info {
-	return Info{Session: session, Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion,
+	info := Info{Session: session, Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion,
 		CompactedTo: st.CompactedTo, Roots: st.Roots, RefusedTo: st.RefusedTo, RefusedTurn: st.RefusedTurn,
 		FoldRefusedTo: st.FoldRefusedTo}
+	if st.Bytes > st.CompactedBytes {
+		info.TailTokens = tokensOfBytes(st.Bytes - st.CompactedBytes)
+	}
+	if st.RefusedTo > st.CompactedTo && st.RefusedBytes > st.CompactedBytes {
+		info.RefusedTokens = tokensOfBytes(st.RefusedBytes - st.CompactedBytes)
+	}
+	return info
+}
+
+// tokensOfBytes is tier.TokensOfBytes of a counter's difference, bounded
+// where an int cannot hold it (a damaged counter: Verify reports it).
+func tokensOfBytes(n uint64) int {
+	return tier.TokensOfBytes(int(min(n, math.MaxInt-3)))
 }
 
 // Events calls fn for every event of session with from ≤ seq ≤ to, in order.

@@ -62,9 +62,11 @@ const eventsProgressEvery = 64 << 10
 // events carry, the roots cover exactly the compacted prefix, every
 // node's span and children are consistent, every valid marker's node is a
 // root whose claims still pass marker.Validate against its raw span, every
-// usable checkpoint's prefix is exactly the current roots before it, and the
-// audit refers to existing checkpoints. Problems are reported, not returned
-// as an error; the error is for failing to run at all.
+// usable checkpoint's prefix is exactly the current roots before it, the
+// audit refers to existing checkpoints, and the state's head, turn and
+// sizes of the log (what Info's TailTokens and RefusedTokens come from) are
+// what the raw log says. Problems are reported, not returned as an error;
+// the error is for failing to run at all.
 func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	var rep Report
 	if err := db.acquire(); err != nil {
@@ -229,8 +231,9 @@ func (v *verifier) loadNodes() error {
 
 // checkRawAndLedger replays the raw log: gapless seqs, records that decode,
 // turns that never go back, openers as the ledger assigns them, the ledger
-// at head equal to the stored one, and each root's claims valid against its
-// raw span.
+// at head equal to the stored one, each root's claims valid against its
+// raw span, and the state's sizes of the log (stateRec.Bytes) and the turn
+// of its last refused span as the events say.
 func (v *verifier) checkRawAndLedger() {
 	l := tier.NewLedger()
 	ri := 0 // next root to check
@@ -238,6 +241,9 @@ func (v *verifier) checkRawAndLedger() {
 	want := uint64(1)
 	turn := uint64(0)
 	var run refRun // the events of one source record being walked
+	// The events' size in a resumed context: up to each seq, at the
+	// compacted prefix's end and at the last refused span's.
+	var size, compacted, refused, refusedTurn uint64
 	// Every stored event, also any past the head: a gap or a stray is
 	// damage.
 	err := v.ss.b.Events(1, ^uint64(0), func(seq uint64, raw []byte) (bool, error) {
@@ -261,6 +267,13 @@ func (v *verifier) checkRawAndLedger() {
 		default:
 			v.checkRefRun(run)
 			run = refRun{}
+		}
+		size += uint64(checkpoint.EventTextLen(&e))
+		if seq == v.st.CompactedTo {
+			compacted = size
+		}
+		if seq == v.st.RefusedTo {
+			refused, refusedTurn = size, e.Turn
 		}
 		stored, prior := e.Opener, e.PriorFailure
 		if ri < len(v.roots) && seq == v.roots[ri].From {
@@ -306,6 +319,24 @@ func (v *verifier) checkRawAndLedger() {
 	}
 	if turn != v.st.Turn {
 		v.fail("state: turn %d, the last event's is %d", v.st.Turn, turn)
+	}
+	for _, c := range []struct {
+		what        string
+		seq         uint64
+		state, want uint64
+	}{
+		{"head", v.st.Head, v.st.Bytes, size},
+		{"the compacted prefix's end", v.st.CompactedTo, v.st.CompactedBytes, compacted},
+		{"the last refused span's end", v.st.RefusedTo, v.st.RefusedBytes, refused},
+	} {
+		if c.state != c.want && c.seq <= want-1 {
+			v.fail("state: the events up to %s (seq %d) take %d bytes in a resumed context, the state counts %d", c.what, c.seq, c.want, c.state)
+		}
+	}
+	if v.st.RefusedTo > want-1 {
+		v.fail("state: the last refused span ends at seq %d, past the raw log's end %d", v.st.RefusedTo, want-1)
+	} else if v.st.RefusedTurn != refusedTurn {
+		v.fail("state: the last refused span ends in turn %d, its last event (seq %d) is of turn %d", v.st.RefusedTurn, v.st.RefusedTo, refusedTurn)
 	}
 	stored, err := v.ss.ledger()
 	if err != nil {

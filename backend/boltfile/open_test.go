@@ -108,7 +108,7 @@ func TestOpen_Errors(t *testing.T) {
 
 // TestOpen_Formats: files of format 5 (the store before this package,
 // with its meta record at meta/format), of the format before this one and
-// of a newer one are refused, naming the file's format and this one's.
+// of the one after it are refused, naming the file's format and this one's.
 func TestOpen_Formats(t *testing.T) {
 	dir := t.TempDir()
 	// Format 5, as the old store wrote it: a 10-byte envelope (version 1,
@@ -132,8 +132,8 @@ func TestOpen_Formats(t *testing.T) {
 		t.Fatal(err)
 	}
 	bdb.Close()
-	// The format before this one and the next: a database of this one with
-	// its meta record rewritten.
+	// The format before this one and the one after it: databases of this
+	// one with their meta record rewritten.
 	rewritten := func(format int) string {
 		path := filepath.Join(dir, fmt.Sprintf("v%d.db", format))
 		b, err := Open(path, Options{Create: true, NoSync: true})
@@ -150,7 +150,7 @@ func TestOpen_Formats(t *testing.T) {
 		})
 		return path
 	}
-	prev, next := rewritten(MinFormatVersion-1), rewritten(FormatVersion+1)
+	older, newer := rewritten(MinFormatVersion-1), rewritten(FormatVersion+1)
 	reads := fmt.Sprintf("; this strata reads format %d", FormatVersion)
 
 	for _, tc := range []struct {
@@ -160,8 +160,8 @@ func TestOpen_Formats(t *testing.T) {
 		hint string
 	}{
 		{v5, backend.ErrFormatTooOld, "has format 5" + reads, "strata dump --json"},
-		{prev, backend.ErrFormatTooOld, fmt.Sprintf("has format %d", MinFormatVersion-1) + reads, "strata dump --json"},
-		{next, backend.ErrFormatTooNew, fmt.Sprintf("has format %d", FormatVersion+1) + reads, "newer strata"},
+		{older, backend.ErrFormatTooOld, fmt.Sprintf("has format %d", MinFormatVersion-1) + reads, "strata dump --json"},
+		{newer, backend.ErrFormatTooNew, fmt.Sprintf("has format %d", FormatVersion+1) + reads, "newer strata"},
 	} {
 		for _, ro := range []bool{false, true} {
 			b, err := Open(tc.path, Options{ReadOnly: ro})

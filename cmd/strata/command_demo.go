@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,14 +38,17 @@ func newDemoCommand() *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo [DB]",
-		Short: "Replay the seed's incident twice: a refused lossy summary and its fallback, then a valid marker",
-		Long: `Replay the seed's incident — a schema migration in which a rollback script is
-written and the user rejects an approach after its dry run failed — into a new
-database (default strata-demo.db), compacting every 2 turns: first with the
-lossy summarizer, which drops negative facts and artifacts (every compaction
-is refused, and resume falls back to a raw checkpoint that still holds both
-facts), then with the extractive one (markers commit, and the resumed context
-holds both facts as claims).
+		Short: "Replay the seed's incident twice: refused lossy summaries and their fallback, then valid markers",
+		Long: `Replay the seed's incident — a coding session, a schema migration in which a
+rollback script is written and the user rejects an approach after its dry run
+failed — into a new database (default strata-demo.db) under the default
+policy: a summary each time the uncompacted tail reaches ` + strconv.Itoa(compaction.DefaultEveryTokens) + ` tokens, and a
+fold of every ` + strconv.Itoa(compaction.DefaultFold) + ` summaries. First with the lossy summarizer, which drops
+negative facts and artifacts: every compaction is refused, each next one over
+a longer span, and resume falls back to a raw checkpoint whose raw events still
+hold both facts. Then with the extractive one: every summary commits, the
+first four are folded into one, and the resumed context holds both facts as
+claims.
 
 An existing file at DB is replaced only if it holds nothing but the demo's
 sessions. DB may also be given as --db DB.`,
@@ -79,7 +83,8 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 		return explainOpen(err)
 	}
 	defer closeDB(db, &err)
-	fmt.Fprintf(out, "strata demo: the seed's incident, replayed into %s with a summary every 2 turns\n", o.db)
+	fmt.Fprintf(out, "strata demo: the seed's incident, replayed into %s under the default policy (a summary every %d tokens, folds of %d)\n",
+		o.db, compaction.DefaultEveryTokens, compaction.DefaultFold)
 	for i, session := range demoSessions {
 		name := strings.TrimPrefix(session, "incident-")
 		sum, err := compaction.New(name, []string{compaction.DropNegatives, compaction.DropArtifacts})
@@ -91,14 +96,13 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 			fmt.Fprint(out, " (drops negatives and artifacts)")
 		}
 		fmt.Fprintf(out, ", session %s\n", session)
-		comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum,
-			Policy: compaction.Policy{EveryTurns: 2, Fold: compaction.DefaultFold}})
+		comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.DefaultPolicy})
 		if err != nil {
 			return err
 		}
 		r := &replayer{ctx: ctx, out: out, sessions: map[string]bool{}}
 		r.bg = comp.Background(ctx, r.reportRun)
-		in := bytes.Replace(strata.IncidentJSONL, []byte(`"session":"mig"`), []byte(`"session":"`+session+`"`), 1)
+		in := bytes.Replace(strata.DemoJSONL, []byte(`"session":"migration"`), []byte(`"session":"`+session+`"`), 1)
 		err = r.replayFile("-", bytes.NewReader(in))
 		if cerr := r.bg.Close(); cerr != nil {
 			err = cerr

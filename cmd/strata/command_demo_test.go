@@ -2,15 +2,24 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/strata-go/strata"
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 )
 
+// TestDemo_RefusalFallbackAndMarker: under the default policy, the lossy
+// summarizer is refused every time, each time over a longer span, and
+// resume falls back to a raw checkpoint holding both facts as raw events;
+// the extractive one commits several summaries and a fold, and the
+// resumed context holds both facts as claims.
 func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "demo.db")
 	out := mustCLI(t, "demo", "--db", db)
@@ -18,11 +27,25 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	if !ok {
 		t.Fatalf("no extractive part:\n%s", out)
 	}
+	if !strings.Contains(out, fmt.Sprintf("under the default policy (a summary every %d tokens, folds of %d)", compaction.DefaultEveryTokens, compaction.DefaultFold)) {
+		t.Errorf("the header does not name the default policy:\n%s", out)
+	}
+	refused := regexp.MustCompile(`(?m)^refused session=incident-lossy depth=1 seq=1\.\.(\d+) checkpoint=1 reasons=`).FindAllStringSubmatch(lossy, -1)
+	if len(refused) < 3 {
+		t.Errorf("lossy part: %d refusals, want several:\n%s", len(refused), lossy)
+	}
+	for i := 1; i < len(refused); i++ {
+		if a, b := atoi(t, refused[i-1][1]), atoi(t, refused[i][1]); b <= a {
+			t.Errorf("refusal %d ends at %d, the one before at %d: the next attempt must cover a longer span", i+1, b, a)
+		}
+	}
 	for _, want := range []string{
-		"refused session=incident-lossy depth=1 seq=1..23 checkpoint=1 reasons=retention:approach/add-column-then-backfill,retention:c5@17,artifact:migrations/003_down.sql",
-		"resume: source=checkpoint checkpoint=1",
-		"rejected approach/add-column-then-backfill: held as raw event [20 t4]",
-		"artifact migrations/003_down.sql: held as raw event [12 t2]",
+		"reasons=retention:c2@6\n",
+		"retention:approach/add-column-then-backfill,",
+		"artifact:migrations/003_down.sql",
+		"resume: source=checkpoint checkpoint=1 reason=\"compaction of seq 1..",
+		"rejected approach/add-column-then-backfill: held as raw event [27 t4]",
+		"artifact migrations/003_down.sql: held as raw event [19 t2]",
 	} {
 		if !strings.Contains(lossy, want) {
 			t.Errorf("lossy part lacks %q:\n%s", want, lossy)
@@ -31,9 +54,13 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	if strings.Contains(lossy, "compacted ") {
 		t.Errorf("lossy summarizer committed a marker:\n%s", lossy)
 	}
+	if n := strings.Count(extractive, "compacted session=incident-extractive depth=1 "); n < 4 {
+		t.Errorf("extractive part: %d summaries, want 4 or more:\n%s", n, extractive)
+	}
 	for _, want := range []string{
-		"compacted session=incident-extractive depth=1 seq=1..12 node=1 marker=1",
-		"resume: source=marker marker=3",
+		"compacted session=incident-extractive depth=1 seq=1..12 node=1 marker=1\n",
+		"compacted session=incident-extractive depth=2 seq=1..",
+		"resume: source=marker marker=",
 		"rejected approach/add-column-then-backfill: held as a claim of a summary node",
 		"artifact migrations/003_down.sql: held as a claim of a summary node",
 	} {
@@ -50,6 +77,35 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	if again := mustCLI(t, "demo", "--db", db); again != out {
 		t.Errorf("second run differs:\n%s\n---\n%s", again, out)
 	}
+}
+
+// TestDemo_README: the README's transcript of `go run ./cmd/strata demo`
+// is what the demo prints.
+func TestDemo_README(t *testing.T) {
+	readme := string(readBytes(t, filepath.Join("..", "..", "README.md")))
+	const cmd = "$ go run ./cmd/strata demo\n"
+	_, block, ok := strings.Cut(readme, cmd)
+	if !ok {
+		t.Fatalf("README.md has no %q", cmd)
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("README.md: the demo's transcript does not end")
+	}
+	db := filepath.Join(t.TempDir(), "strata-demo.db")
+	out := strings.ReplaceAll(mustCLI(t, "demo", "--db", db), db, "strata-demo.db")
+	if block != out {
+		t.Errorf("README.md's demo transcript differs from the output:\n%s", firstDiff(block, out))
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestDemo_RefusesAnotherDatabase(t *testing.T) {
@@ -73,9 +129,11 @@ func TestDemo_RefusesAnotherDatabase(t *testing.T) {
 	}
 }
 
-func TestDemo_EmbedsTheFixture(t *testing.T) {
-	fixture := readBytes(t, incident(t))
-	if !bytes.Equal(fixture, strata.IncidentJSONL) {
+func TestDemo_EmbedsTheFixtures(t *testing.T) {
+	if !bytes.Equal(readBytes(t, incident(t)), strata.IncidentJSONL) {
 		t.Error("the embedded incident differs from testdata/incident/migration.jsonl")
+	}
+	if !bytes.Equal(readBytes(t, filepath.Join("..", "..", "testdata", "demo", "session.jsonl")), strata.DemoJSONL) {
+		t.Error("the embedded demo session differs from testdata/demo/session.jsonl")
 	}
 }

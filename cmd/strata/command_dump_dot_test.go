@@ -12,7 +12,7 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/ from the output")
 
 // The picture of the seed's incident replayed as `strata demo` replays it
-// (a summary every 2 turns; the lossy and the extractive summarizer) is
+// (the default policy; the lossy and the extractive summarizer) is
 // the golden file, byte for byte: the output is deterministic.
 func TestDump_DotGolden(t *testing.T) {
 	t.Parallel()

@@ -49,7 +49,7 @@ const (
 func newEvalCommand() *cobra.Command {
 	o := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
+		Use:   "eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
 		Short: "Measure what validation prevents and what it costs, on recorded sessions",
 		Long: `Replay each session of the JSONL files (docs/events.md) event by event,
 in temporary databases, through three arms, with a summarizer that forgets
@@ -138,8 +138,8 @@ func (o *evalOptions) validate() error {
 	if o.parallel < 0 {
 		return usagef("--parallel must be 0 or more, got %d", o.parallel)
 	}
-	if o.every == 0 && o.everyEvents == 0 {
-		return usagef("--every and --every-events are both 0: nothing would be compacted")
+	if o.everyTokens == 0 && o.every == 0 && o.everyEvents == 0 {
+		return usagef("--every-tokens, --every and --every-events are all 0: nothing would be compacted")
 	}
 	retries, err := parseList("retries", o.retries, func(s string) (int, bool) {
 		r, err := strconv.Atoi(s)

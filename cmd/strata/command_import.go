@@ -75,8 +75,8 @@ open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
 (created if missing) in one atomic append, and compacted as replay compacts
-them (the extractive summarizer; --every, --every-events, --fold,
---max-roots and --budget as replay's). A line per session says
+them (the extractive summarizer; --every-tokens, --every, --every-events,
+--fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
 then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
@@ -111,7 +111,7 @@ a FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
 			o.timeoutSet = cmd.Flags().Changed("timeout")
-			for _, name := range []string{"every", "every-events", "fold", "max-roots", "budget"} {
+			for _, name := range policyFlagNames {
 				o.policySet = o.policySet || cmd.Flags().Changed(name)
 			}
 			if err := o.validate(); err != nil {
@@ -148,7 +148,7 @@ func (o *importOptions) validate() error {
 		}
 	}
 	if o.db == "" && o.policySet {
-		return usagef("--every, --every-events, --fold, --max-roots and --budget apply only with --db")
+		return usagef("--every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
 	}
 	if o.db == "" && o.timeoutSet {
 		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")

@@ -65,11 +65,16 @@ func newReplayCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay DB FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
-		Long: `Append the events of each JSONL file (docs/events.md; "-" reads stdin)
-to the database, creating it if missing, and compact as it goes: an L1 node
-every --every turns or as soon as the uncompacted tail holds --every-events
-events, and a depth d+1 node whenever --fold consecutive roots of depth d have
-accumulated.
+		Long: `Append the events of each JSONL file (the format of docs/events.md; "-"
+reads stdin) to the database, creating it if missing, and compact as it goes:
+an L1 node as soon as the uncompacted tail reaches --every-tokens tokens
+(default ` + strconv.Itoa(compaction.DefaultEveryTokens) + `; the tail as a resumed context would carry it, 4 bytes a
+token), and, when set, every --every turns or as soon as the tail holds
+--every-events events — whichever boundary comes first — and a depth d+1 node
+whenever --fold consecutive roots of depth d have accumulated. A boundary by
+size or by events may fall mid-turn: the node claims the calls then open
+UNRESOLVED. After a refused span, each rule waits for its next boundary past
+it, and the next attempt covers the longer span.
 
 Each compaction prints one line:
   compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..] [repaired=A missed=class:item,...]

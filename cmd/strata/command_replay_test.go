@@ -271,6 +271,7 @@ func TestReplay_BatchingKeepsCompactions(t *testing.T) {
 		{"--every", "0", "--every-events", "11", "--fold", "2", "--summarizer", "lossy"},
 		{"--every", "3", "--fold", "3", "--summarizer", "lossy", "--drop", "negatives"},
 		{"--every", "2", "--every-events", "17", "--fold", "2"},
+		{"--every-tokens", "60", "--fold", "2", "--summarizer", "lossy"},
 	} {
 		t.Run(strings.Join(flags, " "), func(t *testing.T) {
 			t.Parallel()
@@ -297,6 +298,7 @@ func referenceReplay(t *testing.T, file string, flags []string) string {
 	if err := cmd.Flags().Parse(flags); err != nil {
 		t.Fatal(err)
 	}
+	o.everyTokens, _ = cmd.Flags().GetInt("every-tokens")
 	o.every, _ = cmd.Flags().GetInt("every")
 	o.everyEvents, _ = cmd.Flags().GetInt("every-events")
 	o.fold, _ = cmd.Flags().GetInt("fold")
@@ -313,7 +315,7 @@ func referenceReplay(t *testing.T, file string, flags []string) string {
 	}
 	defer db.Close()
 	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum,
-		Policy: compaction.Policy{EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold}})
+		Policy: compaction.Policy{EveryTokens: o.everyTokens, EveryTurns: o.every, EveryEvents: o.everyEvents, Fold: o.fold}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@
 //
 // Usage:
 //
-//	strata replay DB [--session ID] [--every N] [--every-events M] [--fold K] [--max-roots R]
+//	strata replay DB [--session ID] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
 //	              [--summarizer extractive|lossy|openai] [--drop LIST] [--retries R] [--repair]
 //	              [--budget T] [--json] FILE...
 //	strata replay --db DB [flags] FILE...
-//	strata import --format openai|anthropic|claude-code [--session ID] [--db DB] [--json] FILE...
+//	strata import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
 //	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
 //	strata resume DB|URL --session ID [--marker ID|latest] [--json]
@@ -17,7 +17,7 @@
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
 //	strata stats [--json] [--session ID] DB|URL
-//	strata eval [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...]
+//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...]
 //	            [--retries r,...] [--grid] [--json] FILE...
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
@@ -40,6 +40,10 @@
 // what to do: run verify on a damaged database, which process holds a
 // locked one, what a file that is not a database is, how to list the
 // sessions or markers when one asked for does not exist.
+//
+// replay, import --db and eval compact on size by default: an L1 node each
+// time the uncompacted tail reaches --every-tokens tokens (default 500);
+// --every (turns) and --every-events are off unless given.
 //
 // Every command that only reads a database opens it read-only, waiting at
 // most --timeout (default 1s) for the file lock, and never changes a byte of

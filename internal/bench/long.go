@@ -7,11 +7,10 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// LongPolicy is what `strata replay --every-events 40` compacts with: an L1
-// node every 40 events (or every 40 turns, whichever comes first), folds of
-// 4, no bound on the frame.
-var LongPolicy = compaction.Policy{EveryTurns: compaction.DefaultEveryTurns, EveryEvents: 40,
-	Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
+// LongPolicy is what `strata replay --every-tokens 0 --every-events 40`
+// compacts with: an L1 node every 40 events, folds of 4, no bound on the
+// frame.
+var LongPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
 
 // LongSession returns one session, id, of n events: base's sessions one
 // after another, over and over, as one agent that never stops. Each

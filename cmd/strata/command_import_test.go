@@ -96,9 +96,9 @@ func TestImport_ClaudeCodeBothWays(t *testing.T) {
 	}
 
 	viaReplay := tempDB(t)
-	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every-tokens", "0", "-"), exitOK, "replay")
+	wantCode(t, cli(t, r.stdout, "replay", "--db", viaReplay, "--every-tokens", "0", "--every-events", "8", "-"), exitOK, "replay")
 	direct := tempDB(t)
-	out := mustCLI(t, "import", "--format", "claude-code", "--db", direct, "--every-events", "8", file)
+	out := mustCLI(t, "import", "--format", "claude-code", "--db", direct, "--every-tokens", "0", "--every-events", "8", file)
 	if !strings.HasPrefix(out, "imported file="+file+" session="+ccSession+" events=26 seq=1..26 ") || !strings.Contains(out, "rejected=1") {
 		t.Errorf("summary line %q", out)
 	}

@@ -212,35 +212,46 @@ func (b *Backend) checkVersion(s schemaState) error {
 	return nil
 }
 
-// migrate runs the migrations the schema lacks, in one transaction under
-// the schema's advisory lock, and records each in the version table.
+// migrate runs the migrations the schema lacks, in one transaction, and
+// records each in the version table. It holds the schema's advisory lock
+// (session-level) around that transaction, and reads the schema again in
+// it: a transaction begun after the lock is taken sees the catalog as the
+// process that held it last left it.
 func (b *Backend) migrate(ctx context.Context, conn *pgxpool.Conn) (err error) {
+	fail := func(err error, what string) error { return errors.Wrapf(err, "postgres: %s: %s", b.where, what) }
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", max(b.opts.LockTimeout.Milliseconds(), 1))); err != nil {
+		return fail(err, "migrating")
+	}
+	key := b.lockKey("\x00migrations")
+	_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key)
+	if _, rerr := conn.Exec(ctx, "RESET lock_timeout"); err == nil && rerr != nil {
+		err = rerr
+	}
+	if code(err) == "55P03" {
+		return errors.WithHint(errors.Wrapf(backend.ErrLocked, "%s: another process is migrating its schema (waited %s)", b.where, b.opts.LockTimeout),
+			"wait for it, or give a longer --timeout")
+	}
+	if err != nil {
+		return fail(err, "migrating")
+	}
+	defer func() {
+		if _, uerr := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key); uerr != nil {
+			_ = conn.Conn().Close(ctx) // and with it the lock
+		}
+	}()
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return errors.Wrapf(err, "postgres: %s: migrating", b.where)
+		return fail(err, "migrating")
 	}
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback(ctx)
 		}
 	}()
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(b.opts.LockTimeout.Milliseconds(), 1))); err != nil {
-		return errors.Wrapf(err, "postgres: %s: migrating", b.where)
-	}
-	if _, err := tx.Exec(ctx, sqlLock, b.lockKey("\x00migrations")); err != nil {
-		if code(err) == "55P03" {
-			return errors.WithHint(errors.Wrapf(backend.ErrLocked, "%s: another process is migrating its schema (waited %s)", b.where, b.opts.LockTimeout),
-				"wait for it, or give a longer --timeout")
-		}
-		return errors.Wrapf(err, "postgres: %s: migrating", b.where)
-	}
-	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout TO DEFAULT"); err != nil {
-		return errors.Wrapf(err, "postgres: %s: migrating", b.where)
-	}
 	// Under the lock: what another process migrated meanwhile.
 	s, err := readSchema(ctx, conn)
 	if err != nil {
-		return errors.Wrapf(err, "postgres: %s: reading the schema", b.where)
+		return fail(err, "reading the schema")
 	}
 	if err := b.checkVersion(s); err != nil {
 		return err
@@ -248,15 +259,15 @@ func (b *Backend) migrate(ctx context.Context, conn *pgxpool.Conn) (err error) {
 	for v := s.version + 1; v <= SchemaVersion; v++ {
 		for _, stmt := range migration(v) {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
-				return errors.Wrapf(err, "postgres: %s: migration %d", b.where, v)
+				return fail(err, fmt.Sprintf("migration %d", v))
 			}
 		}
 		if _, err := tx.Exec(ctx, sqlMigrated, v, "strata"); err != nil {
-			return errors.Wrapf(err, "postgres: %s: migration %d", b.where, v)
+			return fail(err, fmt.Sprintf("migration %d", v))
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return errors.Wrapf(err, "postgres: %s: migrating", b.where)
+		return fail(err, "migrating")
 	}
 	return nil
 }

@@ -147,5 +147,5 @@ const (
 	sqlHasSchema = `SELECT current_schema(), current_database(),
 		to_regclass(quote_ident(current_schema()) || '.` + versionTable + `') IS NOT NULL,
 		to_regclass(quote_ident(current_schema()) || '.` + sessionsTable + `') IS NOT NULL`
-	sqlMigrated  = `INSERT INTO ` + versionTable + ` (version, applied_by) VALUES ($1, $2)`
+	sqlMigrated = `INSERT INTO ` + versionTable + ` (version, applied_by) VALUES ($1, $2)`
 )

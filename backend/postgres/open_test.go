@@ -55,6 +55,10 @@ func TestOpen_EmptySchema(t *testing.T) {
 	if n := pgtest.QueryInt(t, url, `SELECT max(version) FROM strata_schema_version`); n != int64(postgres.SchemaVersion) {
 		t.Fatalf("schema version %d, want %d", n, postgres.SchemaVersion)
 	}
+	var v int
+	if err := db.View(func(s *store.Snapshot) (err error) { v, err = s.FormatVersion(); return err }); err != nil || v != postgres.SchemaVersion {
+		t.Fatalf("Snapshot.FormatVersion: %d, %v; want the schema version %d", v, err, postgres.SchemaVersion)
+	}
 }
 
 func TestOpen_MissingSchema(t *testing.T) {

@@ -194,19 +194,19 @@ func (b *Backend) setSchema(schema string) {
 func (b *Backend) checkVersion(s schemaState) error {
 	switch {
 	case s.hasVersion && s.version > SchemaVersion:
-		return errors.WithHint(errors.Wrapf(backend.ErrFormatTooNew, "%s has schema version %d; this strata reads version %d", b.where, s.version, SchemaVersion),
+		return errors.WithHint(errors.Wrapf(backend.ErrFormatTooNew, "postgres: %s has schema version %d; this strata reads version %d", b.where, s.version, SchemaVersion),
 			"open it with the newer strata that migrated it")
 	case !s.hasVersion && s.hasSessions, s.hasVersion && s.version == 0:
-		return errors.WithHint(errors.Wrapf(backend.ErrNotStrata, "%s holds a %s table without strata's schema version", b.where, sessionsTable),
+		return errors.WithHint(errors.Wrapf(backend.ErrNotStrata, "postgres: %s holds a %s table without strata's schema version", b.where, sessionsTable),
 			"it was not made by strata, or its strata_schema_version table was emptied; use another schema (search_path=NAME in the URL)")
 	case !s.hasVersion && b.opts.ReadOnly:
-		return errors.WithHint(errors.Wrapf(backend.ErrNotExist, "%s holds no strata tables", b.where),
+		return errors.WithHint(errors.Wrapf(backend.ErrNotExist, "postgres: %s holds no strata tables", b.where),
 			"a command that writes, such as strata replay --db URL, creates them; check the database and search_path in the URL")
 	case !s.hasVersion && !b.opts.Create:
-		return errors.WithHint(errors.Wrapf(backend.ErrNotExist, "%s holds no strata tables", b.where),
+		return errors.WithHint(errors.Wrapf(backend.ErrNotExist, "postgres: %s holds no strata tables", b.where),
 			"a command that creates a database, such as strata replay --db URL, creates them")
 	case s.hasVersion && s.version < SchemaVersion && b.opts.ReadOnly:
-		return errors.WithHint(errors.Wrapf(backend.ErrFormatTooOld, "%s has schema version %d; this strata reads version %d", b.where, s.version, SchemaVersion),
+		return errors.WithHint(errors.Wrapf(backend.ErrFormatTooOld, "postgres: %s has schema version %d; this strata reads version %d", b.where, s.version, SchemaVersion),
 			"open it once with a command that writes (such as strata replay --db URL), which migrates it")
 	}
 	return nil
@@ -228,7 +228,7 @@ func (b *Backend) migrate(ctx context.Context, conn *pgxpool.Conn) (err error) {
 		err = rerr
 	}
 	if code(err) == "55P03" {
-		return errors.WithHint(errors.Wrapf(backend.ErrLocked, "%s: another process is migrating its schema (waited %s)", b.where, b.opts.LockTimeout),
+		return errors.WithHint(errors.Wrapf(backend.ErrLocked, "postgres: %s: another process is migrating its schema (waited %s)", b.where, b.opts.LockTimeout),
 			"wait for it, or give a longer --timeout")
 	}
 	if err != nil {
@@ -319,11 +319,6 @@ const (
 	backoffBase = 2 * time.Millisecond
 	backoffMax  = 500 * time.Millisecond
 )
-
-// errLockOrder rolls back a write transaction that needed a session's lock
-// out of order while another transaction held it (tx.lock): its retry
-// takes every lock it needed in order.
-var errLockOrder = errors.New("postgres: a session's lock is held by another writer")
 
 // retryable reports whether a write transaction that failed with err,
 // before its COMMIT was sent, may run again: a serialization failure or a
@@ -426,11 +421,6 @@ func (b *Backend) attempt(fn func(backend.Tx) error, locks *[]int64) error {
 	}
 	return t.commit()
 }
-
-// ErrCommitUnknown marks the error of a write whose COMMIT was sent and
-// whose outcome is not known: the connection failed before the server
-// answered. The write may or may not be stored; a later read tells.
-var ErrCommitUnknown = errors.New("postgres: the connection failed during COMMIT; the write may or may not be stored")
 
 // begin starts a transaction on a connection of the pool; its BEGIN is
 // sent with its first statement.

@@ -38,7 +38,6 @@ type tx struct {
 	pending  []stmt // writes and locks not yet sent
 	broken   error  // a statement failed: the transaction is lost
 	sent     bool   // a round trip completed
-	done     bool   // committed, or rolled back
 	sessions map[string]*session
 
 	held map[int64]bool // the session locks this transaction holds
@@ -187,24 +186,23 @@ func (t *tx) commit() error {
 		return t.broken
 	}
 	if t.begin != "" && len(t.pending) == 0 {
-		t.done = true
 		return nil // nothing was sent, nothing written
 	}
 	if err := t.roundTrip(nil, true); err != nil {
 		t.broken = err
 		return err
 	}
-	t.done = true
 	return nil
 }
 
-// end rolls back a transaction not committed and returns its connection
-// to the pool (which closes one left in a transaction).
+// end rolls back a transaction not committed — its connection is still in
+// it — and returns the connection to the pool (which closes one it could
+// not bring back out of it).
 func (t *tx) end() {
 	if t.conn == nil {
 		return
 	}
-	if !t.done && t.begin == "" && !t.conn.Conn().IsClosed() {
+	if c := t.conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
 		_, _ = t.conn.Exec(t.ctx, "ROLLBACK")
 	}
 	t.conn.Release()

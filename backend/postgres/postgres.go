@@ -57,7 +57,7 @@ const MaxSessionBytes = 256
 type Backend struct {
 	pool     *pgxpool.Pool
 	opts     Options
-	where    string // "database D schema S on HOST:PORT", for errors
+	where    string // "database D on HOST:PORT schema S", for errors
 	schema   string
 	lockBase uint64 // the FNV-1a state after the schema's part of a lock key
 }

@@ -111,7 +111,7 @@ events before that line stay stored.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file (required; created if missing)")
+	f.StringVar(&o.db, "db", "", "the database file or postgres:// URL (required; created if missing)")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")

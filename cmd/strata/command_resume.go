@@ -44,7 +44,7 @@ that of the text rendering, held in "context".`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file, or a debug handler's URL (required)")
+	f.StringVar(&o.db, "db", "", "the database file, a postgres:// URL, or a debug handler's URL (required)")
 	f.StringVar(&o.session, "session", "", "the session to resume (required)")
 	f.StringVar(&o.marker, "marker", "latest", `the marker to resume from: an id, or "latest" for the newest valid one`)
 	f.BoolVar(&o.json, "json", false, "print JSON instead of the text context")

@@ -27,6 +27,10 @@
 // verify, which lists every problem (status 3). A dump has by then printed
 // what came before; its error says so.
 //
+// A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
+// many processes read and write at once (the first caveat is the file's);
+// backup copies files only.
+//
 // # Caveats
 //
 //   - bbolt lets one process write a database: while an agent has it open,

@@ -72,6 +72,12 @@ type Backend interface {
 	// was opened without sync), none of it when fn returns an error. An
 	// error of the commit itself is returned; one after which the
 	// backend's state is not known is marked ErrPoisoned.
+	//
+	// A backend shared by processes may roll a transaction back for a
+	// conflict with another process's and run fn again, in a new
+	// transaction, before Update returns: fn must be re-runnable — what it
+	// keeps outside the transaction must be reset by each run, which reads
+	// everything it depends on inside its own transaction.
 	Update(fn func(Tx) error) error
 	// Close releases the backend. Transactions must have ended.
 	Close() error

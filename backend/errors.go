@@ -15,8 +15,9 @@ import (
 var (
 	// ErrLocked: another process holds the database past the lock timeout.
 	ErrLocked = errors.New("store: database is held by another process")
-	// ErrNotExist: the database does not exist and was not to be created.
-	ErrNotExist = errors.New("store: database file does not exist")
+	// ErrNotExist: the database — a file, or strata's tables in a
+	// PostgreSQL schema — does not exist and was not to be created.
+	ErrNotExist = errors.New("store: database does not exist")
 	// ErrEmptyFile: the database file is zero bytes long, which is damage,
 	// not a new start.
 	ErrEmptyFile = errors.New("store: database file is empty")

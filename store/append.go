@@ -48,7 +48,10 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 		return AppendResult{}, ErrReadOnly
 	}
 	lim := db.opts.limits()
-	evs := make([]tier.Event, len(events))
+	// The events as given, and room for the copy each run of the write
+	// transaction assigns seqs and turns in (writeReq.work).
+	buf := make([]tier.Event, 2*len(events))
+	evs := buf[:len(events):len(events)]
 	now := int64(0)
 	for i := range events {
 		e := events[i]
@@ -69,7 +72,7 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 	if err := db.acquire(); err != nil {
 		return AppendResult{}, err
 	}
-	req := &writeReq{session: session, events: evs, done: make(chan struct{})}
+	req := &writeReq{session: session, events: evs, work: buf[len(events):], done: make(chan struct{})}
 	db.appending.Add(1)
 	db.submit(req)
 	db.appending.Add(-1)
@@ -93,7 +96,8 @@ type preparedAppend struct {
 
 // prepareAppend validates every event against the session's state and the
 // ledger entries they touch, entirely in memory and without writing: an
-// error leaves the transaction untouched.
+// error leaves the transaction untouched. It sets the events' seqs, turns
+// and what the ledger records on them, in events itself.
 func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) (*preparedAppend, error) {
 	s, err := findSess(tx, session)
 	if err != nil {

@@ -521,6 +521,7 @@ func TestAppend_BadInputFromJSONL(t *testing.T) {
 }
 
 func TestAppend_ReadOnly(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser})
 	path := db.Path()

@@ -106,6 +106,7 @@ func compareStates(t *testing.T, what string, got, want map[string]sessionState)
 // run, reading in the same snapshot what the copy must hold: each copy
 // opens, verifies and equals the source at that point.
 func TestBackup_WhileWriting(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	stop, appended := startWriters(t, db, 8)
 	defer stop()
@@ -174,6 +175,7 @@ func checkPrefix(t *testing.T, backup, source map[string]sessionState) {
 }
 
 func TestBackupFile_WhileWriting(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	stop, appended := startWriters(t, db, 8)
 	defer stop()
@@ -231,6 +233,7 @@ func assertNoTemp(t *testing.T, dir string, keep ...string) {
 }
 
 func TestBackupFile_ReplacesExisting(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", prefix...)
 	dir := t.TempDir()
@@ -322,6 +325,7 @@ func TestBackupFile_FailureLeavesDest(t *testing.T) {
 // rename a copy over it while the DB keeps writing to the unlinked old file,
 // losing every later append. It is refused.
 func TestBackupFile_OntoItself(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", prefix...)
 	path := db.Path()

@@ -181,6 +181,7 @@ func TestAppend_ConcurrentWithBadInput(t *testing.T) {
 // append acknowledged before Close is stored, every other one fails with
 // ErrClosed and is not.
 func TestClose_WhileAppending(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	const writers = 16
 	byWriter := make([][]ack, writers)

@@ -144,6 +144,7 @@ func valueOf(t *testing.T, path, session, place string, key []byte) (v []byte) {
 // longer agree with each other: Verify reports every case, naming the
 // session.
 func TestVerify_DetectsInconsistency(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", prefix...)
 	mustAppend(t, db, "bystander", prefix...)
@@ -215,6 +216,7 @@ func flipAt(i int) func([]byte) []byte {
 // damaged seq fail with ErrCorrupt (never return other data), and everything
 // else still reads.
 func TestVerify_DamagedEvent(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "victim", prefix...)
 	mustAppend(t, db, "victim", tier.Event{Kind: tier.KindAssistant, Text: "after"})
@@ -306,6 +308,7 @@ func TestVerify_DamagedEvent(t *testing.T) {
 // Snapshot.Ledger report it, and an append that touches it fails with
 // ErrCorrupt, not as bad input.
 func TestVerify_DamagedLedgerEntry(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", prefix...)
 	path := db.Path()
@@ -358,6 +361,7 @@ func TestVerify_DamagedLedgerEntry(t *testing.T) {
 // session's appends fail with ErrCorrupt, every other append succeeds, even
 // when they share a group commit.
 func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "bad", prefix...)
 	path := db.Path()
@@ -422,6 +426,7 @@ func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
 // reports the id the record holds, and a resume of the id the key says is
 // ErrCorrupt, never the other marker's frame.
 func TestResume_MarkerUnderAnotherID(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.OpenUnverified(t, store.Options{NoSync: true})
 	mustAppend(t, db, "s",
 		tier.Event{Kind: tier.KindUser, Text: "go"},
@@ -461,6 +466,7 @@ func TestResume_MarkerUnderAnotherID(t *testing.T) {
 // names it — a CorruptError, never "not found" as if the caller had asked
 // for something that does not exist.
 func TestResume_MissingNamedRecordIsDamage(t *testing.T) {
+	dbtest.FileOnly(t)
 	cases := []struct {
 		name, place string
 		key         func(res store.CommitResult) []byte

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/tier"
 )
 
 // DB is a strata database: every session's raw log, summary nodes,
@@ -46,8 +47,22 @@ const MaxSessionBytes = 256
 // New returns a DB over backend be, which it owns from then on (Close
 // closes it). opts.ReadOnly says whether writes are refused; the options of
 // the bytes themselves (a file's lock, sync) are the backend's. Open is New
-// over the bbolt file at a path.
+// over the backend a path or URL names.
+//
+// A backend with a limit on its keys (a method MaxKeyBytes() int, as
+// PostgreSQL's has) bounds the ids and keys of events: MaxIDBytes defaults
+// to that limit when it is lower than tier.DefaultMaxIDBytes, and a larger
+// MaxIDBytes is refused (ErrBadOptions).
 func New(be backend.Backend, opts Options) (*DB, error) {
+	if k, ok := be.(interface{ MaxKeyBytes() int }); ok {
+		limit := k.MaxKeyBytes()
+		if opts.MaxIDBytes == 0 && tier.DefaultMaxIDBytes > limit {
+			opts.MaxIDBytes = limit
+		}
+		if opts.MaxIDBytes > limit {
+			return nil, errors.Wrapf(ErrBadOptions, "MaxIDBytes %d is over the backend's key limit %d", opts.MaxIDBytes, limit)
+		}
+	}
 	opts = opts.withDefaults()
 	if err := opts.check(); err != nil {
 		return nil, err

@@ -18,8 +18,8 @@ var (
 	// lock past Options.LockTimeout: a writer holds it exclusively, so a
 	// second writer or any reader of a live database gets this error.
 	ErrLocked = backend.ErrLocked
-	// ErrNotExist is returned by Open when the file does not exist and
-	// Options.Create is false.
+	// ErrNotExist is returned by Open when the file, or strata's tables in a
+	// PostgreSQL schema, do not exist and Options.Create is false.
 	ErrNotExist = backend.ErrNotExist
 	// ErrEmptyFile is returned by Open when the file is zero bytes long.
 	// bbolt would silently make it a fresh database; strata refuses, since an

@@ -41,7 +41,7 @@ func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
 	defer db.release()
 	batch := make([]*writeReq, len(ws))
 	for i, w := range ws {
-		batch[i] = &writeReq{session: w.Session, events: w.Events, done: make(chan struct{})}
+		batch[i] = &writeReq{session: w.Session, events: w.Events, work: make([]tier.Event, len(w.Events)), done: make(chan struct{})}
 		if w.Plan != nil {
 			batch[i].commit = db.newCommitReq(w.Plan, w.Summary, true, nil)
 		}

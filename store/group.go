@@ -18,7 +18,8 @@ import (
 // compaction's commit (commit non-nil).
 type writeReq struct {
 	session string
-	events  []tier.Event
+	events  []tier.Event // as given to Append
+	work    []tier.Event // room for a copy of events, for prepareAppend
 	commit  *commitReq
 	linger  bool // a commit made while appends were in flight (Options.CommitWait)
 	res     AppendResult
@@ -201,7 +202,11 @@ var errNothingWritten = errors.New("store: nothing written")
 // returns it with the writes gather added (with a nil wait, none). A write
 // refused before it wrote anything fails alone; a write that fails
 // half-way rolls the whole transaction back, and every write of the batch
-// fails.
+// fails. The transaction's function may run more than once (a backend
+// retries a transaction another process's conflicted with): each run
+// starts every write afresh — its result and error reset, an append from
+// its events as given, a commit from its plan — and a run that gathered
+// writes keeps them for the next.
 func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	start := time.Now()
 	err := db.update(func(tx backend.Tx) error {
@@ -220,7 +225,9 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 				}
 				continue
 			}
-			p, err := db.prepareAppend(tx, req.session, req.events)
+			// On a copy: a backend may run this function again (a
+			// conflict with another process), from the events as given.
+			p, err := db.prepareAppend(tx, req.session, req.work[:copy(req.work, req.events)])
 			if err != nil {
 				// Refused before anything of it was written — bad input
 				// (an *tier.EventError), or damage in this session's

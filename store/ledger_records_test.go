@@ -46,6 +46,7 @@ func ledgerIn(db *store.DB, session string) (l *tier.Ledger, err error) {
 // name their event; the ledger read back is a replay of the raw log, texts
 // included, and the resumed context carries them.
 func TestLedger_TextsLiveInTheirEvents(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
 	mustAppend(t, db, "s", ledgerEvents()...)
 	l, err := ledgerIn(db, "s")

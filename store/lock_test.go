@@ -42,6 +42,7 @@ func TestLock_ChildProcess(t *testing.T) {
 }
 
 func TestOpen_LockedByAnotherProcess(t *testing.T) {
+	dbtest.FileOnly(t)
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}

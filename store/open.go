@@ -1,26 +1,44 @@
 package store
 
 import (
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/backend/boltfile"
+	"github.com/strata-go/strata/backend/postgres"
 )
 
-// Open opens the strata database in the bbolt file at path (package
-// boltfile). Unless opts.Create is set, the file must exist; a zero-length
+// Open opens the strata database at path: a bbolt file (package boltfile),
+// or, when path is a postgres:// or postgresql:// URL, strata's tables in a
+// PostgreSQL database (package postgres; the PG* environment variables
+// fill in what the URL leaves out, so "postgres://" alone takes them all).
+//
+// A file: unless opts.Create is set, the file must exist; a zero-length
 // file is refused (ErrEmptyFile); a file that another process holds is
 // refused after opts.LockTimeout (ErrLocked); a file of another format is
 // refused (ErrFormatTooNew, ErrFormatTooOld). Creating a file is atomic: a
-// crash or a full disk while it is made leaves no file at path.
-//
-// A write whose commit fails at the disk's fsync (or with EIO) poisons the
+// crash or a full disk while it is made leaves no file at path. A write
+// whose commit fails at the disk's fsync (or with EIO) poisons the
 // returned DB: that write's error is marked ErrPoisoned, every later write
 // returns ErrPoisoned, and reads go on. Close it and Open again to write.
+//
+// PostgreSQL: many processes open the same database at once. Unless
+// opts.Create is set, strata's tables must exist (ErrNotExist); Open
+// creates or upgrades them by migrations under an advisory lock, waiting
+// at most opts.LockTimeout for another process's (ErrLocked); a schema
+// newer than this strata's is refused (ErrFormatTooNew). opts.ReadOnly
+// runs no migration and writes nothing.
 func Open(path string, opts Options) (*DB, error) {
-	opts = opts.withDefaults()
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	be, err := boltfile.Open(path, boltfile.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
-		LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Mode: opts.Mode, Clock: opts.Clock})
+	var be backend.Backend
+	var err error
+	if postgres.IsURL(path) {
+		be, err = postgres.Open(path, postgres.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
+			LockTimeout: opts.LockTimeout, NoSync: opts.NoSync})
+	} else {
+		be, err = boltfile.Open(path, boltfile.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
+			LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Mode: opts.Mode, Clock: opts.Clock})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -160,6 +160,7 @@ func editBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
 // TestSnapshot_FormatVersion: a database in a bbolt file reports the
 // file's format; one over a backend without a layout of its own reports 0.
 func TestSnapshot_FormatVersion(t *testing.T) {
+	dbtest.FileOnly(t)
 	formatOf := func(db *store.DB) int {
 		t.Helper()
 		var v int
@@ -218,6 +219,7 @@ func TestOpen_BadOptions(t *testing.T) {
 }
 
 func TestOpen_MaxIDBytesAtBboltLimit(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{MaxIDBytes: store.MaxIDBytesLimit, NoSync: true})
 	id := strings.Repeat("k", store.MaxIDBytesLimit)
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindToolCall, ID: id}, tier.Event{Kind: tier.KindArtifact, Key: id})
@@ -227,6 +229,7 @@ func TestOpen_MaxIDBytesAtBboltLimit(t *testing.T) {
 }
 
 func TestOpen_ReopenKeepsData(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{})
 	mustAppend(t, db, "s", prefix...)
 	before := state(t, db, "s")
@@ -263,6 +266,7 @@ func TestOpen_ReopenKeepsData(t *testing.T) {
 }
 
 func TestOpen_FileMode(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{Mode: 0o640})
 	fi, err := os.Stat(db.Path())
 	if err != nil {
@@ -277,6 +281,7 @@ func TestOpen_FileMode(t *testing.T) {
 // typed error, or opens it; either way nothing panics, and whatever it
 // returns as data is the data that was written.
 func TestOpen_Truncated(t *testing.T) {
+	dbtest.FileOnly(t)
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	for i := 0; i < 20; i++ {
 		batch := make([]tier.Event, 50)

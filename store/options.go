@@ -12,30 +12,36 @@ import (
 // Options configures Open. The zero value of each field means its default;
 // DefaultOptions spells them out.
 type Options struct {
-	// Create creates the file if it does not exist. Without it, a missing
+	// Create creates the file if it does not exist (in PostgreSQL,
+	// strata's tables in a schema that has none). Without it, a missing
 	// file is ErrNotExist. An existing zero-length file is ErrEmptyFile
 	// either way.
 	Create bool
 
 	// ReadOnly opens the database with a shared lock and refuses writes.
+	// In PostgreSQL it runs no migration and opens read-only connections.
 	ReadOnly bool
 
 	// LockTimeout bounds the wait for the file lock. bbolt waits forever by
 	// default; strata never does: zero means DefaultLockTimeout. A writer
 	// holds the lock exclusively, so a reader waits for it too, and gets
-	// ErrLocked when the timeout passes.
+	// ErrLocked when the timeout passes. In PostgreSQL it bounds the wait
+	// for another process that is migrating the schema.
 	LockTimeout time.Duration
 
 	// NoSync skips fsync on commit and when the file grows. THIS IS UNSAFE:
 	// an acknowledged append can be lost, or the file damaged, by a crash or
-	// power loss. For tests and bulk loads that can be redone.
+	// power loss. For tests and bulk loads that can be redone. In
+	// PostgreSQL it sets synchronous_commit off: a crash of the server can
+	// lose the last appends it acknowledged, never damage the database.
 	NoSync bool
 
 	// MaxEventBytes and MaxIDBytes bound an event; zero means
 	// tier.DefaultMaxEventBytes and tier.DefaultMaxIDBytes. An id or key is
 	// part of a bbolt key, so MaxIDBytes can be at most MaxIDBytesLimit,
 	// and MaxEventBytes at most MaxEventBytesLimit: Open refuses larger
-	// values with ErrBadOptions.
+	// values with ErrBadOptions. In PostgreSQL an id or key is part of an
+	// index entry: MaxIDBytes is at most postgres.MaxKeyBytes, its default.
 	MaxEventBytes int
 	MaxIDBytes    int
 

@@ -36,6 +36,7 @@ var (
 // from it gives, session by session, the bytes resume gave from the source
 // in that snapshot. Every tenth is a plain BackupFile, which must verify.
 func TestBackup_HotUnderLoad(t *testing.T) {
+	dbtest.FileOnly(t)
 	t.Parallel()
 	n := *hotBackups
 	if testing.Short() {

@@ -70,6 +70,7 @@ func startLockHolder(t *testing.T, path string) (kill func()) {
 // reader (ten at a time): every attempt gets ErrLocked once the lock
 // timeout passed; once the holder is killed, the lock is free.
 func TestLock_Repeated(t *testing.T) {
+	dbtest.FileOnly(t)
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}

@@ -13,6 +13,7 @@ import (
 // Snapshot.Stats counts what DB.Stats counts, and Snapshot.Size is the
 // length of the copy WriteTo writes.
 func TestSnapshot_StatsSize(t *testing.T) {
+	dbtest.FileOnly(t)
 	t.Parallel()
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	check := func(sessions int) {

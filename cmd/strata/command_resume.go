@@ -62,7 +62,7 @@ URL of a running agent's debug handler (http://127.0.0.1:6060/debug/strata).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file, or a debug handler's URL: the first argument's other form")
+	f.StringVar(&o.db, "db", "", "the database file, a postgres:// URL, or a debug handler's URL: the first argument's other form")
 	f.StringVar(&o.session, "session", "", "the session to resume (required)")
 	f.StringVar(&o.marker, "marker", "latest", `the marker to resume from: an id, or "latest" for the newest valid one`)
 	addJSONFlag(cmd, &o.json, "JSON instead of the text context")

@@ -59,6 +59,10 @@
 // script; --session completes the session ids of the database file named
 // on the command line.
 //
+// A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
+// many processes read and write at once (the first caveat is the file's);
+// backup copies files only.
+//
 // # Caveats
 //
 //   - bbolt lets one process write a database: while an agent has it open,

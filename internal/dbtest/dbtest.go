@@ -4,15 +4,17 @@
 package dbtest
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
 )
 
-// Open creates a database in t.TempDir() (opts.Create is set) and, in
-// t.Cleanup, closes it, reopens it read-only and fails the test on any
-// problem store.Verify reports.
+// Open creates a database in t.TempDir() (opts.Create is set), or in
+// PostgreSQL (BackendEnv), and, in t.Cleanup, closes it, reopens it
+// read-only and fails the test on any problem store.Verify reports.
 func Open(t testing.TB, opts store.Options) *store.DB {
 	t.Helper()
 	db, path := create(t, opts)
@@ -25,10 +27,39 @@ func Open(t testing.TB, opts store.Options) *store.DB {
 	return db
 }
 
-// create makes a database in t.TempDir().
+// BackendEnv is the environment variable that picks the backend of the
+// databases Open makes: unset or "bbolt", a file in t.TempDir();
+// "postgres", a schema of the test's own on the server pgtest.Env names.
+const BackendEnv = "STRATA_TEST_BACKEND"
+
+// Postgres reports whether Open makes its databases in PostgreSQL
+// (BackendEnv).
+func Postgres() bool { return os.Getenv(BackendEnv) == "postgres" }
+
+// FileOnly skips t when Open makes its databases in PostgreSQL: t reads or
+// writes the bbolt file itself — damages it, copies it, backs it up,
+// reopens it at its path. It runs on every bbolt run.
+func FileOnly(t testing.TB) {
+	t.Helper()
+	if Postgres() {
+		t.Skipf("%s=postgres: the test works on the bbolt file itself", BackendEnv)
+	}
+}
+
+// create makes a database in t.TempDir(), or in PostgreSQL (BackendEnv).
 func create(t testing.TB, opts store.Options) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "strata.db")
+	switch b := os.Getenv(BackendEnv); b {
+	case "", "bbolt":
+	case "postgres":
+		if os.Getenv(pgtest.Env) == "" {
+			t.Fatalf("dbtest: %s=postgres needs %s, the test server's URL", BackendEnv, pgtest.Env)
+		}
+		path = pgtest.URL(t)
+	default:
+		t.Fatalf("dbtest: %s=%q: want bbolt or postgres", BackendEnv, b)
+	}
 	opts.Create = true
 	db, err := store.Open(path, opts)
 	if err != nil {

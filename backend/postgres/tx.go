@@ -1,0 +1,691 @@
+package postgres
+
+import (
+	"context"
+	"math"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/strata-go/strata/backend"
+)
+
+// A transaction holds one connection of the pool. Its statements go in
+// round trips: a read is sent with the BEGIN, if it has not been sent,
+// and with the writes made since the last round trip, in one pipeline;
+// the commit sends the last writes with the COMMIT. A write's error is
+// known at the next round trip, and breaks the transaction: every later
+// call returns it, and Update rolls back (or runs fn again, retryable).
+//
+// A write transaction takes the advisory lock of every session it reads
+// or writes (lockKey) before it reads anything of it, and holds it until
+// it ends: two writers of one session take turns, and each reads what the
+// other committed (READ COMMITTED takes a snapshot per statement, after
+// the lock). Locks are taken in increasing key order, which cannot
+// deadlock: a lock below one already held is only tried, and when another
+// writer holds it the transaction is rolled back and run again with every
+// lock it needed taken first, in order.
+type tx struct {
+	b        *Backend
+	ctx      context.Context
+	conn     *pgxpool.Conn
+	writable bool
+	begin    string // the BEGIN statement, until it is sent
+	pending  []stmt // writes and locks not yet sent
+	broken   error  // a statement failed: the transaction is lost
+	sent     bool   // a round trip completed
+	sessions map[string]*session
+
+	held map[int64]bool // the session locks this transaction holds
+	top  int64          // the greatest of them
+	want []int64        // every lock it needed, held or not
+}
+
+// stmt is one statement of a round trip: a write (exec checks its
+// result), or a read (rows reads its rows).
+type stmt struct {
+	sql  string
+	args []any
+	exec func(pgconn.CommandTag) error
+	rows func(pgx.Rows) error
+	// A write's place, for its errors.
+	session, bucket string
+	key             []byte
+}
+
+var _ backend.Tx = (*tx)(nil)
+
+// Writable implements backend.Tx.
+func (t *tx) Writable() bool { return t.writable }
+
+// send runs a round trip: the BEGIN (the first time), the pending writes,
+// then reads. A failure of the first round trip's connection is retried
+// on another connection: nothing of the transaction reached the server.
+func (t *tx) send(reads ...stmt) error {
+	if t.broken != nil {
+		return t.broken
+	}
+	for n := 1; ; n++ {
+		err := t.roundTrip(reads, false)
+		if err == nil {
+			t.begin, t.pending, t.sent = "", t.pending[:0], true
+			return nil
+		}
+		if t.sent || n == 3 || !connFailed(err) {
+			t.broken = err
+			return err
+		}
+		t.conn.Release() // closed: the pool drops it
+		conn, aerr := t.b.pool.Acquire(t.ctx)
+		if aerr != nil {
+			t.conn = nil
+			t.broken = errors.Wrapf(aerr, "postgres: %s", t.b.where)
+			return t.broken
+		}
+		t.conn = conn
+	}
+}
+
+// roundTrip sends the BEGIN if not yet sent, the pending writes, reads,
+// and with commit a COMMIT, and reads their results.
+func (t *tx) roundTrip(reads []stmt, commit bool) error {
+	var batch pgx.Batch
+	if t.begin != "" {
+		batch.Queue(t.begin)
+	}
+	for _, s := range t.pending {
+		batch.Queue(s.sql, s.args...)
+	}
+	for _, s := range reads {
+		batch.Queue(s.sql, s.args...)
+	}
+	if commit {
+		batch.Queue("COMMIT")
+	}
+	br := t.conn.SendBatch(t.ctx, &batch)
+	err := t.results(br, reads, commit)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = errors.Wrapf(cerr, "postgres: %s", t.b.where)
+	}
+	return err
+}
+
+func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
+	if t.begin != "" {
+		if _, err := br.Exec(); err != nil {
+			return errors.Wrapf(err, "postgres: %s: begin", t.b.where)
+		}
+	}
+	for i := range t.pending {
+		s := &t.pending[i]
+		ct, err := br.Exec()
+		if err == nil && s.exec != nil {
+			err = s.exec(ct)
+		}
+		if err != nil {
+			return t.writeError(s, err)
+		}
+	}
+	for i := range reads {
+		s := &reads[i]
+		if s.rows == nil {
+			if _, err := br.Exec(); err != nil {
+				return errors.Wrapf(err, "postgres: %s", t.b.where)
+			}
+			continue
+		}
+		rows, err := br.Query()
+		if err == nil {
+			err = s.rows(rows)
+			rows.Close()
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return errors.Wrapf(err, "postgres: %s", t.b.where)
+		}
+	}
+	if commit {
+		ct, err := br.Exec()
+		if err == nil && ct.String() != "COMMIT" {
+			err = errors.Newf("postgres: %s: COMMIT answered %q: the transaction was rolled back", t.b.where, ct.String())
+		}
+		if err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR" || pgconn.SafeToRetry(err) {
+				return errors.Wrapf(err, "postgres: %s: commit", t.b.where) // not committed
+			}
+			return errors.Mark(errors.Wrapf(err, "postgres: %s: commit", t.b.where), ErrCommitUnknown)
+		}
+	}
+	return nil
+}
+
+// writeError is the error of write s.
+func (t *tx) writeError(s *stmt, err error) error {
+	if errors.Is(err, backend.ErrCorrupt) {
+		return err
+	}
+	if s.bucket == "lock" {
+		return errors.Wrapf(err, "postgres: %s: taking a session's lock", t.b.where)
+	}
+	if code(err) == "23505" && s.bucket == "l0" {
+		return backend.Corrupt(s.session, s.bucket, s.key, errors.Newf("%s: an event is already stored at this seq, past the session's head", eventsTable))
+	}
+	return errors.Wrapf(err, "postgres: %s: writing session %q %s key %s", t.b.where, s.session, s.bucket, backend.ShowKey(s.key))
+}
+
+// commit sends the pending writes and the COMMIT.
+func (t *tx) commit() error {
+	if t.broken != nil {
+		return t.broken
+	}
+	if t.begin != "" && len(t.pending) == 0 {
+		return nil // nothing was sent, nothing written
+	}
+	if err := t.roundTrip(nil, true); err != nil {
+		t.broken = err
+		return err
+	}
+	return nil
+}
+
+// end rolls back a transaction not committed — its connection is still in
+// it — and returns the connection to the pool (which closes one it could
+// not bring back out of it).
+func (t *tx) end() {
+	if t.conn == nil {
+		return
+	}
+	if c := t.conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+		_, _ = t.conn.Exec(t.ctx, "ROLLBACK")
+	}
+	t.conn.Release()
+	t.conn = nil
+}
+
+// lock returns the statement that takes session id's lock, and whether
+// it only tries (ok: a row whose bool says whether it was taken); none
+// when the lock is held.
+func (t *tx) lock(id string, ok *bool) []stmt {
+	k := t.b.lockKey(id)
+	t.want = append(t.want, k)
+	switch {
+	case t.held[k]:
+		return nil
+	case len(t.held) == 0 || k > t.top:
+		t.hold(k)
+		return []stmt{{sql: sqlLock, args: []any{k}}}
+	}
+	*ok = false
+	return []stmt{{sql: sqlTryLock, args: []any{k}, rows: func(r pgx.Rows) error {
+		*ok = false
+		for r.Next() {
+			if err := r.Scan(ok); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}}
+}
+
+func (t *tx) hold(k int64) {
+	if t.held == nil {
+		t.held = map[int64]bool{}
+	}
+	t.held[k] = true
+	t.top = max(t.top, k)
+	if len(t.held) == 1 {
+		t.top = k
+	}
+}
+
+// queueLock takes lock k with the first round trip; keys are queued in
+// increasing order.
+func (t *tx) queueLock(k int64) {
+	t.want = append(t.want, k)
+	t.hold(k)
+	t.pending = append(t.pending, stmt{sql: sqlLock, args: []any{k}, bucket: "lock"})
+}
+
+// needed returns every lock the transaction needed, in increasing order.
+func (t *tx) needed() []int64 {
+	slices.Sort(t.want)
+	return slices.Compact(t.want)
+}
+
+// Sessions implements backend.Tx: in pages, by id (the COLLATE "C" order
+// is byte order).
+func (t *tx) Sessions(fn func(id string) error) error {
+	after, limit := "", 256
+	for {
+		var ids []string
+		err := t.send(stmt{sql: sqlSessions, args: []any{after, limit}, rows: func(r pgx.Rows) error {
+			ids = ids[:0]
+			for r.Next() {
+				var id string
+				if err := r.Scan(&id); err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := fn(id); err != nil {
+				return err
+			}
+		}
+		if len(ids) < limit {
+			return nil
+		}
+		after, limit = ids[len(ids)-1], min(limit*2, 4096)
+	}
+}
+
+// checkID refuses an id PostgreSQL's text cannot hold or an index cannot
+// key.
+func checkID(id string) error {
+	switch {
+	case id == "" || len(id) > MaxSessionBytes:
+		return errors.Newf("postgres: a session id of %d bytes (1 to %d)", len(id), MaxSessionBytes)
+	case !utf8.ValidString(id):
+		return errors.Newf("postgres: session id %q is not UTF-8", id)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] == 0 {
+			return errors.Newf("postgres: session id %q holds a NUL byte", id)
+		}
+	}
+	return nil
+}
+
+// Session implements backend.Tx. In a write transaction it first takes
+// the session's lock.
+func (t *tx) Session(id string) (backend.Session, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if s, ok := t.sessions[id]; ok {
+		if s == nil {
+			return nil, nil
+		}
+		return s, nil
+	}
+	var reads []stmt
+	taken := true
+	if t.writable {
+		reads = t.lock(id, &taken)
+	}
+	var found bool
+	var state []byte
+	var crc *int64
+	reads = append(reads, stmt{sql: sqlSession, args: []any{id}, rows: func(r pgx.Rows) error {
+		found, state, crc = false, nil, nil
+		for r.Next() {
+			found = true
+			if err := r.Scan(&state, &crc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err := t.send(reads...); err != nil {
+		return nil, err
+	}
+	if !taken {
+		t.broken = errors.Wrapf(errLockOrder, "session %q", id)
+		return nil, t.broken
+	}
+	if t.writable {
+		t.hold(t.b.lockKey(id))
+	}
+	if t.sessions == nil {
+		t.sessions = map[string]*session{}
+	}
+	if !found {
+		t.sessions[id] = nil
+		return nil, nil
+	}
+	s := t.newSession(id)
+	s.state, s.stateCRC = state, crc
+	t.sessions[id] = s
+	return s, nil
+}
+
+// CreateSession implements backend.Tx.
+func (t *tx) CreateSession(id string) (backend.Session, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if !t.writable {
+		return nil, errors.Wrap(backend.ErrReadOnly, "postgres: CreateSession in a read transaction")
+	}
+	s, err := t.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		return nil, errors.Newf("postgres: session %q exists", id)
+	}
+	t.pending = append(t.pending, stmt{sql: sqlCreate, args: []any{id}, session: id, bucket: "bucket"})
+	n := t.newSession(id)
+	t.sessions[id] = n
+	return n, nil
+}
+
+func (t *tx) newSession(id string) *session {
+	return &session{t: t, id: id, crc: sessionCRC(id)}
+}
+
+// session is one session's records inside a transaction.
+type session struct {
+	t        *tx
+	id       string
+	crc      uint32 // sessionCRC(id)
+	state    []byte // as read with the session, or as last put
+	stateCRC *int64
+}
+
+var _ backend.Session = (*session)(nil)
+
+// ID implements backend.Session.
+func (s *session) ID() string { return s.id }
+
+// damage returns the error of damage at key of bucket (as the store names
+// it: a table, "l0", "state"), found in SQL table table.
+func damage(session, table, bucket string, key []byte, err error) error {
+	return backend.Corrupt(session, bucket, key, errors.Wrapf(err, "%s", table))
+}
+
+func (s *session) writable() error {
+	if s.t.broken != nil {
+		return s.t.broken
+	}
+	if !s.t.writable {
+		return errors.Wrapf(backend.ErrReadOnly, "postgres: session %q: a write in a read transaction", s.id)
+	}
+	return nil
+}
+
+// State implements backend.Session.
+func (s *session) State() ([]byte, error) {
+	if s.t.broken != nil {
+		return nil, s.t.broken
+	}
+	switch {
+	case s.state == nil && s.stateCRC == nil:
+		return nil, nil
+	case s.stateCRC == nil:
+		return nil, damage(s.id, sessionsTable, "state", nil, errors.New("a state without its checksum"))
+	case s.state == nil:
+		return nil, damage(s.id, sessionsTable, "state", nil, errors.New("a checksum without its state"))
+	}
+	if err := checkSum(placeCRC(s.crc, sessionsTable, nil), s.state, *s.stateCRC); err != nil {
+		return nil, damage(s.id, sessionsTable, "state", nil, err)
+	}
+	return s.state, nil
+}
+
+// PutState implements backend.Session.
+func (s *session) PutState(v []byte) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	v = nonNil(v)
+	crc := checksum(placeCRC(s.crc, sessionsTable, nil), v)
+	s.t.pending = append(s.t.pending, stmt{sql: sqlPutState, args: []any{s.id, v, crc}, session: s.id, bucket: "state",
+		exec: func(ct pgconn.CommandTag) error {
+			if ct.RowsAffected() != 1 {
+				return damage(s.id, sessionsTable, "state", nil, errors.New("the session's row is missing"))
+			}
+			return nil
+		}})
+	s.state, s.stateCRC = v, &crc
+	return nil
+}
+
+func nonNil(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+// Event implements backend.Session.
+func (s *session) Event(seq uint64) ([]byte, error) {
+	if seq == 0 || seq > math.MaxInt64 {
+		return nil, nil
+	}
+	var v []byte
+	var crc int64
+	found := false
+	err := s.t.send(stmt{sql: sqlEvent, args: []any{s.id, int64(seq)}, rows: func(r pgx.Rows) error {
+		found = false
+		for r.Next() {
+			found = true
+			if err := r.Scan(&v, &crc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err != nil || !found {
+		return nil, err
+	}
+	key := seqKey(seq)
+	if err := checkSum(placeCRC(s.crc, eventsTable, key), v, crc); err != nil {
+		return nil, damage(s.id, eventsTable, "l0", key, err)
+	}
+	return v, nil
+}
+
+// row is a row read: a key (or a seq), its value and checksum.
+type row struct {
+	seq int64
+	key []byte
+	v   []byte
+	crc int64
+}
+
+// Events implements backend.Session: in pages of growing size.
+func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, error)) error {
+	from, to = max(from, 1), min(to, math.MaxInt64)
+	limit := 256
+	var page []row
+	for from <= to {
+		err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: func(r pgx.Rows) error {
+			page = page[:0]
+			for r.Next() {
+				var x row
+				if err := r.Scan(&x.seq, &x.v, &x.crc); err != nil {
+					return err
+				}
+				page = append(page, x)
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		for _, x := range page {
+			key := seqKey(uint64(x.seq))
+			if err := checkSum(placeCRC(s.crc, eventsTable, key), x.v, x.crc); err != nil {
+				return damage(s.id, eventsTable, "l0", key, err)
+			}
+			if more, err := fn(uint64(x.seq), x.v); err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		from, limit = uint64(page[len(page)-1].seq)+1, min(limit*2, 4096)
+	}
+	return nil
+}
+
+// PutEvent implements backend.Session.
+func (s *session) PutEvent(seq uint64, v []byte) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if seq == 0 || seq > math.MaxInt64 {
+		return errors.Newf("postgres: session %q: event seq %d (1 to 2^63-1)", s.id, seq)
+	}
+	v = nonNil(v)
+	key := seqKey(seq)
+	s.t.pending = append(s.t.pending, stmt{sql: sqlPutEvent,
+		args:    []any{s.id, int64(seq), v, checksum(placeCRC(s.crc, eventsTable, key), v)},
+		session: s.id, bucket: "l0", key: key})
+	return nil
+}
+
+// table returns the SQL table and statements of t.
+func (s *session) table(t backend.Table) (recordTable, *tableSQL, error) {
+	if t == 0 || t >= backend.Tables || recordTables[t].name == "" {
+		return recordTable{}, nil, errors.AssertionFailedf("postgres: table %d has no SQL table", t)
+	}
+	return recordTables[t], &recordSQL[t], nil
+}
+
+// record returns the value of row x of table rt, checked.
+func (s *session) record(rt recordTable, t backend.Table, x *row) ([]byte, error) {
+	if err := checkSum(placeCRC(s.crc, rt.name, x.key), x.v, x.crc); err != nil {
+		return nil, damage(s.id, rt.name, t.String(), x.key, err)
+	}
+	return x.v, nil
+}
+
+// readRows returns a rows handler that reads (key, value, crc) rows into
+// *page.
+func readRows(page *[]row) func(pgx.Rows) error {
+	return func(r pgx.Rows) error {
+		*page = (*page)[:0]
+		for r.Next() {
+			var x row
+			if err := r.Scan(&x.key, &x.v, &x.crc); err != nil {
+				return err
+			}
+			*page = append(*page, x)
+		}
+		return nil
+	}
+}
+
+// Get implements backend.Session.
+func (s *session) Get(t backend.Table, key []byte) ([]byte, error) {
+	rt, q, err := s.table(t)
+	if err != nil {
+		return nil, err
+	}
+	key = nonNil(key)
+	var x row
+	found := false
+	err = s.t.send(stmt{sql: q.get, args: []any{s.id, key}, rows: func(r pgx.Rows) error {
+		found = false
+		for r.Next() {
+			found = true
+			if err := r.Scan(&x.v, &x.crc); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err != nil || !found {
+		return nil, err
+	}
+	x.key = key
+	return s.record(rt, t, &x)
+}
+
+// Put implements backend.Session.
+func (s *session) Put(t backend.Table, key, v []byte) error {
+	rt, q, err := s.table(t)
+	if err != nil {
+		return err
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if len(key) > MaxKeyBytes {
+		return errors.Newf("postgres: session %q %s: a key of %d bytes (at most %d)", s.id, t, len(key), MaxKeyBytes)
+	}
+	key, v = nonNil(key), nonNil(v)
+	s.t.pending = append(s.t.pending, stmt{sql: q.put, args: []any{s.id, key, v, checksum(placeCRC(s.crc, rt.name, key), v)},
+		session: s.id, bucket: t.String(), key: key})
+	return nil
+}
+
+// Delete implements backend.Session.
+func (s *session) Delete(t backend.Table, key []byte) error {
+	_, q, err := s.table(t)
+	if err != nil {
+		return err
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	key = nonNil(key)
+	s.t.pending = append(s.t.pending, stmt{sql: q.del, args: []any{s.id, key}, session: s.id, bucket: t.String(), key: key})
+	return nil
+}
+
+// Scan implements backend.Session: in pages of growing size.
+func (s *session) Scan(t backend.Table, from []byte, fn func(k, v []byte) (bool, error)) error {
+	rt, q, err := s.table(t)
+	if err != nil {
+		return err
+	}
+	from = nonNil(from)
+	limit := 32
+	var page []row
+	for {
+		if err := s.t.send(stmt{sql: q.scan, args: []any{s.id, from, limit}, rows: readRows(&page)}); err != nil {
+			return err
+		}
+		for i := range page {
+			v, err := s.record(rt, t, &page[i])
+			if err != nil {
+				return err
+			}
+			if more, err := fn(page[i].key, v); err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		// The least key after the page's last.
+		last := page[len(page)-1].key
+		from, limit = append(last[:len(last):len(last)], 0), min(limit*4, 1024)
+	}
+}
+
+// Last implements backend.Session.
+func (s *session) Last(t backend.Table, below []byte) (k, v []byte, err error) {
+	rt, q, err := s.table(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	var page []row
+	st := stmt{sql: q.last, args: []any{s.id}, rows: readRows(&page)}
+	if below != nil {
+		st = stmt{sql: q.lastBelow, args: []any{s.id, below}, rows: readRows(&page)}
+	}
+	if err := s.t.send(st); err != nil || len(page) == 0 {
+		return nil, nil, err
+	}
+	if v, err = s.record(rt, t, &page[0]); err != nil {
+		return nil, nil, err
+	}
+	return page[0].key, v, nil
+}

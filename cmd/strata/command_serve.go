@@ -82,6 +82,10 @@ func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 	defer closeDB(db, &err)
 	opts := debughttp.Options{Token: os.Getenv(envToken)}
 	ln, err := debughttp.Listen(o.addr, opts)
+	if errors.Is(err, debughttp.ErrNotLoopback) {
+		return &usageError{err: errors.WithHintf(errors.Newf("--addr %s is not a loopback address", o.addr),
+			"serve on 127.0.0.1 or [::1], or set %s to a token every request must carry (and put TLS in front beyond one machine)", envToken)}
+	}
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] FILE...",
+		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or store and compact them in a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
 Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
@@ -69,7 +69,7 @@ session.
 
 Without --db the events go to stdout as JSONL, without seq or turn, each
 with its session and the ref of the record it came from, so that
-  strata import --format claude-code S.jsonl | strata replay --db DB -
+  strata import --format claude-code S.jsonl | strata replay DB -
 stores and compacts them. The quirks met (renamed call ids, results for no
 open call, skipped records …) are counted on stderr, one line per session.
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,10 +33,13 @@ import (
 // documented paths, and the user's files the docs name (docSandboxFiles).
 // A /tmp/… path is one in that directory, a running agent's URL
 // (http://127.0.0.1:6060/debug/strata) a debug handler the test serves, a
-// model server's URL a stand-in OpenAI-compatible server. Each command must
-// exit as the doc implies — 0, or 1 where a console block shows an Error —
-// and, in a console block, print what it shows. A command line that no rule
-// below matches fails the test, so that a new example is run too.
+// model server's URL a stand-in OpenAI-compatible server, a glob over the
+// project's development data its smallest files (the command is skipped,
+// its flags parsed, where the data is absent). Each command must exit as
+// the doc implies — 0; 1 where a console block shows an Error; 130 for
+// serve, stopped as Ctrl-C stops it — and, in a console block, print what
+// it shows. A command line that no rule below matches fails the test, so
+// that a new example is run too.
 
 // docLiveURL is the URL of a running agent's debug handler in the docs.
 const docLiveURL = "http://127.0.0.1:6060"
@@ -46,14 +50,14 @@ const docLiveURL = "http://127.0.0.1:6060"
 var docModelURLs = []string{"http://localhost:11434", "https://api.openai.com", "http://gpu-box:8000"}
 
 // docDevDataFiles is how many files of the project's development data a
-// glob over it gives a command: every documented run over all of it takes
-// from a second (replay) to a minute (eval --grid), and the figures it
-// gives are the docs' tables, which this test does not compare.
-const docDevDataFiles = 8
+// glob over it gives a command, the smallest: every documented run over
+// all of it takes from a second (replay) to a minute (eval --grid), and the
+// figures it gives are the docs' tables, which this test does not compare.
+const docDevDataFiles = 2
 
 // docOtherPrograms are the programs of the docs' command lines that are not
 // strata, with why the test does not run them. export, rm and curl are run
-// (docRun.command); jq and dot only after a strata command in a pipe.
+// (docRun.pipeline); jq and dot only after a strata command in a pipe.
 var docOtherPrograms = []struct{ prefix, why string }{
 	{"go test", "the test suite, fuzzing and benchmarks: go test runs them itself"},
 	{"go build -o strata ./cmd/strata", "builds ./strata; this test runs the CLI in process for ./strata too"},
@@ -364,11 +368,14 @@ type docRun struct {
 	dir  string // the page's directory, the working directory
 	home string
 	live string // the running agent's base URL, once started
+	// unmade are the files a skipped command would have made, with why it
+	// was skipped: a later command that reads one is skipped too.
+	unmade map[string]string
 }
 
 func newDocRun(t *testing.T, repo string) *docRun {
 	dir := t.TempDir()
-	d := &docRun{page: t, repo: repo, dir: dir, home: filepath.Join(dir, "home")}
+	d := &docRun{page: t, repo: repo, dir: dir, home: filepath.Join(dir, "home"), unmade: map[string]string{}}
 	for _, tree := range []string{"testdata", filepath.Join("transcript", "testdata")} {
 		if err := os.CopyFS(filepath.Join(dir, tree), os.DirFS(filepath.Join(repo, tree))); err != nil {
 			t.Fatal(err)
@@ -578,6 +585,14 @@ func (d *docRun) strata(t *testing.T, ex docExample, x *docExec, c shCommand, do
 	}
 	if x.skipped != "" {
 		d.parseOnly(t, ex, args)
+		for _, a := range args[1:] {
+			if _, made := d.unmade[a]; made || strings.HasPrefix(a, "-") {
+				continue
+			}
+			if _, err := os.Stat(a); err != nil {
+				d.unmade[a] = x.skipped
+			}
+		}
 		return
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -659,6 +674,9 @@ func (d *docRun) expand(t *testing.T, x *docExec, w shWord, s string) (args []st
 			}
 		}
 	}
+	if why, ok := d.unmade[s]; ok {
+		return []string{s}, "it reads " + s + ", which a command skipped before would have made: " + why
+	}
 	if !w.glob {
 		return []string{s}, ""
 	}
@@ -670,8 +688,17 @@ func (d *docRun) expand(t *testing.T, x *docExec, w shWord, s string) (args []st
 		return []string{s}, "" // as a shell leaves it: the command says what is missing
 	}
 	if dev && len(matches) > docDevDataFiles {
-		t.Logf("%s: the first %d of its %d files", s, docDevDataFiles, len(matches))
+		t.Logf("%s: the %d smallest of its %d files", s, docDevDataFiles, len(matches))
+		size := func(p string) int64 {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fi.Size()
+		}
+		slices.SortStableFunc(matches, func(a, b string) int { return cmp.Compare(size(a), size(b)) })
 		matches = matches[:docDevDataFiles]
+		slices.Sort(matches)
 	}
 	return matches, ""
 }
@@ -985,8 +1012,7 @@ func (n *notifyWriter) Write(p []byte) (int, error) {
 }
 
 // TestDocs_Usage: the README's table of commands and the Usage of the
-// package doc give each command as its --help's Usage line does, and no
-// page names a flag a command does not have.
+// package doc give each command as its --help's Usage line does.
 func TestDocs_Usage(t *testing.T) {
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -1036,10 +1062,18 @@ func TestDocs_Usage(t *testing.T) {
 	for name := range rows {
 		t.Errorf("README.md: a row for %s, which is no command", name)
 	}
+}
 
-	// Every --flag a page, --help or godoc gives a command must be one of
-	// its flags: in code spans and code blocks, and in synopses.
-	texts := map[string]string{"doc.go": godoc}
+// TestDocs_Flags: every --flag that a page, a --help or the package doc
+// gives a command, in code spans, code blocks and synopses, is one of its
+// flags.
+func TestDocs_Flags(t *testing.T) {
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCommand()
+	texts := map[string]string{"doc.go": string(readBytes(t, "doc.go"))}
 	for _, page := range docPages(t, repo) {
 		texts[page] = string(readBytes(t, filepath.Join(repo, page)))
 	}
@@ -1048,7 +1082,9 @@ func TestDocs_Usage(t *testing.T) {
 	}
 	for name, text := range texts {
 		for _, span := range docCommandSpans(name, text) {
-			docCheckFlags(t, root, name, span)
+			for _, part := range strings.Split(span, " | ") {
+				docCheckFlags(t, root, name, part)
+			}
 		}
 	}
 }

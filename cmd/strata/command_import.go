@@ -326,7 +326,7 @@ type importer struct {
 	out   io.Writer
 	prog  *progress
 	r     *replayer // replay's reports of the compactions, and its counts
-	files int
+	files int       // files read whole and stored
 	known int
 }
 
@@ -349,7 +349,6 @@ func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) err
 	if err != nil {
 		return err
 	}
-	imp.files++
 	done := map[string]bool{} // sessions of this file stored
 	for try := 1; ; try++ {
 		in, err := opener()
@@ -370,8 +369,12 @@ func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) err
 			return err
 		}
 		again, err := imp.store(ctx, label, ss, heads, done, try < maxImportTries)
-		if err != nil || !again {
+		if err != nil {
 			return err
+		}
+		if !again {
+			imp.files++ // read whole, its sessions stored
+			return nil
 		}
 	}
 }

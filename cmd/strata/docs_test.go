@@ -36,10 +36,10 @@ import (
 // model server's URL a stand-in OpenAI-compatible server, a glob over the
 // project's development data its smallest files (the command is skipped,
 // its flags parsed, where the data is absent). Each command must exit as
-// the doc implies — 0; 1 where a console block shows an Error; 130 for
-// serve, stopped as Ctrl-C stops it — and, in a console block, print what
-// it shows. A command line that no rule below matches fails the test, so
-// that a new example is run too.
+// the doc implies — 0; 1 where a console block shows an Error, 2 where its
+// hint is the one of bad usage; 130 for serve, stopped as Ctrl-C stops it —
+// and, in a console block, print what it shows. A command line that no rule
+// below matches fails the test, so that a new example is run too.
 
 // docLiveURL is the URL of a running agent's debug handler in the docs.
 const docLiveURL = "http://127.0.0.1:6060"
@@ -445,6 +445,9 @@ func (d *docRun) example(t *testing.T, ex docExample) {
 	want := 0
 	if ex.console && slices.ContainsFunc(ex.output, func(l string) bool { return strings.HasPrefix(l, "Error: ") }) {
 		want = exitError
+		if slices.ContainsFunc(ex.output, func(l string) bool { return strings.HasPrefix(l, "Hint: run '") && strings.HasSuffix(l, "' for usage") }) {
+			want = exitUsage
+		}
 	}
 	if x.serve {
 		want = 128 + int(syscall.SIGINT) // interrupted as Ctrl-C interrupts it

@@ -43,9 +43,10 @@ const (
 	// mostly leaves out again.
 	DefaultStickiness = 0.7
 	// DefaultPressureFacts is the median number of required facts of an L1
-	// span on the 273 real sessions of shared/data/real under strata eval's
-	// documented policy (a span every 20 events or 40 turns: 289 spans,
-	// median 3, mean 3.7): at that size pressure doubles the drop rate.
+	// span on the 273 recorded sessions of the project's development data
+	// (not part of the repository) under strata eval's documented policy (a
+	// span every 20 events or 40 turns: 289 spans, median 3, mean 3.7): at
+	// that size pressure doubles the drop rate.
 	DefaultPressureFacts = 3
 )
 

@@ -2,7 +2,7 @@
 // read-only Snapshot, in three forms:
 //
 //   - JSON: one JSON document, {"format_version":…, "sessions":[…]}, with the
-//     field names of shared/spec/cli.md (`strata dump --json`);
+//     field names of `strata dump --json`;
 //   - Text: a readable tree, each root with the nodes it covers indented
 //     below it (`strata dump`);
 //   - Dot: a Graphviz picture of each session's tiers, roots, markers and

@@ -19,7 +19,7 @@ type Options struct {
 	Session string
 	// Raw includes the raw events (JSON and Text only): in the JSON
 	// document each session's "events" array, in the text form JSONL lines
-	// after the session. Their form is that of shared/spec/events.md, so
+	// after the session. Their form is that of docs/events.md, so
 	// that replaying them gives the same dump.
 	Raw bool
 	// From and To, when either is not zero, restrict each session to the

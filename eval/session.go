@@ -18,7 +18,7 @@ type Session struct {
 	Events []tier.Event
 }
 
-// ReadFiles reads JSONL event files (shared/spec/events.md) and returns
+// ReadFiles reads JSONL event files (docs/events.md) and returns
 // their sessions in order of first appearance. A line without a "session"
 // belongs to the session its file named last or, before the file names one,
 // to a session named after the file (its base name without ".jsonl"). A

@@ -8,7 +8,7 @@ import (
 )
 
 // Sentinel causes of an *EventError. Each names one rule of the raw event
-// format (shared/spec/events.md); compare with errors.Is.
+// format (docs/events.md); compare with errors.Is.
 var (
 	// ErrUnknownKind is returned when an event's kind is not one of the kinds
 	// of the event format.

@@ -9,7 +9,7 @@ import (
 // Kind is the kind of a raw event. The zero Kind is invalid.
 type Kind uint8
 
-// The event kinds of shared/spec/events.md. Their numeric values are stored
+// The event kinds of docs/events.md. Their numeric values are stored
 // on disk: never renumber, only append.
 const (
 	KindUser       Kind = 1  // a user message; starts a new turn unless the event has a turn

@@ -17,7 +17,7 @@ import (
 // object of the documented fields.
 var ErrBadJSON = errors.New("tier: bad JSON")
 
-// EventJSON is an event in the JSONL form of shared/spec/events.md.
+// EventJSON is an event in the JSONL form of docs/events.md.
 // Optional integers and "ok" are pointers so that absence can be told from
 // zero.
 type EventJSON struct {

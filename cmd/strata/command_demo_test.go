@@ -79,26 +79,6 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	}
 }
 
-// TestDemo_README: the README's transcript of `go run ./cmd/strata demo`
-// is what the demo prints.
-func TestDemo_README(t *testing.T) {
-	readme := string(readBytes(t, filepath.Join("..", "..", "README.md")))
-	const cmd = "$ go run ./cmd/strata demo\n"
-	_, block, ok := strings.Cut(readme, cmd)
-	if !ok {
-		t.Fatalf("README.md has no %q", cmd)
-	}
-	block, _, ok = strings.Cut(block, "```")
-	if !ok {
-		t.Fatal("README.md: the demo's transcript does not end")
-	}
-	db := filepath.Join(t.TempDir(), "strata-demo.db")
-	out := strings.ReplaceAll(mustCLI(t, "demo", "--db", db), db, "strata-demo.db")
-	if block != out {
-		t.Errorf("README.md's demo transcript differs from the output:\n%s", firstDiff(block, out))
-	}
-}
-
 func atoi(t *testing.T, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)

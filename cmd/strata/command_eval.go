@@ -49,7 +49,7 @@ const (
 func newEvalCommand() *cobra.Command {
 	o := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
+		Use:   "eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
 		Short: "Measure what validation prevents and what it costs, on recorded sessions",
 		Long: `Replay each session of the JSONL files (docs/events.md) event by event,
 in temporary databases, through three arms, with a summarizer that forgets

@@ -49,7 +49,7 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] FILE...",
+		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or store and compact them in a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
 Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
@@ -69,7 +69,7 @@ session.
 
 Without --db the events go to stdout as JSONL, without seq or turn, each
 with its session and the ref of the record it came from, so that
-  strata import --format claude-code S.jsonl | strata replay --db DB -
+  strata import --format claude-code S.jsonl | strata replay DB -
 stores and compacts them. The quirks met (renamed call ids, results for no
 open call, skipped records …) are counted on stderr, one line per session.
 
@@ -326,7 +326,7 @@ type importer struct {
 	out   io.Writer
 	prog  *progress
 	r     *replayer // replay's reports of the compactions, and its counts
-	files int
+	files int       // files read whole and stored
 	known int
 }
 
@@ -349,7 +349,6 @@ func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) err
 	if err != nil {
 		return err
 	}
-	imp.files++
 	done := map[string]bool{} // sessions of this file stored
 	for try := 1; ; try++ {
 		in, err := opener()
@@ -370,8 +369,12 @@ func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) err
 			return err
 		}
 		again, err := imp.store(ctx, label, ss, heads, done, try < maxImportTries)
-		if err != nil || !again {
+		if err != nil {
 			return err
+		}
+		if !again {
+			imp.files++ // read whole, its sessions stored
+			return nil
 		}
 	}
 }

@@ -63,7 +63,7 @@ type replayOptions struct {
 func newReplayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay DB FILE...",
+		Use:   "replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
 		Long: `Append the events of each JSONL file (the format of docs/events.md; "-"
 reads stdin) to the database, creating it if missing, and compact as it goes:

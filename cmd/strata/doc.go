@@ -5,9 +5,8 @@
 //
 // Usage:
 //
-//	strata replay DB [--session ID] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
-//	              [--summarizer extractive|lossy|openai] [--drop LIST] [--retries R] [--repair]
-//	              [--budget T] [--json] FILE...
+//	strata replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
+//	              [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...
 //	strata replay --db DB [flags] FILE...
 //	strata import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
@@ -17,16 +16,23 @@
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
 //	strata stats [--json] [--session ID] DB|URL
-//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--drop-rate p,...] [--stickiness ρ,...]
-//	            [--retries r,...] [--grid] [--json] FILE...
+//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
+//	            [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
 //	strata version [--json]
-//	strata completion bash|zsh|fish|powershell
+//	strata completion bash|fish|powershell|zsh
+//
+// replay also takes --session ID (the session of lines that name none),
+// --drop LIST (what the lossy summarizer drops), --budget T (a node's
+// token budget), --no-sync, and for --summarizer openai --model,
+// --base-url, --api-key-env, --llm-timeout and --llm-retries; import takes
+// --dir and --sidechains; strata COMMAND --help lists every flag.
 //
 // Every command that takes a database takes it as its first argument;
-// replay and resume also take it as --db, and import only so: without --db,
-// import converts to stdout. With replay's --db, every argument is a FILE.
+// replay, resume and demo also take it as --db, and import only so:
+// without --db, import converts to stdout. With replay's --db, every
+// argument is a FILE.
 // Where a command only reads (sessions, dump, resume, verify, backup,
 // stats), DB may be the URL of a running agent's debug handler (package
 // debughttp), e.g. http://127.0.0.1:6060/debug/strata: the same output,

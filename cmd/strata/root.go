@@ -217,8 +217,8 @@ func newRootCommand() *cobra.Command {
 to commit a recovery marker whose promise is false.
 
 Every command that takes a database takes it as its first argument, DB;
-replay and resume also take it as --db DB, and import only so (without --db
-it writes events to stdout). The commands that only read a database (dump,
+replay, resume and demo also take it as --db DB, and import only so
+(without --db it writes events to stdout). The commands that only read a database (dump,
 stats, sessions, resume, backup, verify) also take the URL of a running
 agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
 

@@ -119,13 +119,17 @@ type Retry struct {
 // Many Requests; retrying in 2s (the server's Retry-After)".
 func (r Retry) String() string {
 	s := fmt.Sprintf("attempt %d of %d failed: %v; ", r.Attempt, r.Attempts, r.Err)
+	wait := r.Wait
+	if wait > time.Millisecond {
+		wait = wait.Round(time.Millisecond)
+	}
 	switch {
 	case r.Wait <= 0:
 		return s + "retrying at once"
 	case r.RetryAfter:
-		return s + fmt.Sprintf("retrying in %s (the server's Retry-After)", r.Wait)
+		return s + fmt.Sprintf("retrying in %s (the server's Retry-After)", wait)
 	default:
-		return s + fmt.Sprintf("retrying in %s", r.Wait)
+		return s + fmt.Sprintf("retrying in %s", wait)
 	}
 }
 

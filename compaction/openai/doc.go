@@ -9,7 +9,7 @@
 // JSON object:
 //
 //	{"narrative": "...", "claims": {"resolved": [...], "unresolved": [...],
-//	 "dispositions": [...], "constraints": [...], "artifacts": [...]}}
+//	 "failures": [...], "dispositions": [...], "constraints": [...], "artifacts": [...]}}
 //
 // mirroring tier.Claims, with kinds and states by name ("tool_call",
 // "rejected"). On a compactor retry (Input.Missing), the prompt says what
@@ -61,5 +61,6 @@
 // many local models' context window: Ollama, for one, silently drops the
 // start of a prompt longer than its context length (OLLAMA_CONTEXT_LENGTH,
 // or the model's num_ctx) — the instructions with it. Compact often enough
-// (a small Policy.EveryTurns) or lower MaxSpanBytes to fit the model.
+// (compaction.Policy.EveryTokens, 500 by default, bounds a span to about
+// that size plus its last event) or lower MaxSpanBytes to fit the model.
 package openai

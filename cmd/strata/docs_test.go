@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/debughttp"
+	"github.com/strata-go/strata/internal/pgtest"
 )
 
 // The documented examples are every command line of the strata CLI in the
@@ -67,6 +68,15 @@ var docOtherPrograms = []struct{ prefix, why string }{
 	{"for ", "a shell loop over fuzz targets, run by go test"},
 	{"done", "the end of that loop"},
 	{"cp ", "copies a screenshot a browser test wrote"},
+}
+
+// docOtherLines are example lines, by their start, that are not commands
+// of strata: the shell of docs/postgres.md that starts a throwaway server.
+var docOtherLines = []struct{ prefix, why string }{
+	{"PGBIN=$(ls -d /usr/lib/postgresql/", "finds PostgreSQL's binaries for a throwaway server; .ci/run finds them the same way"},
+	{"dir=$(mktemp -d)", "the throwaway server's directory; .ci/run makes its own"},
+	{"$PGBIN/initdb ", "creates the throwaway server's cluster; .ci/run does it as the postgres user"},
+	{"$PGBIN/pg_ctl ", "starts or stops the throwaway server; .ci/run starts one for the tests and stops it"},
 }
 
 // docSpecial is an example that needs a setup of its own, found by a text
@@ -368,6 +378,7 @@ type docRun struct {
 	dir  string // the page's directory, the working directory
 	home string
 	live string // the running agent's base URL, once started
+	pg   string // the page's PostgreSQL database (a schema of its own), once made
 	// unmade are the files a skipped command would have made, with why it
 	// was skipped: a later command that reads one is skipped too.
 	unmade map[string]string
@@ -541,6 +552,11 @@ func (d *docRun) pipeline(t *testing.T, ex docExample, x *docExec, pipe []shComm
 						why = o.why
 					}
 				}
+				for _, o := range docOtherLines {
+					if strings.HasPrefix(ex.text, o.prefix) {
+						why = o.why
+					}
+				}
 				if why == "" {
 					t.Fatalf("%s:%d: %q: no rule of TestDocs_Examples runs or excuses this command: add one", ex.page, ex.line, joined)
 				}
@@ -670,6 +686,15 @@ func (d *docRun) expand(t *testing.T, x *docExec, w shWord, s string) (args []st
 		dev = true
 	case strings.HasPrefix(s, docLiveURL):
 		s = d.liveURL(t, x) + strings.TrimPrefix(s, docLiveURL)
+	case strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://"):
+		// Every PostgreSQL URL of a page is one schema of the test server.
+		if os.Getenv(pgtest.Env) == "" {
+			return []string{s}, "a PostgreSQL server: " + pgtest.Env + " is unset"
+		}
+		if d.pg == "" {
+			d.pg = pgtest.URL(d.page)
+		}
+		s = d.pg
 	default:
 		for _, m := range docModelURLs {
 			if strings.HasPrefix(s, m) {

@@ -97,17 +97,9 @@ func (c *checker) sessions() error {
 		}
 		var page []srow
 		err := c.t.send(stmt{sql: `SELECT id, state, state_crc FROM ` + sessionsTable + ` WHERE id > $1 ORDER BY id LIMIT $2`,
-			args: []any{after, checkPage}, rows: func(r pgx.Rows) error {
-				page = page[:0]
-				for r.Next() {
-					var x srow
-					if err := r.Scan(&x.id, &x.state, &x.crc); err != nil {
-						return err
-					}
-					page = append(page, x)
-				}
-				return nil
-			}})
+			args: []any{after, checkPage}, rows: collect(&page, func(r pgx.Rows, x *srow) error {
+				return r.Scan(&x.id, &x.state, &x.crc)
+			})})
 		if err != nil {
 			return err
 		}
@@ -130,17 +122,7 @@ func (c *checker) orphans(table string) error {
 	var ids []string
 	err := c.t.send(stmt{sql: `SELECT DISTINCT t.session FROM ` + table + ` t
 		WHERE NOT EXISTS (SELECT 1 FROM ` + sessionsTable + ` s WHERE s.id = t.session) ORDER BY 1`,
-		rows: func(r pgx.Rows) error {
-			ids = ids[:0]
-			for r.Next() {
-				var id string
-				if err := r.Scan(&id); err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return nil
-		}})
+		rows: collect(&ids, scanID)})
 	if err != nil {
 		return err
 	}
@@ -163,17 +145,9 @@ func (c *checker) events() error {
 		var page []erow
 		err := c.t.send(stmt{sql: `SELECT session, seq, value, crc FROM ` + eventsTable + `
 			WHERE (session, seq) > ($1, $2) ORDER BY session, seq LIMIT $3`,
-			args: []any{session, seq, checkPage}, rows: func(r pgx.Rows) error {
-				page = page[:0]
-				for r.Next() {
-					var x erow
-					if err := r.Scan(&x.session, &x.seq, &x.v, &x.crc); err != nil {
-						return err
-					}
-					page = append(page, x)
-				}
-				return nil
-			}})
+			args: []any{session, seq, checkPage}, rows: collect(&page, func(r pgx.Rows, x *erow) error {
+				return r.Scan(&x.session, &x.seq, &x.v, &x.crc)
+			})})
 		if err != nil {
 			return err
 		}
@@ -205,17 +179,9 @@ func (c *checker) records(tb backend.Table) error {
 		var page []krow
 		err := c.t.send(stmt{sql: `SELECT session, key, value, crc FROM ` + rt.name + `
 			WHERE (session, key) > ($1, $2) ORDER BY session, key LIMIT $3`,
-			args: []any{session, key, checkPage}, rows: func(r pgx.Rows) error {
-				page = page[:0]
-				for r.Next() {
-					var x krow
-					if err := r.Scan(&x.session, &x.key, &x.v, &x.crc); err != nil {
-						return err
-					}
-					page = append(page, x)
-				}
-				return nil
-			}})
+			args: []any{session, key, checkPage}, rows: collect(&page, func(r pgx.Rows, x *krow) error {
+				return r.Scan(&x.session, &x.key, &x.v, &x.crc)
+			})})
 		if err != nil {
 			return err
 		}

@@ -265,17 +265,7 @@ func (t *tx) Sessions(fn func(id string) error) error {
 	after, limit := "", 256
 	for {
 		var ids []string
-		err := t.send(stmt{sql: sqlSessions, args: []any{after, limit}, rows: func(r pgx.Rows) error {
-			ids = ids[:0]
-			for r.Next() {
-				var id string
-				if err := r.Scan(&id); err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return nil
-		}})
+		err := t.send(stmt{sql: sqlSessions, args: []any{after, limit}, rows: collect(&ids, scanID)})
 		if err != nil {
 			return err
 		}
@@ -502,17 +492,9 @@ func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, e
 	limit := 256
 	var page []row
 	for from <= to {
-		err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: func(r pgx.Rows) error {
-			page = page[:0]
-			for r.Next() {
-				var x row
-				if err := r.Scan(&x.seq, &x.v, &x.crc); err != nil {
-					return err
-				}
-				page = append(page, x)
-			}
-			return nil
-		}})
+		err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: collect(&page, func(r pgx.Rows, x *row) error {
+			return r.Scan(&x.seq, &x.v, &x.crc)
+		})})
 		if err != nil {
 			return err
 		}
@@ -565,20 +547,29 @@ func (s *session) record(rt recordTable, t backend.Table, x *row) ([]byte, error
 	return x.v, nil
 }
 
-// readRows returns a rows handler that reads (key, value, crc) rows into
-// *page.
-func readRows(page *[]row) func(pgx.Rows) error {
+// collect returns a rows handler that empties *page and appends to it
+// every row, each read by scan into a zero T.
+func collect[T any](page *[]T, scan func(pgx.Rows, *T) error) func(pgx.Rows) error {
 	return func(r pgx.Rows) error {
 		*page = (*page)[:0]
 		for r.Next() {
-			var x row
-			if err := r.Scan(&x.key, &x.v, &x.crc); err != nil {
+			var x T
+			if err := scan(r, &x); err != nil {
 				return err
 			}
 			*page = append(*page, x)
 		}
 		return nil
 	}
+}
+
+// scanID reads a row of one column, a session id.
+func scanID(r pgx.Rows, id *string) error { return r.Scan(id) }
+
+// readRows returns a rows handler that reads (key, value, crc) rows into
+// *page.
+func readRows(page *[]row) func(pgx.Rows) error {
+	return collect(page, func(r pgx.Rows, x *row) error { return r.Scan(&x.key, &x.v, &x.crc) })
 }
 
 // Get implements backend.Session.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -109,16 +110,7 @@ func (s summarizerFunc) Summarize(_ context.Context, in *compaction.Input) (comp
 
 func allEvents(t testing.TB, db *store.DB, session string) []tier.Event {
 	t.Helper()
-	var out []tier.Event
-	err := db.View(func(s *store.Snapshot) error {
-		return s.Events(session, 1, ^uint64(0), func(e tier.Event) error {
-			out = append(out, e)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := dbtest.Events(t, db, session)
 	for i := range out {
 		if out[i].Seq != uint64(i+1) {
 			t.Fatalf("event %d has seq %d", i, out[i].Seq)
@@ -211,14 +203,7 @@ func resume(t testing.TB, db *store.DB, session string, markerID uint64) *checkp
 
 func verifyClean(t testing.TB, db *store.DB) {
 	t.Helper()
-	rep, err := db.Verify(store.VerifyOptions{})
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	for _, p := range rep.Problems {
-		t.Errorf("verify: %s", p)
-	}
-	if !rep.OK() {
+	if !dbtest.Verify(t, db) {
 		t.FailNow()
 	}
 }

@@ -8,38 +8,12 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
-
-// events returns session's stored events.
-func events(t *testing.T, db *store.DB, session string) []tier.Event {
-	t.Helper()
-	var out []tier.Event
-	err := db.View(func(s *store.Snapshot) error {
-		return s.Events(session, 1, ^uint64(0), func(e tier.Event) error {
-			out = append(out, e)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func mustVerify(t *testing.T, db *store.DB) {
-	t.Helper()
-	rep, err := db.Verify(store.VerifyOptions{})
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	for _, p := range rep.Problems {
-		t.Errorf("verify: %s", p)
-	}
-}
 
 // Two DBs over one schema — two pools, as two processes have — append to
 // one session at once: the seqs stay gapless, each append lands whole and
@@ -76,7 +50,7 @@ func TestConcurrent_TwoWritersOneSession(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	got := events(t, dbs[0], "s")
+	got := dbtest.Events(t, dbs[0], "s")
 	if len(got) != writers*each*per {
 		t.Fatalf("%d events stored, want %d", len(got), writers*each*per)
 	}
@@ -113,7 +87,7 @@ func TestConcurrent_TwoWritersOneSession(t *testing.T) {
 			t.Fatalf("info: %+v, %v", info, err)
 		}
 	}
-	mustVerify(t, dbs[1])
+	dbtest.Verify(t, dbs[1])
 }
 
 // Many sessions, several DBs over one schema, every writer appending to
@@ -157,7 +131,7 @@ func TestConcurrent_CrossingSessions(t *testing.T) {
 	if total != writers*sessions*rounds {
 		t.Fatalf("%d events in all, want %d", total, writers*sessions*rounds)
 	}
-	mustVerify(t, db)
+	dbtest.Verify(t, db)
 }
 
 // Two compactors, in two DBs over one schema, plan the same span and
@@ -234,7 +208,7 @@ func TestConcurrent_CompactorsRace(t *testing.T) {
 			t.Fatalf("round %d: %d markers and %d nodes end at seq %d, want one", round, markers, nodes, info.Head)
 		}
 	}
-	mustVerify(t, b)
+	dbtest.Verify(t, b)
 }
 
 // The server ends every connection of the store's pool: the next append
@@ -252,7 +226,7 @@ func TestConcurrent_Reconnects(t *testing.T) {
 		t.Fatal("no connection of the store's pool to end")
 	}
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
-	if got := events(t, db, "s"); len(got) != 2 || got[0].Text != "before" || got[1].Text != "after" {
+	if got := dbtest.Events(t, db, "s"); len(got) != 2 || got[0].Text != "before" || got[1].Text != "after" {
 		t.Fatalf("after the server ended the connections: %v", got)
 	}
 }

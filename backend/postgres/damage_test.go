@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -32,7 +33,7 @@ func damaged(t *testing.T, sql ...string) (*store.DB, string) {
 		t.Fatal(err)
 	}
 	mustAppend(t, db, "other", tier.Event{Kind: tier.KindUser, Text: "untouched"})
-	mustVerify(t, db)
+	dbtest.Verify(t, db)
 	db.Close()
 	pgtest.Exec(t, url, sql...)
 	return openDB(t, url, store.Options{}), url

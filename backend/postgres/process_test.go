@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -94,7 +95,7 @@ func TestProcesses_AppendOneSession(t *testing.T) {
 		}
 	}
 	db := openDB(t, url, store.Options{})
-	got := events(t, db, "s")
+	got := dbtest.Events(t, db, "s")
 	if len(got) != procs*each {
 		t.Fatalf("%d events, want %d", len(got), procs*each)
 	}
@@ -103,5 +104,5 @@ func TestProcesses_AppendOneSession(t *testing.T) {
 			t.Fatalf("seq %d (event %d) holds %q; its process was told %q", e.Seq, i, e.Text, told[e.Seq])
 		}
 	}
-	mustVerify(t, db)
+	dbtest.Verify(t, db)
 }

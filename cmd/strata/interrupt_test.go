@@ -126,49 +126,31 @@ func TestInterrupt_ReplayStdin(t *testing.T) {
 // A real SIGINT to a replay that is reading a pipe: exit 130, and the
 // closing line counts exactly the events the database holds.
 func TestInterrupt_ReplaySignal(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	data, err := os.ReadFile(incident(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "x.db")
-	cmd := exec.Command(exe, "replay", "--db", path, "--every", "0", "--every-events", "5", "-")
-	cmd.Env = append(os.Environ(), envMain+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	if _, err := stdin.Write(data); err != nil {
+	c := startChild(t, envMain+"=1", "replay", "--db", path, "--every", "0", "--every-events", "5", "-")
+	defer c.stdin.Close()
+	if _, err := c.stdin.Write(data); err != nil {
 		t.Fatal(err)
 	}
 	// A compaction line means the events are being stored, so the signal
 	// handler, installed before the command runs, is in place.
-	rd := bufio.NewReader(stdout)
+	rd := bufio.NewReader(c.stdout)
 	first, err := rd.ReadString('\n')
 	if err != nil || !strings.HasPrefix(first, "compacted ") {
-		t.Fatalf("first line %q, %v; stderr: %s", first, err, stderr.String())
+		t.Fatalf("first line %q, %v; stderr: %s", first, err, c.stderr.String())
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(rd)
-	err = cmd.Wait()
+	err = c.cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("wait: %v, want exit 130\nstdout:\n%s%s\nstderr:\n%s", err, first, rest, stderr.String())
+		t.Fatalf("wait: %v, want exit 130\nstdout:\n%s%s\nstderr:\n%s", err, first, rest, c.stderr.String())
 	}
 	m := regexp.MustCompile(`replayed files=1 events=(\d+) `).FindSubmatch(rest)
 	if m == nil {

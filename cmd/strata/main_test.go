@@ -171,39 +171,53 @@ func resume(t testing.TB, db, session string, extra ...string) resumeJSON {
 	return r
 }
 
-// holdForWriting starts a child process that holds db open for writing and
-// returns its pid once it does; the child is killed at the end of the test.
-func holdForWriting(t testing.TB, db string) int {
+// child is this test binary run as a child process, with a pipe to its
+// stdin, one from its stdout, and its stderr kept.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr bytes.Buffer
+}
+
+// startChild starts this test binary with args and env (NAME=value) added
+// to its environment. The caller ends it.
+func startChild(t testing.TB, env string, args ...string) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envHold+"="+db)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	c := &child{cmd: exec.Command(exe, args...)}
+	c.cmd.Env = append(os.Environ(), env)
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	c.cmd.Stderr = &c.stderr
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// holdForWriting starts a child process that holds db open for writing and
+// returns its pid once it does; the child is killed at the end of the test.
+func holdForWriting(t testing.TB, db string) int {
+	t.Helper()
+	c := startChild(t, envHold+"="+db)
 	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		_ = c.stdin.Close()
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := bufio.NewReader(c.stdout).ReadString('\n')
 	if err != nil || line != "ready\n" {
-		t.Fatalf("holding process: %q, %v; stderr: %s", line, err, stderr.String())
+		t.Fatalf("holding process: %q, %v; stderr: %s", line, err, c.stderr.String())
 	}
-	return cmd.Process.Pid
+	return c.cmd.Process.Pid
 }
 
 // sessionsOf lists the sessions of a database.

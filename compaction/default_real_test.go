@@ -86,15 +86,7 @@ func TestDefaultPolicy_RealSessions(t *testing.T) {
 	}
 	verifyClean(t, db)
 
-	path := db.Path()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	re, err := store.Open(path, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer re.Close()
+	re := reopen(t, db)
 	for _, s := range all {
 		if got := resume(t, re, s.id, store.Latest).SHA256(); got != sums[s.id] {
 			t.Errorf("%s: Resume(latest) after reopen: sha256 %s, before %s", s.id, got, sums[s.id])

@@ -201,6 +201,22 @@ func resume(t testing.TB, db *store.DB, session string, markerID uint64) *checkp
 	return ctx
 }
 
+// reopen closes db and opens its database again read-only, closed at the
+// end of the test.
+func reopen(t testing.TB, db *store.DB) *store.DB {
+	t.Helper()
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = re.Close() })
+	return re
+}
+
 func verifyClean(t testing.TB, db *store.DB) {
 	t.Helper()
 	if !dbtest.Verify(t, db) {

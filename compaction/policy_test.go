@@ -242,15 +242,7 @@ func TestPolicy_EveryTokens_CountersKept(t *testing.T) {
 	}
 	before := info(t, db, "s")
 	verifyClean(t, db)
-	path := db.Path()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	re, err := store.Open(path, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer re.Close()
+	re := reopen(t, db)
 	if after := info(t, re, "s"); after != before {
 		t.Errorf("after a reopen Info is %+v, before %+v", after, before)
 	}

@@ -148,15 +148,7 @@ func TestCompactor_RealSessions(t *testing.T) {
 				}
 			}
 
-			path := db.Path()
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			re, err := store.Open(path, store.Options{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer re.Close()
+			re := reopen(t, db)
 			for _, r := range all {
 				if got := resume(t, re, r.session, store.Latest).SHA256(); got != sums[r.session] {
 					t.Errorf("%s: Resume(latest) after reopen: sha256 %s, before %s", r.session, got, sums[r.session])

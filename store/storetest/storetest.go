@@ -405,13 +405,7 @@ func committedSurvivesReopen(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = store.New(h.Reopen(t, be), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopen(t, h, be, db)
 	defer db.Close()
 	mustVerify(t, db)
 	after, err := db.Resume("s", store.Latest)
@@ -560,6 +554,19 @@ func refsOfConcurrentAppends(t *testing.T, h Harness) {
 	}
 }
 
+// reopen closes db, a DB over be, and returns a DB over be reopened by h.
+func reopen(t *testing.T, h Harness, be backend.Backend, db *store.DB) *store.DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.New(h.Reopen(t, be), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 func refsSurviveReopen(t *testing.T, h Harness) {
 	if h.Reopen == nil {
 		t.Skip("the harness cannot reopen a backend")
@@ -570,13 +577,7 @@ func refsSurviveReopen(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	mustAppend(t, db, "s", recorded(1)...)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = store.New(h.Reopen(t, be), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopen(t, h, be, db)
 	defer db.Close()
 	mustVerify(t, db)
 	_, err = db.Append("s", recorded(1)...)

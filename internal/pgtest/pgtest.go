@@ -73,15 +73,22 @@ func WithSchema(t testing.TB, base, schema string) string {
 	return u.String()
 }
 
+// connect opens a connection to the database at u, failing t on an error.
+func connect(t testing.TB, ctx context.Context, u string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("pgtest: connecting: %v", err)
+	}
+	return conn
+}
+
 // Exec runs SQL statements on the database at u (a URL from URL runs them
 // in the test's schema), each on its own, failing t on an error.
 func Exec(t testing.TB, u string, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatalf("pgtest: connecting: %v", err)
-	}
+	conn := connect(t, ctx, u)
 	defer conn.Close(ctx)
 	for _, s := range stmts {
 		if _, err := conn.Exec(ctx, s); err != nil {
@@ -94,10 +101,7 @@ func Exec(t testing.TB, u string, stmts ...string) {
 func QueryInt(t testing.TB, u, query string, args ...any) int64 {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatalf("pgtest: connecting: %v", err)
-	}
+	conn := connect(t, ctx, u)
 	defer conn.Close(ctx)
 	var n int64
 	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {

@@ -419,7 +419,13 @@ func (r *replayer) flush() error {
 			}
 			r.stored(ee.Index)
 		}
-		return &tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err}
+		lerr := error(&tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err})
+		if errors.Is(err, tier.ErrAlreadyOpen) {
+			// The commonest cause: the file replayed again into a
+			// database that holds it already.
+			lerr = errors.WithHint(lerr, "replay appends: replayed again, a file opens its calls again; replay it into a new database (strata import skips the records a database holds)")
+		}
+		return lerr
 	case err != nil:
 		return errors.Wrapf(err, "%s:%d", r.file, r.lines[0])
 	}

@@ -517,3 +517,16 @@ func TestReplay_JSON(t *testing.T) {
 		}
 	}
 }
+
+// A file replayed again into the database that holds it opens its calls
+// again: the error names the line and hints at what happened.
+func TestReplay_AgainHints(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	mustCLI(t, "replay", db, incident(t))
+	r := cli(t, "", "replay", db, incident(t))
+	wantCode(t, r, exitError, "replay again")
+	if !strings.Contains(r.stderr, "id opened twice while open") || !strings.Contains(r.stderr, "Hint: replay appends: replayed again") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}

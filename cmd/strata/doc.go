@@ -41,7 +41,8 @@
 // --json prints a command's result as JSON — one document, or for replay
 // and import one object per line — and is the one way to ask for JSON
 // everywhere. The field names of every output and the exit codes are a
-// contract: 0 success, 1 error, 2 bad usage, 3 verify found problems.
+// contract: 0 success, 1 error, 2 bad usage, 3 verify found problems, 130
+// interrupted by Ctrl-C (143 by SIGTERM).
 // Errors go to stderr as "Error: …", followed by "Hint: …" lines that say
 // what to do: run verify on a damaged database, which process holds a
 // locked one, what a file that is not a database is, how to list the

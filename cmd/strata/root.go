@@ -227,7 +227,8 @@ import one object per line (JSONL). It is the one JSON flag: replay,
 import, sessions, dump, resume, verify, backup, stats, eval and version
 take it.
 
-Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems.`,
+Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
+130 interrupted by Ctrl-C (143 by SIGTERM).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,

@@ -58,7 +58,7 @@ DB may be the URL of a running agent's debug handler
 		},
 	}
 	addJSONFlag(cmd, &o.json, "one JSON document")
-	cmd.Flags().StringVar(&o.session, "session", "", "count only this session")
+	cmd.Flags().StringVar(&o.session, "session", "", "count only the session with this id")
 	addTimeoutFlag(cmd, &o.timeout)
 	completeSessions(cmd)
 	return cmd

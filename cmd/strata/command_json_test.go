@@ -112,6 +112,16 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion %s: %.200q", sh, out)
 		}
 	}
+	for _, tc := range []struct{ args, says string }{
+		{"completion", "Error: strata completion needs a command: one of bash, fish, powershell, zsh\n"},
+		{"completion tcsh", "Error: strata completion: unknown command \"tcsh\" (want one of bash, fish, powershell, zsh)\n"},
+	} {
+		r := cli(t, "", strings.Fields(tc.args)...)
+		wantCode(t, r, exitUsage, strings.Fields(tc.args)...)
+		if !strings.HasPrefix(r.stderr, tc.says) || r.stdout != "" {
+			t.Errorf("strata %s: stdout %q, stderr:\n%s", tc.args, r.stdout, r.stderr)
+		}
+	}
 	db := replayed(t, nil, incident(t), writeFile(t, "x.jsonl", `{"session":"mistral","kind":"user","text":"hi"}`+"\n"+
 		`{"session":"other","kind":"user","text":"hi"}`+"\n"))
 	for _, args := range [][]string{

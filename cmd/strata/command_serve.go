@@ -66,7 +66,11 @@ func (o *serveOptions) validate() error {
 		return &usageError{err: errors.WithHintf(errors.Newf("serve takes a database file, not a URL: %s", o.db),
 			"a running agent serves its own page: open %s/ui/", o.db)}
 	}
-	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+	_, port, err := net.SplitHostPort(o.addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	if err != nil {
 		return usagef("--addr %q: %v (want host:port, e.g. %s)", o.addr, err, debughttp.DefaultAddr)
 	}
 	return checkTimeout(o.timeout)

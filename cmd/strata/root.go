@@ -64,6 +64,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.InitDefaultCompletionCmd() // after SetOut: it keeps the writer its scripts go to
+	requireSubcommands(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
@@ -255,6 +257,32 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 		newVersionCommand(),
 	)
 	return root
+}
+
+// requireSubcommands makes every command below cmd that only groups
+// others (cobra's completion, for one) a usage error when run without
+// one of them or with an unknown one, as the root is: cobra would print
+// its help and exit 0.
+func requireSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommands(c)
+		if !c.HasSubCommands() || c.Runnable() {
+			continue
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			names := make([]string, 0, len(cmd.Commands()))
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			if len(args) > 0 {
+				return usagef("%s: unknown command %q (want one of %s)", cmd.CommandPath(), args[0], strings.Join(names, ", "))
+			}
+			return usagef("%s needs a command: one of %s", cmd.CommandPath(), strings.Join(names, ", "))
+		}
+	}
 }
 
 // exactArgs is cobra.ExactArgs with a usage error and the arguments named.

@@ -99,8 +99,32 @@ func perEvent[T int64 | uint64](bytes T, events uint64) float64 {
 	return float64(bytes) / float64(events)
 }
 
-// SessionStats counts one session's records.
+// SessionStats counts one session's records: SessionSummary's counts and
+// the raw log's size, which it reads whole.
 func (s *Snapshot) SessionStats(id string) (SessionStats, error) {
+	out, err := s.SessionSummary(id)
+	if err != nil || out.Events == 0 {
+		return out, err
+	}
+	ss, err := s.sess(id)
+	if err != nil {
+		return out, err
+	}
+	if err := ss.rawEvents(1, out.Events, func(_ uint64, raw []byte) error {
+		out.RawBytes += uint64(len(raw))
+		return nil
+	}); err != nil {
+		return out, err
+	}
+	out.BytesPerEvent = perEvent(out.RawBytes, out.Events)
+	return out, nil
+}
+
+// SessionSummary counts one session's records as SessionStats does, from
+// its state, its summary and ledger tables and its newest event, without
+// reading the raw log: RawBytes and BytesPerEvent are zero. It is what a
+// listing of the sessions reads (strata sessions), however long their logs.
+func (s *Snapshot) SessionSummary(id string) (SessionStats, error) {
 	out := newSessionStats(id)
 	info, err := s.Info(id)
 	if err != nil {
@@ -158,13 +182,6 @@ func (s *Snapshot) SessionStats(id string) (SessionStats, error) {
 	if err != nil {
 		return out, err
 	}
-	if err := ss.rawEvents(1, info.Head, func(_ uint64, raw []byte) error {
-		out.RawBytes += uint64(len(raw))
-		return nil
-	}); err != nil {
-		return out, err
-	}
-	out.BytesPerEvent = perEvent(out.RawBytes, out.Events)
 	last, _, err := ss.event(info.Head)
 	if err != nil {
 		return out, err

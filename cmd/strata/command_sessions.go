@@ -47,6 +47,9 @@ func newSessionsCommand() *cobra.Command {
 		Long: `List the sessions of the database, in id order, one line each: its id,
 events (its head seq: seqs are gapless from 1), turns, summary nodes (with
 their count per depth), refusals, and the time of its newest event (UTC).
+It reads each session's state, summary and ledger tables and its newest
+event, never its raw log, so a large database lists as fast as a small one
+(strata stats reads the logs, for their size).
 
 --json prints an array of {"id", "events", "head_seq", "turns", "nodes",
 "nodes_by_depth", "roots", "markers_valid", "markers_invalid", "refusals",
@@ -87,7 +90,7 @@ func (o *sessionsOptions) run(out io.Writer) (err error) {
 			return err
 		}
 		defer closeDB(db, &err)
-		if st, err = db.Stats(); err != nil {
+		if st, err = listSessions(db); err != nil {
 			return err
 		}
 	}
@@ -115,6 +118,26 @@ func (o *sessionsOptions) run(out io.Writer) (err error) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\n", fieldValue(l.ID), l.Events, l.Turns, nodeCounts(l.Nodes, l.NodesByDepth), l.Refusals, last)
 	}
 	return tw.Flush()
+}
+
+// listSessions counts every session's records as store.Stats does, without
+// reading the raw logs (store.Snapshot.SessionSummary), in one snapshot.
+func listSessions(db *store.DB) (st store.Stats, err error) {
+	err = db.View(func(s *store.Snapshot) error {
+		ids, err := s.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			ss, err := s.SessionSummary(id)
+			if err != nil {
+				return err
+			}
+			st.Sessions = append(st.Sessions, ss)
+		}
+		return nil
+	})
+	return st, err
 }
 
 // nodeCounts returns "0", or n and its count per depth: "8 (L1=5 L2=2 L3=1)".

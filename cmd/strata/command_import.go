@@ -82,7 +82,8 @@ then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
 (known by its ref: a Claude Code record's uuid, else its position in its
 conversation and a hash of its bytes) is left out and counted as known, so
-a file imported again adds nothing (events=0 known=K) and a file that grew
+a file imported again adds nothing (events=0 known=K: K records, not
+events, left out) and a file that grew
 adds only its new records. Calls the session has open are passed on, so a
 later file can resolve them.
 

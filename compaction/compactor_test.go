@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/dump"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
@@ -181,11 +182,13 @@ func TestCompactor_Run_SummarizerError(t *testing.T) {
 	}
 }
 
-// backupBytes returns a copy of the whole database, to compare states.
-func backupBytes(t *testing.T, db *store.DB) []byte {
+// stateBytes returns the whole database as dump's JSON with the raw
+// events — every session's frame, nodes, markers, checkpoints, ledger and
+// audit — to compare states on any backend.
+func stateBytes(t *testing.T, db *store.DB) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := db.Backup(&b); err != nil {
+	if err := db.View(func(s *store.Snapshot) error { return dump.JSON(&b, s, dump.Options{Raw: true}) }); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -209,7 +212,7 @@ func TestDB_Commit_Conflict(t *testing.T) {
 	}
 	expectConflict := func(t *testing.T, db *store.DB, p *store.Plan) {
 		t.Helper()
-		before := backupBytes(t, db)
+		before := stateBytes(t, db)
 		res, err := db.Commit(p, extract(p))
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("second Commit: %v, want ErrConflict", err)
@@ -220,7 +223,7 @@ func TestDB_Commit_Conflict(t *testing.T) {
 		if res.Node != nil || res.Marker != 0 || res.Checkpoint != 0 || res.Refusal != nil {
 			t.Errorf("second Commit result %+v", res)
 		}
-		if after := backupBytes(t, db); !bytes.Equal(before, after) {
+		if after := stateBytes(t, db); !bytes.Equal(before, after) {
 			t.Fatal("the conflicting Commit changed the database")
 		}
 	}
@@ -285,12 +288,12 @@ func TestDB_Commit_Conflict(t *testing.T) {
 		if _, err := db.Commit(p1, extract(p1)); err != nil {
 			t.Fatal(err)
 		}
-		before := backupBytes(t, db)
+		before := stateBytes(t, db)
 		_, err := db.Commit(p2, store.Summary{Narrative: "lossy", Summarizer: "lossy"})
 		if !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("Commit: %v, want ErrConflict", err)
 		}
-		if !bytes.Equal(before, backupBytes(t, db)) {
+		if !bytes.Equal(before, stateBytes(t, db)) {
 			t.Fatal("the conflicting Commit changed the database")
 		}
 	})
@@ -346,14 +349,7 @@ func TestDB_Resume_Deterministic(t *testing.T) {
 			if _, err := db.BackupFile(backup); err != nil {
 				t.Fatal(err)
 			}
-			path := db.Path()
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			re, err := store.Open(path, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			re := dbtest.Reopen(t, db, store.Options{})
 			same("after reopen", resume(t, re, session, m))
 			if err := re.Close(); err != nil {
 				t.Fatal(err)

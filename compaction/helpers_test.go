@@ -205,16 +205,7 @@ func resume(t testing.TB, db *store.DB, session string, markerID uint64) *checkp
 // end of the test.
 func reopen(t testing.TB, db *store.DB) *store.DB {
 	t.Helper()
-	path := db.Path()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	re, err := store.Open(path, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = re.Close() })
-	return re
+	return dbtest.Reopen(t, db, store.Options{ReadOnly: true})
 }
 
 func verifyClean(t testing.TB, db *store.DB) {

@@ -6,6 +6,7 @@ package dbtest
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/strata-go/strata/internal/pgtest"
@@ -66,7 +67,33 @@ func create(t testing.TB, opts store.Options) (*store.DB, string) {
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", path, err)
 	}
+	places.Store(db, path)
 	return db, path
+}
+
+// places holds where each database Open, OpenUnverified and Reopen made
+// lives — its file or URL — by *store.DB: what Reopen opens again.
+var places sync.Map
+
+// Reopen closes db, made by Open, OpenUnverified or Reopen, and opens the
+// same database again with opts — the file, or the PostgreSQL schema, where
+// db.Path() is "" — closing it in t.Cleanup.
+func Reopen(t testing.TB, db *store.DB, opts store.Options) *store.DB {
+	t.Helper()
+	path, ok := places.Load(db)
+	if !ok {
+		t.Fatal("dbtest: Reopen of a database dbtest did not open")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("dbtest: close: %v", err)
+	}
+	re, err := store.Open(path.(string), opts)
+	if err != nil {
+		t.Fatalf("dbtest: reopen %s: %v", path, err)
+	}
+	places.Store(re, path)
+	t.Cleanup(func() { _ = re.Close() })
+	return re
 }
 
 // OpenUnverified is Open for a test that damages the database on purpose:

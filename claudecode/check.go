@@ -166,7 +166,7 @@ func fileNames(p, cwd string) []string {
 	return out
 }
 
-// Text is the check as the event the hook stores after the summary.
+// Text is the check as the text of the system event the hook stores.
 func (c *Check) Text(boundary uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "strata compared Claude Code's compact summary (seq %d) with the %d facts the raw log implies at seq %d, by the ids, keys, files and commands they name: ", c.Summary, c.Facts, boundary)

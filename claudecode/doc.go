@@ -20,7 +20,7 @@
 //     "additionalContext":…}}: the State the raw log implies at the
 //     boundary, rendered within a token budget (State.Render). It also
 //     compares Claude Code's summary with that state (Check) and stores
-//     the comparison as a system event after the summary.
+//     the comparison, once, as a system event after what it imported.
 //
 // Every other event and source is left alone.
 //

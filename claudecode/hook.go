@@ -194,7 +194,8 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 
 // storeCheck computes the state at boundary, checks the summary (the
 // events of record summaryUUID) against it, and appends the check as a
-// system event after them — once: its ref names the summary's record.
+// system event after the session's head — once: its ref names the
+// summary's record.
 func (h *Hook) storeCheck(r *Result, boundary uint64, summaryUUID string) error {
 	session := r.Input.SessionID
 	ref := strataRefPrefix + "summary-check:" + summaryUUID

@@ -99,22 +99,10 @@ type section struct {
 // maxFactText.
 func (s *State) sections() []section {
 	c := s.Claims
-	failures := slices.Clone(c.Failures)
-	for i := range failures {
-		failures[i].Reason = clipText(failures[i].Reason, maxFactText)
-	}
-	disps := slices.Clone(c.Dispositions)
-	for i := range disps {
-		disps[i].Reason = clipText(disps[i].Reason, maxFactText)
-	}
-	constraints := slices.Clone(c.Constraints)
-	for i := range constraints {
-		constraints[i].Text = clipText(constraints[i].Text, maxFactText)
-	}
-	artifacts := slices.Clone(c.Artifacts)
-	for i := range artifacts {
-		artifacts[i].Text = clipText(artifacts[i].Text, maxFactText)
-	}
+	failures := clipped(c.Failures, func(r *tier.Resolution) *string { return &r.Reason })
+	disps := clipped(c.Dispositions, func(d *tier.Disposition) *string { return &d.Reason })
+	constraints := clipped(c.Constraints, func(x *tier.Constraint) *string { return &x.Text })
+	artifacts := clipped(c.Artifacts, func(a *tier.Artifact) *string { return &a.Text })
 	return []section{
 		{"calls open at the boundary, no result (UNRESOLVED)", "open call", checkpoint.ClaimLines(&tier.Claims{Unresolved: c.Unresolved})},
 		{"failed tool calls, newest first", "failed tool call", checkpoint.ClaimLines(&tier.Claims{Failures: failures})},
@@ -122,6 +110,17 @@ func (s *State) sections() []section {
 		{"active constraints, newest first", "constraint", checkpoint.ClaimLines(&tier.Claims{Constraints: constraints})},
 		{"artifacts (files written), newest first", "artifact", checkpoint.ClaimLines(&tier.Claims{Artifacts: artifacts})},
 	}
+}
+
+// clipped returns a copy of s with the text of each fact cut to
+// maxFactText.
+func clipped[V any](s []V, text func(*V) *string) []V {
+	out := slices.Clone(s)
+	for i := range out {
+		p := text(&out[i])
+		*p = clipText(*p, maxFactText)
+	}
+	return out
 }
 
 // Rendered is the injected state as text, and how much of it fit.

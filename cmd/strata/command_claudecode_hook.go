@@ -57,9 +57,11 @@ constraint, every artifact — within --budget tokens, each class newest
 first, what does not fit counted — with the marker's id, the sha256 of
 its context and the strata resume command that prints it. Which of these
 facts Claude Code's own summary does not mention (by id, key, file or
-command) is stored as a system event after the summary, and logged.
+command) is logged, and stored once as a system event after what the hook
+imported.
 
-Every other event and source: nothing. The hook exits 0 whatever happens,
+Every other event and source: nothing (a log line, when the log's
+directory exists). The hook exits 0 whatever happens,
 so as never to break the session: a failure (bad input, a damaged or
 locked store, an unreadable transcript) prints nothing on stdout and
 writes one line naming it to the log; every run writes one line.
@@ -108,8 +110,10 @@ func (o *claudeCodeHookOptions) run(ctx context.Context, stdin io.Reader, out, e
 		logPath = claudecode.DefaultLog(db, projectDir, in.Cwd)
 	}
 	line, output := o.hook(ctx, in, inErr, usage, db)
-	err := os.MkdirAll(filepath.Dir(logPath), 0o700)
-	if err == nil {
+	var err error
+	if _, serr := os.Stat(filepath.Dir(logPath)); serr != nil && inErr == nil && usage == nil && !in.Handled() {
+		// An event the hook leaves alone makes no directory for its line.
+	} else if err = os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
 		err = claudecode.AppendLog(logPath, time.Now(), line)
 	}
 	if err != nil {

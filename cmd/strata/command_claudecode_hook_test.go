@@ -36,8 +36,11 @@ func ccRealTranscript(t testing.TB) string {
 // ccLines returns the lines of a transcript, each with its newline.
 func ccLines(t testing.TB, path string) []string {
 	t.Helper()
-	b := readBytes(t, path)
-	return strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	ls := strings.SplitAfter(string(readBytes(t, path)), "\n")
+	if ls[len(ls)-1] == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
 }
 
 // ccBoundary returns the index of the line of the compact_boundary record.
@@ -415,25 +418,103 @@ func TestClaudeCodeHook_AtOnce(t *testing.T) {
 }
 
 // TestClaudeCodeHook_Ignored: SessionStart from startup, resume or clear,
-// and other events: nothing done, nothing printed, no store made.
+// and other events: nothing done, nothing printed, no store made; a log
+// line only where the log's directory is.
 func TestClaudeCodeHook_Ignored(t *testing.T) {
 	project := t.TempDir()
 	t.Setenv("CLAUDE_PROJECT_DIR", project)
-	for _, in := range []string{
+	ins := []string{
 		`{"session_id":"s1","transcript_path":"/none","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}`,
 		`{"session_id":"s1","transcript_path":"/none","cwd":"/w","hook_event_name":"SessionStart","source":"resume"}`,
 		`{"session_id":"s1","transcript_path":"/none","cwd":"/w","hook_event_name":"Stop","stop_hook_active":false}`,
-	} {
-		r := cli(t, in, "claude-code", "hook")
-		if r.code != exitOK || r.stdout != "" || r.stderr != "" {
-			t.Fatalf("%s: exit %d, %q, %q", in, r.code, r.stdout, r.stderr)
+	}
+	hooks := func() {
+		for _, in := range ins {
+			r := cli(t, in, "claude-code", "hook")
+			if r.code != exitOK || r.stdout != "" || r.stderr != "" {
+				t.Fatalf("%s: exit %d, %q, %q", in, r.code, r.stdout, r.stderr)
+			}
 		}
 	}
+	hooks()
+	if _, err := os.Stat(filepath.Join(project, ".claude")); !os.IsNotExist(err) {
+		t.Fatalf("the project's .claude was made: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(project, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hooks()
 	if _, err := os.Stat(filepath.Join(project, ".claude", "strata.db")); !os.IsNotExist(err) {
 		t.Fatalf("a store was made: %v", err)
 	}
 	log := ccLog(t, filepath.Join(project, ".claude", "strata.log"))
 	if len(log) != 3 || !strings.HasSuffix(log[0], "SessionStart source=startup session=s1 ignored") || !strings.HasSuffix(log[2], "Stop session=s1 ignored") {
 		t.Fatalf("log %q", log)
+	}
+}
+
+// TestDocs_ClaudeCodeExample: the example of docs/claude-code.md is what
+// the hooks give on the real transcript — PreCompact before its
+// compact_boundary record, SessionStart(compact) with --budget 800 after
+// it: the log's lines (but their time), the injected state, the check of
+// Claude Code's summary, byte for byte.
+func TestDocs_ClaudeCodeExample(t *testing.T) {
+	lines := ccLines(t, ccRealTranscript(t))
+	b := ccBoundary(t, lines)
+	page := string(readBytes(t, filepath.Join("..", "..", "docs", "claude-code.md")))
+	block := func(first string) string {
+		for _, bl := range docBlocks(page) {
+			if bl.lang == "text" && len(bl.lines) > 0 && strings.HasPrefix(bl.lines[0], first) {
+				return strings.Join(bl.lines, "\n")
+			}
+		}
+		t.Fatalf("docs/claude-code.md: no text block starting %q", first)
+		return ""
+	}
+	project := t.TempDir()
+	t.Chdir(project)
+	t.Setenv("CLAUDE_PROJECT_DIR", project)
+	transcript := filepath.Join(project, "transcript.jsonl")
+	if err := os.WriteFile(transcript, []byte(strings.Join(lines[:b], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const cwd = "/home/USER/projects/spotter-worktrees/spotter-a0y" // the transcript's
+	wantCode(t, cli(t, ccInput("PreCompact", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", ".claude/strata.db"), exitOK)
+	if err := os.WriteFile(transcript, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, ccInput("SessionStart", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", ".claude/strata.db", "--budget", "800")
+	wantCode(t, r, exitOK)
+	if got, want := strings.TrimSuffix(ccOutput(t, r.stdout), "\n"), block("# strata: the state at Claude Code's compaction"); got != want {
+		t.Errorf("the injected state differs from the doc's: %s\ngot:\n%s", firstDiff(got, want), got)
+	}
+	log := ccLog(t, filepath.Join(project, ".claude", "strata.log"))
+	doc := strings.Split(block("2026-"), "\n")
+	for i := range 2 {
+		_, got, _ := strings.Cut(log[i], " ")
+		if _, want, _ := strings.Cut(doc[i], " "); got != want {
+			t.Errorf("log line %d differs from the doc's: %s\ngot:\n%s", i+1, firstDiff(got, want), got)
+		}
+	}
+	var check string
+	out := mustCLI(t, "dump", ".claude/strata.db", "--session", ccRealSession, "--raw", "--json")
+	var d struct {
+		Sessions []struct {
+			Events []struct {
+				Text string `json:"text"`
+				Ref  string `json:"ref"`
+			} `json:"events"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Sessions) != 1 {
+		t.Fatalf("dump --json: %v", err)
+	}
+	for _, e := range d.Sessions[0].Events {
+		if strings.HasPrefix(e.Ref, "strata:summary-check:") {
+			check = e.Text
+		}
+	}
+	if want := block("strata compared Claude Code's compact summary"); check != want {
+		t.Errorf("the check of Claude Code's summary differs from the doc's: %s\ngot:\n%s", firstDiff(check, want), check)
 	}
 }

@@ -48,7 +48,10 @@
 //     Claude Code writes its records asynchronously, and the last few may
 //     reach the file after PreCompact ran. SessionStart imports them and,
 //     when they fall before the compact_boundary record, compacts up to it
-//     again, so the state injected is the state at the boundary.
+//     again, so the state injected is the state at the boundary. When the
+//     compact_boundary record itself is not in the file yet, the boundary
+//     is the head PreCompact compacted (Result.Unwritten), and Claude
+//     Code's summary is not checked.
 //   - A record whose uuid the file holds twice — Claude Code writing the
 //     record the session stored last once more, later — makes the read
 //     start after the later copy: records written between the two would be

@@ -71,6 +71,10 @@ type Result struct {
 	State    *State
 	Rendered Rendered
 	Check    *Check
+	// Unwritten says that the transcript did not hold the compaction's
+	// compact_boundary record yet: the boundary is the head PreCompact
+	// compacted.
+	Unwritten bool
 	// Output is what the hook prints on stdout: the JSON Claude Code
 	// reads after SessionStart(compact), nil otherwise.
 	Output []byte
@@ -126,32 +130,10 @@ func (h *Hook) preCompact(ctx context.Context, r *Result) error {
 // the state there, stores that check, and renders the state.
 func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) error {
 	session := r.Input.SessionID
-	bound, next, found, err := t.findLast(`"compact_boundary"`, func(rec *record) bool {
-		return rec.Type == "system" && rec.Subtype == "compact_boundary" && rec.UUID != ""
-	})
+	boundary, summary, err := h.boundary(r, t)
 	if err != nil {
 		return err
 	}
-	if !found {
-		return errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
-	}
-	sum, sumFound, err := t.findAfter(next, maxSummaryLines, func(rec *record) bool { return rec.IsCompactSummary && rec.UUID != "" })
-	if err != nil {
-		return err
-	}
-	var at store.RefSpan
-	err = h.db.View(func(s *store.Snapshot) error {
-		var ok bool
-		at, ok, err = s.Ref(session, bound.UUID)
-		if err == nil && !ok {
-			err = errors.Wrapf(ErrNoBoundary, "the store holds no event of compact_boundary record %s", bound.UUID)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	boundary := at.First - 1
 	if boundary > 0 {
 		// PreCompact made a marker here, unless it did not run or records
 		// before the boundary were written after it ran.
@@ -159,8 +141,8 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 			return errors.Wrap(err, "compacting the session to the boundary")
 		}
 	}
-	if sumFound {
-		if err := h.storeCheck(r, boundary, sum.UUID); err != nil {
+	if summary != "" {
+		if err := h.storeCheck(r, boundary, summary); err != nil {
 			return err
 		}
 	}
@@ -190,6 +172,56 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 	r.Rendered = r.State.Render(h.opts.DB, h.opts.Budget)
 	r.Output, err = hookOutput(r.Rendered.Text)
 	return err
+}
+
+// boundary returns the seq of the last event before the session's newest
+// compact_boundary record, and the uuid of the summary record after it
+// ("" when the transcript holds none). Claude Code writes its records
+// asynchronously: when the newest compact_boundary in the file is older
+// than the head PreCompact compacted — the new one is not written yet —
+// or there is none, the boundary is that head, where PreCompact saw
+// Claude Code about to cut (Result.Unwritten), and there is no summary to
+// check.
+func (h *Hook) boundary(r *Result, t *transcriptFile) (boundary uint64, summary string, err error) {
+	session := r.Input.SessionID
+	bound, next, found, err := t.findLast(`"compact_boundary"`, func(rec *record) bool {
+		return rec.Type == "system" && rec.Subtype == "compact_boundary" && rec.UUID != ""
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	var at store.RefSpan
+	var info store.Info
+	err = h.db.View(func(s *store.Snapshot) error {
+		var err error
+		if info, err = s.Info(session); err != nil {
+			return err
+		}
+		if !found {
+			return nil
+		}
+		var ok bool
+		if at, ok, err = s.Ref(session, bound.UUID); err == nil && !ok {
+			err = errors.Wrapf(ErrNoBoundary, "the store holds no event of compact_boundary record %s", bound.UUID)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrSessionNotFound) && !found:
+		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+	case err != nil:
+		return 0, "", err
+	case (!found || at.First-1 < info.CompactedTo) && info.CompactedTo > 0:
+		r.Unwritten = true
+		return info.CompactedTo, "", nil
+	case !found:
+		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+	}
+	sum, sumFound, err := t.findAfter(next, maxSummaryLines, func(rec *record) bool { return rec.IsCompactSummary && rec.UUID != "" })
+	if err != nil || !sumFound {
+		return at.First - 1, "", err
+	}
+	return at.First - 1, sum.UUID, nil
 }
 
 // storeCheck computes the state at boundary, checks the summary (the
@@ -310,6 +342,9 @@ func (r *Result) Line() string {
 		} else {
 			f = append(f, fmt.Sprintf("refused=%s:%d..%d:%s", c.Depth, c.From, c.To, c.Refused.Reasons()))
 		}
+	}
+	if r.Unwritten {
+		f = append(f, "compact_boundary_not_written_yet")
 	}
 	if st := r.State; st != nil {
 		f = append(f, fmt.Sprintf("boundary=%d marker=%d sha256=%s facts=%d shown=%d tokens=%d",

@@ -215,6 +215,38 @@ func TestHook_Run_WithoutPreCompact(t *testing.T) {
 	}
 }
 
+// TestHook_Run_BoundaryNotWritten: Claude Code writes its records
+// asynchronously; a SessionStart(compact) that finds no compact_boundary
+// newer than the head PreCompact compacted — none at all, or only an
+// earlier compaction's — injects the state at that head, where PreCompact
+// saw Claude Code about to cut.
+func TestHook_Run_BoundaryNotWritten(t *testing.T) {
+	for _, earlier := range []bool{false, true} {
+		t.Run(fmt.Sprintf("earlier_compaction=%v", earlier), func(t *testing.T) {
+			c := &cc{}
+			if earlier {
+				c.user("Start.")
+				c.compact("The user said start.")
+			}
+			c.user("Make the build pass.")
+			c.call("toolu_build", "Bash", map[string]any{"command": "make build"})
+			c.result("toolu_build", "Exit code 2", true)
+			path := filepath.Join(t.TempDir(), session+".jsonl")
+			c.write(t, path, 0, len(c.lines))
+			db := dbtest.Open(t, store.Options{NoSync: true})
+			h := newHook(t, db, claudecode.Options{})
+			pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+			r := run(t, h, hookInput(path, claudecode.EventSessionStart))
+			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
+				t.Fatalf("%+v, line %q; want the state at seq %d, PreCompact's head, and no check", r, r.Line(), pre.Import.Last)
+			}
+			if !strings.Contains(additionalContext(t, r.Output), "- FAILED call toolu_build (Bash)") {
+				t.Fatal("the failure is not injected")
+			}
+		})
+	}
+}
+
 // TestHook_Run_NoBoundary: SessionStart(compact) on a transcript without a
 // compact_boundary record fails, saying so.
 func TestHook_Run_NoBoundary(t *testing.T) {

@@ -151,7 +151,25 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 			s = s[i+w:]
 		}
 	}
-	cl := &n.Claims
+	writeClaims(b, &n.Claims)
+}
+
+// ClaimLines returns the lines the claims of c take in a context (Text,
+// under a node's heading), each without its line break, in the order a
+// node lists them: UNRESOLVED, resolved, FAILED, dispositions,
+// constraints, artifacts. Each claim is one line: a text holding a line
+// break is quoted.
+func ClaimLines(c *tier.Claims) []string {
+	if c.Count() == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	writeClaims(&b, c)
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
+// writeClaims writes one line per claim of cl.
+func writeClaims(b *bytes.Buffer, cl *tier.Claims) {
 	for _, o := range cl.Unresolved {
 		b.WriteString("- UNRESOLVED ")
 		writeInvocation(b, o.Kind, o.ID, o.Name, o.Seq)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,6 +287,27 @@ func TestNodeText(t *testing.T) {
 }
 
 func incidentContextText() string { return string(incidentContext().Text()) }
+
+// TestClaimLines: the claim lines are the node's lines in its context,
+// one per claim, in order, a multi-line text quoted on its line.
+func TestClaimLines(t *testing.T) {
+	n := incidentContext().Nodes[0]
+	n.Claims.Failures[0].Reason = "exit 1\nlock timeout"
+	lines := checkpoint.ClaimLines(&n.Claims)
+	if len(lines) != n.Claims.Count() {
+		t.Fatalf("%d lines for %d claims: %q", len(lines), n.Claims.Count(), lines)
+	}
+	want := "\n" + strings.Join(lines, "\n") + "\n"
+	if got := checkpoint.NodeText(&n); !strings.HasSuffix(got, want) {
+		t.Fatalf("the lines are not the end of the node's text:\n%s\nlines:\n%s", got, want)
+	}
+	if !slices.Contains(lines, `- FAILED call c5 (bash), opened at seq 9, failed at seq 10 — "exit 1\nlock timeout"`) {
+		t.Fatalf("the failure is not one quoted line: %q", lines)
+	}
+	if got := checkpoint.ClaimLines(&tier.Claims{}); got != nil {
+		t.Fatalf("no claims gave %q", got)
+	}
+}
 
 // TestContext_Text_NarrativeCannotForgeClaims: a summarizer's narrative is
 // free text; none of its lines may read as a heading or a validated claim.

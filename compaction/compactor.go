@@ -177,6 +177,31 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	}
 }
 
+// CompactTo compacts session's uncompacted tail through seq to into one L1
+// node, whatever the policy's L1 rules say — a boundary the caller chose,
+// such as the point where the agent is about to cut its own context —
+// then runs the folds and digests the policy makes due, as Run does. A
+// tail that does not reach past the compacted prefix to seq to is nothing
+// to compact: no Result for it, and the folds still run. A refusal is a
+// Result, not an error.
+func (c *Compactor) CompactTo(ctx context.Context, session string, to uint64) ([]Result, error) {
+	var out []Result
+	r, due, err := c.step(ctx, func() (*store.Plan, error) { return c.db.PlanSpan(session, to, c.opts.Policy.budget()) })
+	if err != nil {
+		return nil, err
+	}
+	if due {
+		out = append(out, r)
+	}
+	folds, err := c.fold(ctx, session)
+	out = append(out, folds...)
+	if err != nil {
+		return out, err
+	}
+	digests, err := c.digest(ctx, session)
+	return append(out, digests...), err
+}
+
 // digest folds the first two roots into one while the frame holds more
 // than MaxRoots.
 func (c *Compactor) digest(ctx context.Context, session string) ([]Result, error) {

@@ -655,3 +655,50 @@ func TestCompactor_Run_RefusedFoldIsNotAskedAgain(t *testing.T) {
 		t.Errorf("%d fold attempts for %d spans with K=2, want at most %d", len(refusedFolds)+folds, spans, max)
 	}
 }
+
+// TestCompactor_CompactTo: a span to the boundary the caller names, one L1
+// node whatever the L1 rules say, then the policy's folds; asked again, or
+// for a seq already compacted, nothing.
+func TestCompactor_CompactTo(t *testing.T) {
+	session, events := readIncident(t, "long_migration.jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	c := newCompactor(t, db, compaction.Options{Summarizer: compaction.Extractive{}, Policy: compaction.Policy{Fold: 2}})
+	ctx := context.Background()
+	cuts := []uint64{7, 19, 30}
+	var appended uint64
+	for i, to := range cuts {
+		if _, err := db.Append(session, events[appended:to]...); err != nil {
+			t.Fatal(err)
+		}
+		appended = to
+		rs, err := c.CompactTo(ctx, session, to)
+		if err != nil {
+			t.Fatalf("CompactTo %d: %v", to, err)
+		}
+		if len(rs) == 0 || rs[0].Kind != store.PlanSpan || !rs[0].Committed() || rs[0].To != to || rs[0].From != cutBefore(cuts, i)+1 {
+			t.Fatalf("CompactTo %d: %+v, want an L1 node ending at %d first", to, rs, to)
+		}
+		if i == 1 && (len(rs) != 2 || rs[1].Kind != store.PlanFold || !rs[1].Committed() || rs[1].From != 1 || rs[1].To != to) {
+			t.Fatalf("second CompactTo: %+v, want the fold of the two roots over 1..%d after the span", rs, to)
+		}
+		again, err := c.CompactTo(ctx, session, to)
+		if err != nil || len(again) != 0 {
+			t.Fatalf("CompactTo %d again: %+v, %v; want nothing", to, again, err)
+		}
+	}
+	rc, err := db.Resume(session, store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Source != checkpoint.SourceMarker || rc.Boundary != cuts[len(cuts)-1] {
+		t.Fatalf("resume: source %s boundary %d, want a marker at %d", rc.Source, rc.Boundary, cuts[len(cuts)-1])
+	}
+}
+
+// cutBefore returns the boundary before cuts[i], 0 for the first.
+func cutBefore(cuts []uint64, i int) uint64 {
+	if i == 0 {
+		return 0
+	}
+	return cuts[i-1]
+}

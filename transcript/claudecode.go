@@ -79,7 +79,7 @@ func (r *claudeCodeReader) record(raw []byte) error {
 	conv := rec.Type == "user" || rec.Type == "assistant"
 	if conv && !r.started && !malformed {
 		r.started = true
-		r.subagent = rec.IsSidechain
+		r.subagent = rec.IsSidechain && !r.d.opts.MainSession
 	}
 	name := r.conversation(&rec)
 	if name == "" && r.d.conv == nil {

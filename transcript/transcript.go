@@ -75,6 +75,13 @@ type Options struct {
 	// call that started it. A file whose first message is a sidechain (a
 	// sub-agent's own transcript) is always read whole.
 	Sidechains bool
+	// MainSession says a Claude Code input is a main session's
+	// transcript, whatever its first message: for an input that starts
+	// partway through a session file (an incremental read from where an
+	// earlier import stopped), whose first message may be a sidechain
+	// record. Without it, an input whose first message is a sidechain is
+	// read as a sub-agent's transcript.
+	MainSession bool
 	// Dir is the directory the agent worked in: the files of artifact and
 	// rejected keys under it are named relative to it. Empty means none,
 	// except for Claude Code, whose records carry their "cwd".

@@ -269,6 +269,13 @@ func TestRead_ClaudeCodeSidechains(t *testing.T) {
 	if err != nil || len(evs) != 3 || rep.Sidechain != 0 {
 		t.Errorf("sub-agent file: %d events, report %s, err %v; want 3, none skipped", len(evs), rep, err)
 	}
+	// The same records read as the continuation of a main session's file
+	// (MainSession) are its sidechain: skipped.
+	main := sub + `{"type":"user","uuid":"m1","message":{"role":"user","content":"Thanks."}}` + "\n"
+	evs, rep, err = readEvents(t, transcript.ClaudeCode, strings.NewReader(main), transcript.Options{MainSession: true})
+	if err != nil || len(evs) != 1 || rep.Sidechain != 3 {
+		t.Errorf("MainSession: %d events, report %s, err %v; want 1, 3 sidechain records skipped", len(evs), rep, err)
+	}
 }
 
 func TestRead_BadInput(t *testing.T) {

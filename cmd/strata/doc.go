@@ -21,6 +21,7 @@
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
 //	strata version [--json]
+//	strata claude-code hook
 //	strata completion bash|fish|powershell|zsh
 //
 // replay also takes --session ID (the session of lines that name none),
@@ -28,6 +29,16 @@
 // token budget), --no-sync, and for --summarizer openai --model,
 // --base-url, --api-key-env, --llm-timeout and --llm-retries; import takes
 // --dir and --sidechains; strata COMMAND --help lists every flag.
+//
+// strata claude-code hook runs as Claude Code's PreCompact and
+// SessionStart(compact) hook (docs/claude-code.md): it reads the hook's JSON
+// on stdin, imports the session's transcript from where the store stopped,
+// compacts where Claude Code cuts, and after a compaction prints the state
+// the raw transcript implies there, within --budget tokens. Its store is
+// --db, else .claude/strata.db of $CLAUDE_PROJECT_DIR; --log, --timeout. It
+// exits 0 whatever happens, one line per run in its log:
+//
+//	strata claude-code hook --db .claude/strata.db --budget 2000 < hook-input.json
 //
 // Every command that takes a database takes it as its first argument;
 // replay, resume and demo also take it as --db, and import only so:

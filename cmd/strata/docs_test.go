@@ -106,6 +106,9 @@ var docSandboxFiles = map[string]string{
 	"run.json": `={"info":{"model":"gpt-4o"},"result":"done","steps_taken":12}`,
 	// A user's Claude Code project (docs/importing.md), under $HOME.
 	"home/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl": "transcript/testdata/claude-code/session.jsonl",
+	// The input Claude Code gives its SessionStart hook after compacting
+	// that session (docs/claude-code.md).
+	"sessionstart.json": `={"session_id":"7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41","transcript_path":"~/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl","cwd":"/home/dev/app","hook_event_name":"SessionStart","source":"compact"}`,
 }
 
 // TestDocs_Examples runs every documented example command (see above).
@@ -897,7 +900,8 @@ func (d *docRun) curl(t *testing.T, x *docExec, args []string, out io.Writer) {
 // docJQ runs the docs' jq filters, written out in Go: a filter without a
 // rule here fails the test.
 func docJQ(t *testing.T, args []string, in io.Reader, out io.Writer) {
-	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-c" })
+	raw := slices.Contains(args, "-r")
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-c" || a == "-r" })
 	if len(args) != 1 {
 		t.Fatalf("jq %q: no rule for it", args)
 	}
@@ -912,6 +916,14 @@ func docJQ(t *testing.T, args []string, in io.Reader, out io.Writer) {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(out, "%s\n", v.Source)
+	case ".hookSpecificOutput.additionalContext":
+		var v struct {
+			HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || !raw {
+			t.Fatalf("jq %q: %v (a rule for -r only)", args[0], err)
+		}
+		io.WriteString(out, v.HookSpecificOutput.AdditionalContext)
 	case ".sessions[] | .id as $s | .events[] | .session = $s":
 		var v struct {
 			Sessions []struct {
@@ -1107,6 +1119,9 @@ func TestDocs_Flags(t *testing.T) {
 	}
 	for _, c := range root.Commands() {
 		texts[c.Name()+" --help"] = c.Long
+		for _, sub := range c.Commands() {
+			texts[c.Name()+" "+sub.Name()+" --help"] = sub.Long
+		}
 	}
 	for name, text := range texts {
 		for _, span := range docCommandSpans(name, text) {
@@ -1155,6 +1170,14 @@ func docCommandSpans(name, text string) []string {
 	return spans
 }
 
+// commandWithFlag reports whether a command under c, at any depth, has
+// the flag name.
+func commandWithFlag(c *cobra.Command, name string) bool {
+	return slices.ContainsFunc(c.Commands(), func(sub *cobra.Command) bool {
+		return sub.Flags().Lookup(name) != nil || commandWithFlag(sub, name)
+	})
+}
+
 // docCheckFlags fails t when span, a strata command as a doc gives it,
 // names a flag its command does not have.
 func docCheckFlags(t *testing.T, root *cobra.Command, where, span string) {
@@ -1177,11 +1200,18 @@ func docCheckFlags(t *testing.T, root *cobra.Command, where, span string) {
 	if cmd == root {
 		rest = words
 	}
+	for len(rest) > 0 && cmd.HasSubCommands() { // strata claude-code hook --db …
+		sub, _, err := cmd.Find(rest[:1])
+		if err != nil || sub == cmd || sub.Name() != rest[0] {
+			break
+		}
+		cmd, rest = sub, rest[1:]
+	}
 	for _, f := range regexp.MustCompile(`(?:^|[\s\[|(])--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(strings.Join(rest, " "), -1) {
 		if f[1] == "help" || cmd.Flags().Lookup(f[1]) != nil || cmd.InheritedFlags().Lookup(f[1]) != nil {
 			continue
 		}
-		if cmd == root && slices.ContainsFunc(root.Commands(), func(c *cobra.Command) bool { return c.Flags().Lookup(f[1]) != nil }) {
+		if cmd == root && commandWithFlag(root, f[1]) {
 			continue // a flag of some command, named beside the command line
 		}
 		t.Errorf("%s: %q names --%s, which %s does not have", where, span, f[1], cmd.CommandPath())

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/strata-go/strata/internal/shell"
 	"github.com/strata-go/strata/store"
 )
 
@@ -192,13 +193,7 @@ func dbArg(cmd *cobra.Command, flagDB string, args []string) (db string, rest []
 // shellQuote returns s as a shell word: as it is when it holds only
 // characters a shell leaves alone, else in single quotes.
 func shellQuote(s string) string {
-	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=@%,", r))
-	}) < 0
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shell.Quote(s)
 }
 
 // printError writes err as "Error: <message>", then one "Hint: <hint>" line
@@ -255,6 +250,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 		newServeCommand(),
 		newSessionsCommand(),
 		newVersionCommand(),
+		newClaudeCodeCommand(),
 	)
 	return root
 }

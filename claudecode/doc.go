@@ -1,0 +1,63 @@
+// Package claudecode runs strata beside Claude Code, as the command hooks
+// Claude Code runs around its own compaction (`strata claude-code hook`):
+// PreCompact, while the raw transcript is still whole, and SessionStart
+// with source "compact", right after Claude Code replaced the session's
+// context by its own summary. A Hook reads each event's input (Input:
+// the JSON on the hook's stdin) and does its part against a store:
+//
+//   - PreCompact imports the session's transcript into the session its
+//     session_id names and compacts the session's head into one L1 node
+//     with the extractive summarizer, valid by construction: a marker
+//     stands where Claude Code is about to cut.
+//   - SessionStart(compact) imports what Claude Code wrote since — its
+//     compact_boundary record and the summary it flags isCompactSummary,
+//     kept as the event of its own record (a system event, never a
+//     strata summary) — makes sure a marker stands at the boundary (the
+//     last event before the compact_boundary record: PreCompact's, or one
+//     it makes when PreCompact did not run or records before the boundary
+//     were written after it ran), and returns as its output the hook JSON
+//     {"hookSpecificOutput":{"hookEventName":"SessionStart",
+//     "additionalContext":…}}: the State the raw log implies at the
+//     boundary, rendered within a token budget (State.Render). It also
+//     compares Claude Code's summary with that state (Check) and stores
+//     the comparison, once, as a system event after what it imported.
+//
+// Every other event and source is left alone.
+//
+// # The incremental read
+//
+// Every event the store holds carries the ref of the record it came from:
+// a Claude Code record's uuid (tier.Event.Ref). An import finds the last
+// event made from a record of the transcript, searches the file backwards
+// from its end for that uuid (as a JSON string), parses the line it is on
+// to be sure it is that record's, and decodes from the next line, the
+// calls open at the session's head passed on (transcript.Target.Open), so
+// that a result in the new part resolves the call the stored part opened.
+// A 20 MB transcript grown by a few hundred records is read from where it
+// grew, not whole. When the record is not found — the file was rewritten —
+// or the session holds none, the whole file is read, and the records the
+// session holds are left out by their refs (transcript.Target.Stored):
+// either way importing again adds nothing twice. The read stops at the end
+// of the last whole line: a line Claude Code is still writing is read by
+// the next hook. No cursor is kept beside the store: the store's refs are
+// the cursor, and they cannot disagree with what it holds.
+//
+// # Caveats
+//
+//   - The hook acts on what the transcript file holds when it runs:
+//     Claude Code writes its records asynchronously, and the last few may
+//     reach the file after PreCompact ran. SessionStart imports them and,
+//     when they fall before the compact_boundary record, compacts up to it
+//     again, so the state injected is the state at the boundary. When the
+//     compact_boundary record itself is not in the file yet, the boundary
+//     is the head PreCompact compacted (Result.Unwritten), and Claude
+//     Code's summary is not checked.
+//   - A record whose uuid the file holds twice — Claude Code writing the
+//     record the session stored last once more, later — makes the read
+//     start after the later copy: records written between the two would be
+//     missed. The real transcripts hold no uuid twice.
+//   - The marker named in the injected state resumes to the bytes whose
+//     sha256 it gives until the next hook stores more (the resumed context
+//     holds the raw events after the marker) or a fold invalidates the
+//     marker (four compactions later); its node's claims stay.
+package claudecode

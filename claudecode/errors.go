@@ -1,0 +1,15 @@
+package claudecode
+
+import "github.com/cockroachdb/errors"
+
+var (
+	// ErrBadInput is returned by ReadInput when the hook's stdin is not
+	// the JSON object Claude Code writes, or lacks a field the event
+	// needs.
+	ErrBadInput = errors.New("claudecode: bad hook input")
+
+	// ErrNoBoundary is returned by a SessionStart(compact) hook when the
+	// transcript holds no compact_boundary record, or the store does not
+	// hold the one it found.
+	ErrNoBoundary = errors.New("claudecode: no compaction boundary")
+)

@@ -1,0 +1,74 @@
+package claudecode_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/store"
+)
+
+// ExampleHook_Run drives the hooks as Claude Code does: PreCompact while
+// the transcript ends just before Claude Code's compaction, then
+// SessionStart(compact) once it has written its compact_boundary record
+// and its summary, whose output adds the state at the boundary to the
+// compacted context.
+func ExampleHook_Run() {
+	dir, _ := os.MkdirTemp("", "claudecode")
+	defer os.RemoveAll(dir)
+	whole, _ := os.ReadFile("../transcript/testdata/claude-code/session.jsonl")
+	cut := bytes.Index(whole, []byte(`"subtype": "compact_boundary"`))
+	cut = bytes.LastIndexByte(whole[:cut], '\n') + 1
+	transcript := filepath.Join(dir, "session.jsonl")
+	os.WriteFile(transcript, whole[:cut], 0o600) // Claude Code is about to compact
+
+	db, _ := store.Open(filepath.Join(dir, "strata.db"), store.Options{Create: true})
+	defer db.Close()
+	hook, _ := claudecode.New(db, claudecode.Options{DB: ".claude/strata.db", Budget: claudecode.MinBudget})
+	in := claudecode.Input{SessionID: "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41", TranscriptPath: transcript,
+		Cwd: "/home/dev/app", HookEventName: claudecode.EventPreCompact, Trigger: "auto"}
+	pre, err := hook.Run(context.Background(), in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("PreCompact: %d events stored, marker %d at seq %d\n", pre.Import.Events, pre.Compactions[0].Marker, pre.Compactions[0].To)
+
+	os.WriteFile(transcript, whole, 0o600) // Claude Code compacted
+	in.HookEventName, in.Trigger, in.Source = claudecode.EventSessionStart, "", claudecode.SourceCompact
+	start, err := hook.Run(context.Background(), in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var out struct {
+		HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
+	}
+	json.Unmarshal(start.Output, &out)
+	fmt.Print(out.HookSpecificOutput.AdditionalContext)
+	fmt.Println("not mentioned by Claude Code's summary:", start.Check.Unmentioned)
+	// Output:
+	// PreCompact: 14 events stored, marker 1 at seq 14
+	// # strata: the state at Claude Code's compaction
+	// Computed by strata from the raw transcript, not from a summary: what session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 implies at seq 14, where Claude Code compacted it.
+	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 056dd8f9a6ce70b99380fe822a41a6640a91673a22265155233c99fa0b3e985d).
+	//
+	// ## calls open at the boundary, no result (UNRESOLVED): 0
+	//
+	// ## failed tool calls, newest first: 2
+	// - FAILED call toolu_02 (Bash), opened at seq 4, failed at seq 5 — FAILED tests/test_login.py::test_login - TimeoutError: session not ready
+	// … and 1 more failed tool call not shown
+	//
+	// ## rejected, failed or superseded items, newest first: 1
+	// - rejected: tool/Edit:.github/workflows/ci.yml — the user rejected the tool use
+	//
+	// ## active constraints, newest first: 0
+	//
+	// ## artifacts (files written), newest first: 1
+	// … and 1 more artifact not shown
+	// not mentioned by Claude Code's summary: [FAILED call toolu_03 (Edit) FAILED call toolu_02 (Bash) rejected tool/Edit:.github/workflows/ci.yml artifact tests/test_login.py]
+}

@@ -1,0 +1,377 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// maxSummaryLines bounds how far after the compact_boundary record the
+// hook looks for the summary record Claude Code writes right after it.
+const maxSummaryLines = 64
+
+// Options configure a Hook. The zero value injects DefaultBudget tokens
+// and names the store "DB" in the command it gives.
+type Options struct {
+	// Budget is the token budget of the injected state (State.Render); 0
+	// means DefaultBudget, and a budget under MinBudget is MinBudget.
+	Budget int
+	// DB names the store in the `strata resume` command the injected
+	// state gives, as the user would type it (a path or a URL); "" means
+	// "DB".
+	DB string
+}
+
+// Hook runs Claude Code's hook events against a store: the hook's
+// compactions are the extractive summarizer's (valid by construction),
+// one L1 node per Claude Code compaction, folded four roots at a time
+// (compaction.DefaultFold) into nodes of DefaultBudget tokens.
+type Hook struct {
+	db   *store.DB
+	comp *compaction.Compactor
+	opts Options
+}
+
+// New returns a Hook over db.
+func New(db *store.DB, opts Options) (*Hook, error) {
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
+		Policy: compaction.Policy{Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}})
+	if err != nil {
+		return nil, err
+	}
+	if opts.DB == "" {
+		opts.DB = "DB"
+	}
+	return &Hook{db: db, comp: comp, opts: opts}, nil
+}
+
+// Result is what one hook run did.
+type Result struct {
+	Input   Input
+	Ignored bool // an event or source the hook does not act on: nothing was done
+	Import  Import
+	// Compactions are those the run made: at PreCompact the span to the
+	// head and the folds it made due; at SessionStart the span to the
+	// boundary when no compaction had reached it.
+	Compactions []compaction.Result
+	// SessionStart(compact): the state injected, as rendered, and the
+	// check of Claude Code's summary (nil when the transcript holds no
+	// summary after the boundary).
+	State    *State
+	Rendered Rendered
+	Check    *Check
+	// Unwritten says that the transcript did not hold the compaction's
+	// compact_boundary record yet: the boundary is the head PreCompact
+	// compacted.
+	Unwritten bool
+	// Output is what the hook prints on stdout: the JSON Claude Code
+	// reads after SessionStart(compact), nil otherwise.
+	Output []byte
+}
+
+// Run handles one hook event: PreCompact imports the transcript and
+// compacts the session's head, so that a marker stands where Claude Code
+// is about to cut; SessionStart with source "compact" imports what Claude
+// Code wrote since and returns, as Result.Output, the state at the
+// boundary to add to the context. Every other event is ignored. A failure
+// is an error naming what failed; the CLI logs it and exits 0.
+func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
+	r := &Result{Input: in}
+	if !in.Handled() {
+		r.Ignored = true
+		return r, nil
+	}
+	if rest, ok := strings.CutPrefix(in.TranscriptPath, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			in.TranscriptPath = filepath.Join(home, rest)
+		}
+	}
+	t, err := openTranscript(in.TranscriptPath)
+	if err != nil {
+		return r, err
+	}
+	defer t.Close()
+	if r.Import, err = importTranscript(h.db, in.SessionID, t, false); err != nil {
+		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
+	}
+	if in.HookEventName == EventPreCompact {
+		return r, h.preCompact(ctx, r)
+	}
+	return r, h.sessionStart(ctx, r, t)
+}
+
+// preCompact compacts the session's head: everything imported is about to
+// leave Claude Code's context.
+func (h *Hook) preCompact(ctx context.Context, r *Result) error {
+	info, err := h.db.Info(r.Input.SessionID)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return nil // a transcript with nothing to store yet
+	}
+	if err != nil {
+		return err
+	}
+	r.Compactions, err = h.comp.CompactTo(ctx, r.Input.SessionID, info.Head)
+	return errors.Wrap(err, "compacting the session")
+}
+
+// sessionStart finds Claude Code's compaction boundary in the store,
+// makes sure a marker stands at it, checks Claude Code's summary against
+// the state there, stores that check, and renders the state.
+func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) error {
+	session := r.Input.SessionID
+	boundary, summary, err := h.boundary(r, t)
+	if err != nil {
+		return err
+	}
+	if boundary > 0 {
+		// PreCompact made a marker here, unless it did not run or records
+		// before the boundary were written after it ran.
+		if r.Compactions, err = h.comp.CompactTo(ctx, session, boundary); err != nil {
+			return errors.Wrap(err, "compacting the session to the boundary")
+		}
+	}
+	if summary != "" {
+		if err := h.storeCheck(r, boundary, summary); err != nil {
+			return err
+		}
+	}
+	err = h.db.View(func(s *store.Snapshot) error {
+		if r.State == nil {
+			if r.State, err = computeState(s, session, boundary); err != nil {
+				return err
+			}
+		}
+		m, err := markerAt(s, session, boundary)
+		if err != nil {
+			return err
+		}
+		rc, err := s.Resume(session, m)
+		if err != nil {
+			return err
+		}
+		r.State.Marker, r.State.SHA256 = rc.Marker, rc.SHA256()
+		if rc.Source != checkpoint.SourceMarker {
+			r.State.Marker = 0
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Rendered = r.State.Render(h.opts.DB, h.opts.Budget)
+	r.Output, err = hookOutput(r.Rendered.Text)
+	return err
+}
+
+// boundary returns the seq of the last event before the session's newest
+// compact_boundary record, and the uuid of the summary record after it
+// ("" when the transcript holds none). Claude Code writes its records
+// asynchronously: when the newest compact_boundary in the file is older
+// than the head PreCompact compacted — the new one is not written yet —
+// or there is none, the boundary is that head, where PreCompact saw
+// Claude Code about to cut (Result.Unwritten), and there is no summary to
+// check.
+func (h *Hook) boundary(r *Result, t *transcriptFile) (boundary uint64, summary string, err error) {
+	session := r.Input.SessionID
+	bound, next, found, err := t.findLast(`"compact_boundary"`, func(rec *record) bool {
+		return rec.Type == "system" && rec.Subtype == "compact_boundary" && rec.UUID != ""
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	var at store.RefSpan
+	var info store.Info
+	err = h.db.View(func(s *store.Snapshot) error {
+		var err error
+		if info, err = s.Info(session); err != nil {
+			return err
+		}
+		if !found {
+			return nil
+		}
+		var ok bool
+		if at, ok, err = s.Ref(session, bound.UUID); err == nil && !ok {
+			err = errors.Wrapf(ErrNoBoundary, "the store holds no event of compact_boundary record %s", bound.UUID)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrSessionNotFound) && !found:
+		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+	case err != nil:
+		return 0, "", err
+	case (!found || at.First-1 < info.CompactedTo) && info.CompactedTo > 0:
+		r.Unwritten = true
+		return info.CompactedTo, "", nil
+	case !found:
+		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+	}
+	sum, sumFound, err := t.findAfter(next, maxSummaryLines, func(rec *record) bool { return rec.IsCompactSummary && rec.UUID != "" })
+	if err != nil || !sumFound {
+		return at.First - 1, "", err
+	}
+	return at.First - 1, sum.UUID, nil
+}
+
+// storeCheck computes the state at boundary, checks the summary (the
+// events of record summaryUUID) against it, and appends the check as a
+// system event after the session's head — once: its ref names the
+// summary's record.
+func (h *Hook) storeCheck(r *Result, boundary uint64, summaryUUID string) error {
+	session := r.Input.SessionID
+	ref := strataRefPrefix + "summary-check:" + summaryUUID
+	var ev *tier.Event
+	err := h.db.View(func(s *store.Snapshot) error {
+		var err error
+		if r.State, err = computeState(s, session, boundary); err != nil {
+			return err
+		}
+		span, ok, err := s.Ref(session, summaryUUID)
+		if err != nil || !ok {
+			return err // a summary without text stores no event: nothing to check
+		}
+		var text strings.Builder
+		var at int64
+		if err := s.Events(session, span.First, span.Last, func(e tier.Event) error {
+			text.WriteString(e.Text)
+			at = e.Time
+			return nil
+		}); err != nil {
+			return err
+		}
+		if r.Check, err = checkSummary(s, r.State, text.String(), span.First, r.Input.Cwd); err != nil {
+			return err
+		}
+		_, stored, err := s.Ref(session, ref)
+		if err == nil && !stored {
+			// The summary's time: the same store gives the same event.
+			ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(boundary), Ref: ref}
+		}
+		return err
+	})
+	if err != nil || ev == nil {
+		return err
+	}
+	if _, err := h.db.Append(session, *ev); err != nil && !errors.Is(err, store.ErrRefStored) {
+		return errors.Wrap(err, "storing the check of Claude Code's summary")
+	}
+	return nil
+}
+
+// markerAt returns the valid marker with the highest boundary at or
+// before boundary (the newest of them), or store.Latest when there is
+// none.
+func markerAt(s *store.Snapshot, session string, boundary uint64) (uint64, error) {
+	var best marker.Marker
+	err := s.Markers(session, func(m marker.Marker) error {
+		if m.Status == marker.StatusValid && !m.Unchecked && m.Boundary <= boundary &&
+			(m.Boundary > best.Boundary || m.Boundary == best.Boundary && m.ID > best.ID) {
+			best = m
+		}
+		return nil
+	})
+	if err != nil || best.ID == 0 {
+		return store.Latest, err
+	}
+	return best.ID, nil
+}
+
+// hookOutput is SessionStart's JSON output adding text to the context.
+func hookOutput(text string) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}{HookSpecificOutput: struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	}{EventSessionStart, text}})
+	return []byte(b.String()), err
+}
+
+// Line summarizes the run as key=value fields for the hook's log.
+func (r *Result) Line() string {
+	in := &r.Input
+	var f []string
+	f = append(f, in.HookEventName)
+	switch {
+	case in.HookEventName == EventPreCompact:
+		f = append(f, "trigger="+field(in.Trigger))
+	case in.Source != "":
+		f = append(f, "source="+field(in.Source))
+	}
+	if in.SessionID != "" {
+		f = append(f, "session="+field(in.SessionID))
+	}
+	if r.Ignored {
+		return strings.Join(append(f, "ignored"), " ")
+	}
+	im := &r.Import
+	read := fmt.Sprintf("read=%d..%d", im.From, im.To)
+	if im.Full {
+		read += " whole_file"
+		if im.Anchor != "" {
+			read += " (record " + field(im.Anchor) + " not found)"
+		}
+	}
+	f = append(f, read, fmt.Sprintf("events=%d", im.Events))
+	if im.Events > 0 {
+		f = append(f, fmt.Sprintf("seq=%d..%d", im.First, im.Last))
+	}
+	if fields := im.Report.Fields(); len(fields) > 2 {
+		f = append(f, fields[2:]...)
+	}
+	for _, c := range r.Compactions {
+		if c.Committed() {
+			f = append(f, fmt.Sprintf("compacted=%s:%d..%d:marker=%d", c.Depth, c.From, c.To, c.Marker))
+		} else {
+			f = append(f, fmt.Sprintf("refused=%s:%d..%d:%s", c.Depth, c.From, c.To, c.Refused.Reasons()))
+		}
+	}
+	if r.Unwritten {
+		f = append(f, "compact_boundary_not_written_yet")
+	}
+	if st := r.State; st != nil {
+		f = append(f, fmt.Sprintf("boundary=%d marker=%d sha256=%s facts=%d shown=%d tokens=%d",
+			st.Boundary, st.Marker, st.SHA256, r.Rendered.Facts, r.Rendered.Shown, r.Rendered.Tokens))
+	}
+	if c := r.Check; c != nil {
+		f = append(f, fmt.Sprintf("summary_seq=%d summary_unmentioned=%d/%d", c.Summary, len(c.Unmentioned), c.Facts))
+		if len(c.Unmentioned) > 0 {
+			f = append(f, "not_mentioned="+fmt.Sprintf("%q", listed(c.Unmentioned, 20)))
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// listed joins the first n of labels with "; ", counting the rest.
+func listed(labels []string, n int) string {
+	if len(labels) <= n {
+		return strings.Join(labels, "; ")
+	}
+	return strings.Join(labels[:n], "; ") + fmt.Sprintf("; … and %d more", len(labels)-n)
+}
+
+// field makes s one key=value value: quoted when it holds a space, a
+// quote or a control character.
+func field(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == 0x7f }) {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}

@@ -1,0 +1,385 @@
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+const session = "0b6c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
+
+// cc makes the lines of a Claude Code transcript, as Claude Code writes
+// them: one JSON object a line, each with a uuid and the session's id.
+type cc struct {
+	lines []string
+	n     int
+}
+
+func (c *cc) add(rec map[string]any) string {
+	c.n++
+	uuid := fmt.Sprintf("00000000-0000-4000-8000-%012d", c.n)
+	rec["uuid"], rec["sessionId"], rec["cwd"] = uuid, session, "/work/app"
+	rec["timestamp"] = time.Date(2026, 2, 1, 10, 0, c.n, 0, time.UTC).Format(time.RFC3339)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic(err)
+	}
+	c.lines = append(c.lines, string(b)+"\n")
+	return uuid
+}
+
+func (c *cc) user(text string) {
+	c.add(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
+}
+
+func (c *cc) call(id, name string, input map[string]any) {
+	c.add(map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant",
+		"content": []any{map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}}}})
+}
+
+func (c *cc) result(id, text string, isError bool) {
+	c.add(map[string]any{"type": "user", "message": map[string]any{"role": "user",
+		"content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}}})
+}
+
+func (c *cc) compact(summary string) {
+	c.add(map[string]any{"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+		"compactMetadata": map[string]any{"trigger": "auto", "preTokens": 160000}})
+	c.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": summary}})
+}
+
+// write writes lines from..to of c to the file at path (appending).
+func (c *cc) write(t testing.TB, path string, from, to int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(c.lines[from:to], "")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// session builds a session: a failed build, a call left running, a
+// written file, then Claude Code's compaction, whose summary names the
+// file and the command of the running call but not the failure.
+func sessionTranscript() (c *cc, boundary int) {
+	c = &cc{}
+	c.user("Make the build pass.")
+	c.call("toolu_build", "Bash", map[string]any{"command": "make build"})
+	c.result("toolu_build", "Exit code 2\nmain.go:3: undefined: x", true)
+	c.call("toolu_write", "Write", map[string]any{"file_path": "/work/app/main.go", "content": "package main\n"})
+	c.result("toolu_write", "File created successfully at: /work/app/main.go", false)
+	c.call("toolu_serve", "Bash", map[string]any{"command": "go run ./cmd/server", "run_in_background": true})
+	boundary = len(c.lines)
+	c.compact("The user asked to make the build pass. main.go was rewritten; `go run ./cmd/server` is running.")
+	c.user("Go on.")
+	return c, boundary
+}
+
+func hookInput(path, event string) claudecode.Input {
+	in := claudecode.Input{SessionID: session, TranscriptPath: path, Cwd: "/work/app", HookEventName: event}
+	if event == claudecode.EventPreCompact {
+		in.Trigger = "auto"
+	} else {
+		in.Source = claudecode.SourceCompact
+	}
+	return in
+}
+
+func newHook(t testing.TB, db *store.DB, opts claudecode.Options) *claudecode.Hook {
+	t.Helper()
+	h, err := claudecode.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func run(t testing.TB, h *claudecode.Hook, in claudecode.Input) *claudecode.Result {
+	t.Helper()
+	r, err := h.Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("%s: %v", in.HookEventName, err)
+	}
+	return r
+}
+
+// additionalContext decodes SessionStart's output.
+func additionalContext(t testing.TB, out []byte) string {
+	t.Helper()
+	var o struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil || o.HookSpecificOutput.HookEventName != "SessionStart" {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	return o.HookSpecificOutput.AdditionalContext
+}
+
+// TestHook_Run: PreCompact then SessionStart(compact) as Claude Code runs
+// them, the transcript growing between: a marker at the boundary, the
+// state there injected, the summary checked, and each hook run again
+// changes nothing.
+func TestHook_Run(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{DB: ".claude/strata.db"})
+
+	c.write(t, path, 0, boundary)
+	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	if pre.Output != nil || len(pre.Compactions) != 1 || !pre.Compactions[0].Committed() || pre.Compactions[0].To != pre.Import.Last {
+		t.Fatalf("PreCompact: %+v; want no output and a marker at the head", pre)
+	}
+	head := pre.Import.Last
+	if again := run(t, h, hookInput(path, claudecode.EventPreCompact)); again.Import.Events != 0 || len(again.Compactions) != 0 {
+		t.Fatalf("PreCompact again: %+v; want nothing", again)
+	}
+
+	c.write(t, path, boundary, len(c.lines))
+	start := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	st := start.State
+	if st == nil || st.Boundary != head || st.Marker != pre.Compactions[0].Marker || len(start.Compactions) != 0 {
+		t.Fatalf("SessionStart: state %+v compactions %+v; want the state at seq %d from PreCompact's marker", st, start.Compactions, head)
+	}
+	text := additionalContext(t, start.Output)
+	for _, want := range []string{
+		"## calls open at the boundary, no result (UNRESOLVED): 1\n- UNRESOLVED call toolu_serve (Bash), opened at seq",
+		"## failed tool calls, newest first: 1\n- FAILED call toolu_build (Bash)",
+		`— "Exit code 2\nmain.go:3: undefined: x"`,
+		"## artifacts (files written), newest first: 1\n- artifact: main.go — written by Write (call toolu_write)",
+		fmt.Sprintf("`strata resume --db .claude/strata.db --session %s --marker %d` (marker %d, sha256 %s)", session, st.Marker, st.Marker, st.SHA256),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the injected state lacks %q:\n%s", want, text)
+		}
+	}
+	rc, err := db.Resume(session, st.Marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.SHA256() != st.SHA256 {
+		t.Errorf("resume --marker %d: sha256 %s, the state says %s", st.Marker, rc.SHA256(), st.SHA256)
+	}
+	// The summary names main.go and the server's command, not the failure.
+	if c := start.Check; c == nil || c.Facts != 3 || len(c.Unmentioned) != 1 || c.Unmentioned[0] != "FAILED call toolu_build (Bash)" {
+		t.Fatalf("check: %+v; want the failure alone unmentioned of 3 facts", start.Check)
+	}
+	evs := dbtest.Events(t, db, session)
+	last := evs[len(evs)-1]
+	if last.Kind != tier.KindSystem || !strings.Contains(last.Text, "it does not mention 1 of them:\n- FAILED call toolu_build (Bash)") {
+		t.Fatalf("the last event is %+v; want the check", last)
+	}
+
+	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if string(again.Output) != string(start.Output) || len(dbtest.Events(t, db, session)) != len(evs) {
+		t.Fatalf("SessionStart again: output %s, %d events; want the same output, no event added", again.Output, len(dbtest.Events(t, db, session)))
+	}
+}
+
+// TestHook_Run_WithoutPreCompact: SessionStart(compact) alone — PreCompact
+// did not run, or failed — makes the marker at the boundary itself.
+func TestHook_Run_WithoutPreCompact(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	c.write(t, path, 0, len(c.lines))
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	if len(r.Compactions) != 1 || !r.Compactions[0].Committed() || r.State.Marker != r.Compactions[0].Marker || r.Compactions[0].To != r.State.Boundary {
+		t.Fatalf("compactions %+v, state %+v; want a marker made at the boundary", r.Compactions, r.State)
+	}
+	_ = boundary
+	if !strings.Contains(additionalContext(t, r.Output), "UNRESOLVED call toolu_serve") {
+		t.Fatal("the open call is not injected")
+	}
+}
+
+// TestHook_Run_BoundaryNotWritten: Claude Code writes its records
+// asynchronously; a SessionStart(compact) that finds no compact_boundary
+// newer than the head PreCompact compacted — none at all, or only an
+// earlier compaction's — injects the state at that head, where PreCompact
+// saw Claude Code about to cut.
+func TestHook_Run_BoundaryNotWritten(t *testing.T) {
+	for _, earlier := range []bool{false, true} {
+		t.Run(fmt.Sprintf("earlier_compaction=%v", earlier), func(t *testing.T) {
+			c := &cc{}
+			if earlier {
+				c.user("Start.")
+				c.compact("The user said start.")
+			}
+			c.user("Make the build pass.")
+			c.call("toolu_build", "Bash", map[string]any{"command": "make build"})
+			c.result("toolu_build", "Exit code 2", true)
+			path := filepath.Join(t.TempDir(), session+".jsonl")
+			c.write(t, path, 0, len(c.lines))
+			db := dbtest.Open(t, store.Options{NoSync: true})
+			h := newHook(t, db, claudecode.Options{})
+			pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+			r := run(t, h, hookInput(path, claudecode.EventSessionStart))
+			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
+				t.Fatalf("%+v, line %q; want the state at seq %d, PreCompact's head, and no check", r, r.Line(), pre.Import.Last)
+			}
+			if !strings.Contains(additionalContext(t, r.Output), "- FAILED call toolu_build (Bash)") {
+				t.Fatal("the failure is not injected")
+			}
+		})
+	}
+}
+
+// TestHook_Run_NoBoundary: SessionStart(compact) on a transcript without a
+// compact_boundary record fails, saying so.
+func TestHook_Run_NoBoundary(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	c.write(t, path, 0, boundary)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	_, err := newHook(t, db, claudecode.Options{}).Run(context.Background(), hookInput(path, claudecode.EventSessionStart))
+	if !errors.Is(err, claudecode.ErrNoBoundary) {
+		t.Fatalf("err %v, want ErrNoBoundary", err)
+	}
+}
+
+// TestHook_Run_Ignored: other events and sources do nothing.
+func TestHook_Run_Ignored(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{})
+	for _, in := range []claudecode.Input{
+		{HookEventName: "SessionStart", Source: "startup", SessionID: session, TranscriptPath: "/nonexistent"},
+		{HookEventName: "SessionStart", Source: "resume", SessionID: session},
+		{HookEventName: "UserPromptSubmit", SessionID: session},
+	} {
+		r := run(t, h, in)
+		if !r.Ignored || r.Output != nil || !strings.HasSuffix(r.Line(), " ignored") {
+			t.Errorf("%+v: %+v, line %q; want ignored", in, r, r.Line())
+		}
+	}
+	if ids, err := db.Sessions(); err != nil || len(ids) != 0 {
+		t.Fatalf("sessions %v, %v; want none", ids, err)
+	}
+}
+
+// TestState_Render_Budget: what does not fit is counted, never cut
+// silently; the text stays within the budget and is the same every time.
+func TestState_Render_Budget(t *testing.T) {
+	st := &claudecode.State{Session: session, Boundary: 500, Marker: 7, SHA256: strings.Repeat("ab", 32)}
+	for i := 59; i >= 0; i-- { // newest first, as State holds them
+		st.Claims.Failures = append(st.Claims.Failures, tier.Resolution{ID: fmt.Sprintf("toolu_%02d", i), Kind: tier.KindToolCall,
+			Name: "Bash", Seq: uint64(2*i + 1), At: uint64(2*i + 2), Failed: true, Reason: "Exit code 1\n" + strings.Repeat("x", 20*i)})
+	}
+	st.Claims.Artifacts = []tier.Artifact{{Key: "a.go", Text: "written by Write", Seq: 3}}
+	for _, budget := range []int{claudecode.MinBudget, 800, 5000} {
+		r := st.Render("strata.db", budget)
+		if r.Tokens > budget || tier.TokensOfBytes(len(r.Text)) != r.Tokens || r.Facts != 61 {
+			t.Fatalf("budget %d: %d tokens, %d facts", budget, r.Tokens, r.Facts)
+		}
+		if again := st.Render("strata.db", budget); again != r {
+			t.Fatalf("budget %d: two renderings differ", budget)
+		}
+		shown := strings.Count(r.Text, "\n- FAILED call ")
+		more := 0
+		if m := regexp.MustCompile(`… and (\d+) more failed tool calls? not shown`).FindStringSubmatch(r.Text); m != nil {
+			more, _ = strconv.Atoi(m[1])
+		}
+		if shown+more != 60 {
+			t.Fatalf("budget %d: %d failures shown and %d counted, of 60:\n%s", budget, shown, more, r.Text)
+		}
+		prev := 60
+		for _, m := range regexp.MustCompile(`- FAILED call toolu_(\d+) `).FindAllStringSubmatch(r.Text, -1) {
+			n, _ := strconv.Atoi(m[1])
+			if n >= prev {
+				t.Fatalf("budget %d: toolu_%02d after toolu_%02d: not newest first:\n%s", budget, n, prev, r.Text)
+			}
+			prev = n
+		}
+		if budget == 5000 && !strings.Contains(r.Text, "- FAILED call toolu_59 (Bash), opened at seq 119, failed at seq 120 — \"Exit code 1\\n"+strings.Repeat("x", 228)+"…(952 more bytes)\"\n") {
+			t.Fatalf("a long reason is not cut saying so:\n%s", r.Text)
+		}
+	}
+}
+
+func TestReadInput(t *testing.T) {
+	good := `{"session_id":"` + session + `","transcript_path":"/t.jsonl","cwd":"/w","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}`
+	in, err := claudecode.ReadInput(strings.NewReader(good))
+	if err != nil || in.SessionID != session || in.Trigger != "manual" || !in.Handled() {
+		t.Fatalf("%+v, %v", in, err)
+	}
+	if in, err := claudecode.ReadInput(strings.NewReader(`{"hook_event_name":"Stop"}`)); err != nil || in.Handled() {
+		t.Fatalf("an event the hook leaves alone: %+v, %v", in, err)
+	}
+	for name, bad := range map[string]string{
+		"not JSON":      "PreCompact please",
+		"an array":      `[1]`,
+		"no event":      `{"session_id":"s"}`,
+		"no session":    `{"hook_event_name":"PreCompact","transcript_path":"/t"}`,
+		"no transcript": `{"hook_event_name":"SessionStart","source":"compact","session_id":"s"}`,
+		"bad session":   `{"hook_event_name":"PreCompact","transcript_path":"/t","session_id":"a\u0001b"}`,
+		"too large":     `{"hook_event_name":"PreCompact","x":"` + strings.Repeat("x", 1<<20) + `"}`,
+	} {
+		if _, err := claudecode.ReadInput(strings.NewReader(bad)); !errors.Is(err, claudecode.ErrBadInput) {
+			t.Errorf("%s: err %v, want ErrBadInput", name, err)
+		}
+	}
+}
+
+// TestAppendLog: one line a call, line breaks made spaces; past
+// MaxLogBytes the log is moved aside and begun again.
+func TestAppendLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), claudecode.LogName)
+	at := time.Date(2026, 2, 1, 10, 0, 0, 0, time.FixedZone("x", 3600))
+	if err := claudecode.AppendLog(path, at, "PreCompact FAILED\nreading"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != "2026-02-01T09:00:00Z PreCompact FAILED reading\n" {
+		t.Fatalf("log %q", b)
+	}
+	big := strings.Repeat("x", claudecode.MaxLogBytes)
+	for range 2 {
+		if err := claudecode.AppendLog(path, at, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := os.ReadFile(path + ".1")
+	if err != nil || !strings.HasPrefix(string(old), "2026-02-01T09:00:00Z PreCompact FAILED reading\n") {
+		t.Fatalf("the moved log: %.80q, %v", old, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > claudecode.MaxLogBytes+100 {
+		t.Fatalf("the log after moving: %v, %v", fi, err)
+	}
+}
+
+func TestDefaultStore(t *testing.T) {
+	if got := claudecode.DefaultStore("/p", "/c"); got != "/p/.claude/strata.db" {
+		t.Errorf("with CLAUDE_PROJECT_DIR: %s", got)
+	}
+	if got := claudecode.DefaultStore("", "/c"); got != "/c/.claude/strata.db" {
+		t.Errorf("without: %s", got)
+	}
+	if got := claudecode.DefaultLog("/d/x.db", "/p", "/c"); got != "/d/strata.log" {
+		t.Errorf("a file's log: %s", got)
+	}
+	if got := claudecode.DefaultLog("postgres://h/db", "/p", "/c"); got != "/p/.claude/strata.log" {
+		t.Errorf("a URL's log: %s", got)
+	}
+}

@@ -1,0 +1,202 @@
+package claudecode
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// strataRefPrefix starts the refs of the events the hook adds to a
+// session itself (the check of Claude Code's summary): no record of the
+// transcript has such a ref, since Claude Code's are UUIDs.
+const strataRefPrefix = "strata:"
+
+// maxAppendTries bounds how often an import decodes again when another
+// process stored records of the session meanwhile (a PostgreSQL store;
+// a file's lock keeps other processes out).
+const maxAppendTries = 4
+
+// maxAnchorSteps bounds how far back from the head the import looks for
+// the last event made from a record of the transcript.
+const maxAnchorSteps = 64
+
+// Import is what one import of the transcript read and stored.
+type Import struct {
+	// From and To are the bytes of the transcript read: from the line
+	// after the last record the session holds to the end of the last
+	// whole line. From is 0 when the whole file was read.
+	From, To int64
+	// Anchor is the uuid of the last record the session held before,
+	// searched for from the end of the file; "" when the session held no
+	// record of a transcript. Full says the whole file was read: there
+	// was no anchor, or it was not found (a file rewritten).
+	Anchor string
+	Full   bool
+	// Events were appended as seqs First..Last (0, 0 for none).
+	Events      int
+	First, Last uint64
+	// Report counts what the read held (transcript.Report), the records
+	// the session held already as Known.
+	Report transcript.Report
+}
+
+// importTranscript appends to session the records of t it does not hold,
+// reading only the part of the file after the last one it holds when that
+// record is found, and the whole file otherwise (or when whole is set):
+// either way a record the session holds is left out (its ref is its
+// uuid), so importing again adds nothing twice.
+func importTranscript(db *store.DB, session string, t *transcriptFile, whole bool) (Import, error) {
+	for try := 1; ; try++ {
+		var im Import
+		var ss []transcript.Session
+		var head uint64
+		err := db.View(func(s *store.Snapshot) error {
+			tgt, h, anchor, err := sessionTarget(s, session)
+			if err != nil {
+				return err
+			}
+			head, im.Anchor, im.To = h, anchor, t.end
+			if anchor != "" && !whole {
+				_, next, found, err := t.findLast(jsonString(anchor), func(r *record) bool { return r.UUID == anchor })
+				if err != nil {
+					return err
+				}
+				if found {
+					im.From = next
+				}
+			}
+			im.Full = im.From == 0
+			if im.From >= im.To {
+				return nil // nothing written since
+			}
+			ss, im.Report, err = t.decode(im.From, tgt)
+			return err
+		})
+		if err != nil {
+			return im, err
+		}
+		var events []tier.Event
+		var lines []int
+		for _, s := range ss {
+			events, lines = append(events, s.Events...), append(lines, s.Lines...)
+		}
+		if len(events) == 0 {
+			return im, nil
+		}
+		res, err := db.Append(session, events...)
+		if err != nil {
+			if try < maxAppendTries && headMoved(db, session, head) {
+				continue
+			}
+			var ee *tier.EventError
+			if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(lines) {
+				err = &transcript.LineError{File: t.path, Line: lines[ee.Index] + t.linesBeforeOrZero(im.From), Err: err}
+			}
+			return im, errors.Wrapf(err, "claudecode: storing the records of %s", t.path)
+		}
+		im.Events, im.First, im.Last = len(events), res.First, res.Last
+		return im, nil
+	}
+}
+
+// headMoved reports whether session's head is no longer head.
+func headMoved(db *store.DB, session string, head uint64) bool {
+	info, err := db.Info(session)
+	return err == nil && info.Head != head
+}
+
+// sessionTarget returns where the transcript's records go — session,
+// with the calls open at its head and the refs it holds — and the head,
+// and the ref of the last event made from a record of a transcript (the
+// anchor of an incremental read), "" when it holds none.
+func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, head uint64, anchor string, err error) {
+	t = transcript.Target{Session: session, Stored: func(ref string) (bool, error) {
+		_, ok, err := s.Ref(session, ref)
+		return ok, err
+	}}
+	info, err := s.Info(session)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		return t, 0, "", nil
+	}
+	if err != nil {
+		return t, 0, "", err
+	}
+	l, err := s.Ledger(session)
+	if err != nil {
+		return t, 0, "", err
+	}
+	for _, o := range l.OpenList() {
+		if err := s.Events(session, o.Seq, o.Seq, func(e tier.Event) error {
+			t.Open = append(t.Open, e)
+			return nil
+		}); err != nil {
+			return t, 0, "", err
+		}
+	}
+	for seq := info.Head; seq > 0 && info.Head-seq < maxAnchorSteps && anchor == ""; seq-- {
+		if err := s.Events(session, seq, seq, func(e tier.Event) error {
+			if e.Ref != "" && !strings.HasPrefix(e.Ref, strataRefPrefix) {
+				anchor = e.Ref
+			}
+			return nil
+		}); err != nil {
+			return t, 0, "", err
+		}
+	}
+	if strings.Contains(anchor, ":") {
+		anchor = "" // a ref derived from a record without a uuid: not searchable
+	}
+	return t, info.Head, anchor, nil
+}
+
+// decode reads the transcript's records from offset from to its end,
+// every conversation into the session of target. A read from the middle
+// of the file in which no record is of a kind Claude Code writes (only
+// new record types) stores nothing and is no error; a line error names the
+// line of the whole file.
+func (t *transcriptFile) decode(from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
+	r := io.NewSectionReader(t.f, from, t.end-from)
+	ss, rep, err := transcript.Read(transcript.ClaudeCode, r, transcript.Options{
+		File: t.path, MainSession: true,
+		Target: func(string) (transcript.Target, error) { return target, nil },
+	})
+	if errors.Is(err, transcript.ErrNothingRecognized) && from > 0 {
+		return nil, rep, nil
+	}
+	var le *transcript.LineError
+	if errors.As(err, &le) && from > 0 {
+		n, lerr := t.linesBefore(from)
+		if lerr != nil {
+			return nil, rep, errors.CombineErrors(err, lerr)
+		}
+		le.Line += n
+	}
+	return ss, rep, err
+}
+
+// linesBefore counts the lines before offset off.
+func (t *transcriptFile) linesBefore(off int64) (int, error) {
+	buf := make([]byte, 64<<10)
+	n := 0
+	for at := int64(0); at < off; {
+		b := buf[:min(int64(len(buf)), off-at)]
+		if _, err := t.f.ReadAt(b, at); err != nil {
+			return 0, errors.Wrapf(err, "claudecode: reading transcript %s", t.path)
+		}
+		n += bytes.Count(b, []byte{'\n'})
+		at += int64(len(b))
+	}
+	return n, nil
+}
+
+// linesBeforeOrZero is linesBefore for an error message: 0 when it fails.
+func (t *transcriptFile) linesBeforeOrZero(off int64) int {
+	n, _ := t.linesBefore(off)
+	return n
+}

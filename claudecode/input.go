@@ -1,0 +1,72 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/store"
+)
+
+// The hook events and the SessionStart source the hook acts on.
+const (
+	EventPreCompact   = "PreCompact"
+	EventSessionStart = "SessionStart"
+	SourceCompact     = "compact" // SessionStart right after a compaction
+)
+
+// maxInputBytes bounds the hook input read from stdin: Claude Code's is
+// a few hundred bytes.
+const maxInputBytes = 1 << 20
+
+// Input is the JSON object Claude Code writes to a command hook's stdin:
+// the fields every event carries, and PreCompact's trigger and
+// SessionStart's source. Other fields are ignored.
+type Input struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"` // the session's transcript file (JSONL)
+	Cwd            string `json:"cwd"`             // the working directory of the session
+	HookEventName  string `json:"hook_event_name"`
+	Trigger        string `json:"trigger,omitempty"` // PreCompact: "manual" (/compact) or "auto"
+	Source         string `json:"source,omitempty"`  // SessionStart: "startup", "resume", "clear" or "compact"
+}
+
+// Handled reports whether the hook acts on in: PreCompact (any trigger),
+// and SessionStart with source "compact". Every other event and source is
+// left alone.
+func (in *Input) Handled() bool {
+	return in.HookEventName == EventPreCompact || in.HookEventName == EventSessionStart && in.Source == SourceCompact
+}
+
+// ReadInput reads one hook input from r (at most 1 MiB): a JSON object
+// naming hook_event_name and, for an event the hook acts on (Handled),
+// a session_id that is a store session id and a transcript_path. Any other
+// input is an error wrapping ErrBadInput that says what is wrong.
+func ReadInput(r io.Reader) (Input, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
+	if err != nil {
+		return Input{}, errors.Wrap(err, "claudecode: reading the hook input")
+	}
+	if len(b) > maxInputBytes {
+		return Input{}, errors.Wrapf(ErrBadInput, "over %d bytes", maxInputBytes)
+	}
+	var in Input
+	if err := json.Unmarshal(b, &in); err != nil {
+		return Input{}, errors.Wrapf(ErrBadInput, "not a JSON object (%v): %q", err, clipText(string(b), 80))
+	}
+	switch {
+	case in.HookEventName == "":
+		return in, errors.Wrap(ErrBadInput, "no hook_event_name")
+	case !in.Handled():
+		return in, nil
+	case in.SessionID == "":
+		return in, errors.Wrapf(ErrBadInput, "%s without a session_id", in.HookEventName)
+	case in.TranscriptPath == "":
+		return in, errors.Wrapf(ErrBadInput, "%s without a transcript_path", in.HookEventName)
+	}
+	if err := store.CheckSession(in.SessionID); err != nil {
+		return in, errors.Wrapf(ErrBadInput, "session_id %q: %v", clipText(in.SessionID, 80), err)
+	}
+	return in, nil
+}

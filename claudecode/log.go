@@ -1,0 +1,75 @@
+package claudecode
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+)
+
+// StoreName is the store's file name in the project's .claude directory,
+// LogName the log's beside it.
+const (
+	StoreName = "strata.db"
+	LogName   = "strata.log"
+)
+
+// MaxLogBytes is the size past which AppendLog moves the log to
+// "<log>.1", replacing the one there, and starts a new one: the two hold
+// the latest lines, at most about 2 MiB.
+const MaxLogBytes = 1 << 20
+
+// ProjectDir returns the directory of the project a hook runs for:
+// projectDir ($CLAUDE_PROJECT_DIR, which Claude Code sets for the hooks
+// it runs) when set, else cwd (the hook input's), else ".".
+func ProjectDir(projectDir, cwd string) string {
+	switch {
+	case projectDir != "":
+		return projectDir
+	case cwd != "":
+		return cwd
+	}
+	return "."
+}
+
+// DefaultStore returns the store a hook uses when none is given:
+// .claude/strata.db in the project's directory (ProjectDir).
+func DefaultStore(projectDir, cwd string) string {
+	return filepath.Join(ProjectDir(projectDir, cwd), ".claude", StoreName)
+}
+
+// DefaultLog returns the hook's log file for store db: strata.log beside
+// a file store; for a URL (a PostgreSQL store), in the project's .claude
+// directory.
+func DefaultLog(db, projectDir, cwd string) string {
+	if strings.Contains(db, "://") {
+		return filepath.Join(ProjectDir(projectDir, cwd), ".claude", LogName)
+	}
+	return filepath.Join(filepath.Dir(db), LogName)
+}
+
+// AppendLog appends one line to the log file at path — the time (UTC,
+// RFC 3339), a space, msg with its line breaks made spaces — creating the
+// file (0600) when missing; first, a log past MaxLogBytes is moved to
+// "<path>.1".
+func AppendLog(path string, t time.Time, msg string) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxLogBytes {
+		if err := os.Rename(path, path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return errors.Wrap(err, "claudecode: rotating the log")
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return errors.Wrap(err, "claudecode: opening the log")
+	}
+	line := t.UTC().Format(time.RFC3339) + " " + strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, msg) + "\n"
+	_, err = f.WriteString(line)
+	return errors.CombineErrors(errors.Wrap(err, "claudecode: writing the log"), f.Close())
+}

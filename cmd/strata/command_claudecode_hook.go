@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/store"
+)
+
+// defaultHookTimeout is the hook's wait for the store's lock: long enough
+// for another session's hook on the same store to finish, short beside
+// the time Claude Code gives a hook.
+const defaultHookTimeout = 10 * time.Second
+
+// claudeCodeHookOptions are the flags of `strata claude-code hook`.
+type claudeCodeHookOptions struct {
+	db      string
+	log     string
+	budget  int
+	timeout time.Duration
+}
+
+// newClaudeCodeHookCommand returns `strata claude-code hook`.
+func newClaudeCodeHookCommand() *cobra.Command {
+	o := &claudeCodeHookOptions{}
+	var flagErr error
+	cmd := &cobra.Command{
+		Use:   "hook [--db DB] [--log FILE] [--budget N] [--timeout D]",
+		Short: "Run as a Claude Code hook: read the hook's JSON on stdin, import, compact, inject the state",
+		Long: `Run as a Claude Code command hook (docs/claude-code.md): read the JSON
+Claude Code writes to the hook's stdin (session_id, transcript_path, cwd,
+hook_event_name, trigger or source) and act on it.
+
+PreCompact (any trigger): import the transcript into the session of its
+session_id — only the records the store does not hold, read from the line
+after the last one it holds — and compact the session's head into one L1
+node with the extractive summarizer, so that a marker stands where Claude
+Code is about to cut. Nothing is printed.
+
+SessionStart with source "compact": import what Claude Code wrote since
+(its compact_boundary record and its summary), make sure a marker stands
+at the boundary, and print on stdout
+  {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"…"}}
+whose context is the state the raw transcript implies at the boundary:
+every call still open (UNRESOLVED), every failed tool call, every
+rejected, failed or superseded item with its reason, every active
+constraint, every artifact — within --budget tokens, each class newest
+first, what does not fit counted — with the marker's id, the sha256 of
+its context and the strata resume command that prints it. Which of these
+facts Claude Code's own summary does not mention (by id, key, file or
+command) is logged, and stored once as a system event after what the hook
+imported.
+
+Every other event and source: nothing (a log line, when the log's
+directory exists). The hook exits 0 whatever happens,
+so as never to break the session: a failure (bad input, a damaged or
+locked store, an unreadable transcript) prints nothing on stdout and
+writes one line naming it to the log; every run writes one line.
+
+The store is --db, a file (created if missing) or a postgres:// URL;
+without it, .claude/strata.db in $CLAUDE_PROJECT_DIR, else in the cwd of
+the hook's input. The log is --log, else strata.log beside a file store,
+or in the project's .claude directory for a URL; past 1 MiB it is moved
+to strata.log.1.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				flagErr = errors.Newf("hook takes no arguments, got %q", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), flagErr)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.db, "db", "", "the store: a file (created if missing) or a postgres:// URL (default .claude/strata.db of the project)")
+	f.StringVar(&o.log, "log", "", "the log file (default strata.log beside the store)")
+	f.IntVar(&o.budget, "budget", claudecode.DefaultBudget, fmt.Sprintf("the token budget of the injected state (at least %d)", claudecode.MinBudget))
+	f.DurationVar(&o.timeout, "timeout", defaultHookTimeout, "how long to wait for the store's lock, held by another hook")
+	// A hook never exits 2, which PreCompact reads as "do not compact":
+	// bad flags are logged like any failure, and the hook runs without them.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		o.run(c.Context(), c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr(), err)
+		return nil
+	})
+	return cmd
+}
+
+// run runs the hook: nothing it meets makes it fail. usage is a problem
+// of the command line, logged as a failure before anything is done.
+func (o *claudeCodeHookOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer, usage error) {
+	in, inErr := claudecode.ReadInput(stdin)
+	projectDir := os.Getenv("CLAUDE_PROJECT_DIR")
+	db := o.db
+	if db == "" {
+		db = claudecode.DefaultStore(projectDir, in.Cwd)
+	}
+	logPath := o.log
+	if logPath == "" {
+		logPath = claudecode.DefaultLog(db, projectDir, in.Cwd)
+	}
+	line, output := o.hook(ctx, in, inErr, usage, db)
+	var err error
+	if _, serr := os.Stat(filepath.Dir(logPath)); serr != nil && inErr == nil && usage == nil && !in.Handled() {
+		// An event the hook leaves alone makes no directory for its line.
+	} else if err = os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
+		err = claudecode.AppendLog(logPath, time.Now(), line)
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "strata claude-code hook: %s (the line: %s)\n", err, line)
+	}
+	if output != nil {
+		if _, err := out.Write(output); err != nil {
+			_ = claudecode.AppendLog(logPath, time.Now(), in.HookEventName+" FAILED writing the output: "+err.Error())
+		}
+	}
+}
+
+// hook does the work and returns the log line and the output to print
+// (nil for none).
+func (o *claudeCodeHookOptions) hook(ctx context.Context, in claudecode.Input, inErr, usage error, db string) (line string, output []byte) {
+	failed := func(what string, err error) (string, []byte) {
+		name := in.HookEventName
+		if name == "" {
+			name = "hook"
+		}
+		return fmt.Sprintf("%s FAILED %s: %s", name, what, oneLineError(err)), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			line, output = failed("(a bug)", errors.Newf("panic: %v", p))
+		}
+	}()
+	switch {
+	case usage != nil:
+		return failed("(the command line)", usage)
+	case inErr != nil:
+		return failed("reading the hook input", inErr)
+	case o.budget < claudecode.MinBudget:
+		return failed("(the command line)", errors.Newf("--budget must be at least %d, got %d", claudecode.MinBudget, o.budget))
+	case o.timeout <= 0:
+		return failed("(the command line)", errors.Newf("--timeout must be positive, got %s", o.timeout))
+	case !in.Handled():
+		r := claudecode.Result{Input: in, Ignored: true}
+		return r.Line(), nil
+	}
+	if !strings.Contains(db, "://") {
+		if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+			return failed("creating the store's directory", err)
+		}
+	}
+	st, err := store.Open(db, store.Options{Create: true, LockTimeout: o.timeout})
+	if err != nil {
+		return failed("opening the store "+db, explainOpen(err))
+	}
+	h, err := claudecode.New(st, claudecode.Options{Budget: o.budget, DB: db})
+	if err != nil {
+		st.Close()
+		return failed("(setting up)", err)
+	}
+	r, err := h.Run(ctx, in)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = errors.Wrap(cerr, "closing the store")
+	}
+	if err != nil {
+		return failed("on "+db, err)
+	}
+	return r.Line(), r.Output
+}
+
+// oneLineError is err's message and hints on one line.
+func oneLineError(err error) string {
+	s := err.Error()
+	for _, h := range errors.GetAllHints(err) {
+		s += " (hint: " + h + ")"
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"io"
 	"os"
 
@@ -12,7 +13,9 @@ import (
 
 // Backup writes a consistent copy of the whole database to w, from one read
 // transaction: writers go on meanwhile, and the copy is the database as of
-// that transaction. It returns the bytes written.
+// that transaction. It returns the bytes written. It copies a bbolt file; a
+// database that is not one (PostgreSQL) has no file to copy, and BackupFile
+// writes one of it.
 func (db *DB) Backup(w io.Writer) (n int64, err error) {
 	if err := db.acquire(); err != nil {
 		return 0, err
@@ -32,7 +35,26 @@ func (db *DB) Backup(w io.Writer) (n int64, err error) {
 // is the database's own file is refused: the copy would replace the file
 // under the open database, whose later writes would go to the unlinked old
 // one and be lost.
-func (db *DB) BackupFile(path string) (int64, error) {
+//
+// A bbolt file is copied whole, as Backup copies it. A database that is not
+// a file (PostgreSQL) is written into a new bbolt file, every session
+// copied from one snapshot as Snapshot.CopyFile copies them; the result
+// verifies and resumes as the source does. n is the file's size.
+func (db *DB) BackupFile(path string) (n int64, err error) {
+	if db.path == "" {
+		err = db.View(func(s *Snapshot) error {
+			_, err := s.CopyFile(context.Background(), path, true, CopyOptions{})
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0, errors.Wrap(err, "store: backup")
+		}
+		return fi.Size(), nil
+	}
 	if dst, err := os.Stat(path); err == nil {
 		if src, err := os.Stat(db.path); err == nil && os.SameFile(src, dst) {
 			return 0, errors.Newf("store: backup: %s is the database itself", path)
@@ -55,7 +77,7 @@ func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	c, ok := s.tx.(backend.Snapshotter)
 	if !ok {
-		return 0, errors.New("store: backup: this backend cannot copy itself")
+		return 0, errors.New("store: backup: the database is not a file to copy: write a new file of it with BackupFile or Snapshot.CopyFile")
 	}
 	n, err := c.WriteTo(w)
 	return n, errors.Wrap(err, "store: backup")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -64,6 +65,10 @@ var (
 	// event carries the ref of a source record whose events the session
 	// holds already.
 	ErrRefStored = errors.New("store: the record is stored already")
+	// ErrSessionExists is returned by Snapshot.Copy and CopyFile (the
+	// cause of a *SessionExistsError) when the destination holds another
+	// session of an id they were to copy.
+	ErrSessionExists = errors.New("store: the destination holds the session already")
 	// ErrBadOptions is returned by Open for contradictory options.
 	ErrBadOptions = errors.New("store: bad options")
 	// ErrPoisoned marks a write whose commit failed at the disk — an fsync
@@ -110,3 +115,37 @@ func (e *RefError) Unwrap() error { return ErrRefStored }
 
 // Format implements fmt.Formatter through errors.FormatError.
 func (e *RefError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+
+// SessionExistsError is the error of a copy refused before it wrote
+// anything: the destination holds sessions of ids it was to copy, IDs, in
+// byte order. errors.Is(err, ErrSessionExists) holds.
+type SessionExistsError struct {
+	IDs []string
+}
+
+// maxIDsShown is how many ids a SessionExistsError's message names.
+const maxIDsShown = 10
+
+// Error implements error.
+func (e *SessionExistsError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrSessionExists.Error())
+	for i, id := range e.IDs {
+		if i == maxIDsShown {
+			fmt.Fprintf(&b, " and %d more", len(e.IDs)-i)
+			break
+		}
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%q", sep, id)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrSessionExists.
+func (e *SessionExistsError) Unwrap() error { return ErrSessionExists }
+
+// Format implements fmt.Formatter through errors.FormatError.
+func (e *SessionExistsError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
@@ -70,4 +72,56 @@ func DecodeLedgerRecord(raw []byte, v any) error {
 		return decode(recConstraint, raw, v)
 	}
 	return decode(recArtifact, raw, v)
+}
+
+// SetCopyBatch makes Copy write at most n values per destination
+// transaction until the returned function restores the default. For tests
+// that are not parallel.
+func SetCopyBatch(n int) (restore func()) {
+	old := copyBatchValues
+	copyBatchValues = n
+	return func() { copyBatchValues = old }
+}
+
+// RawSessions returns every value of every session of db as its backend
+// returns it, by session and place: "state", "l0 <seq>", "<table> <key>"
+// (the key quoted). Two databases whose RawSessions are equal hold the
+// same bytes.
+func RawSessions(db *DB) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	err := db.view(func(tx backend.Tx) error {
+		return tx.Sessions(func(id string) error {
+			b, err := tx.Session(id)
+			if err != nil {
+				return err
+			}
+			m := map[string]string{}
+			st, err := b.State()
+			if err != nil {
+				return err
+			}
+			if st != nil {
+				m["state"] = string(st)
+			}
+			err = b.Events(1, ^uint64(0), func(seq uint64, v []byte) (bool, error) {
+				m[fmt.Sprintf("l0 %d", seq)] = string(v)
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			for t := backend.Table(1); t < backend.Tables; t++ {
+				err := b.Scan(t, nil, func(k, v []byte) (bool, error) {
+					m[fmt.Sprintf("%s %q", t, k)] = string(v)
+					return true, nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			out[id] = m
+			return nil
+		})
+	})
+	return out, err
 }

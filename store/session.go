@@ -59,7 +59,8 @@ func (s *sess) state() (stateRec, error) {
 		return st, err
 	}
 	if v == nil {
-		return st, corrupt(s.id, "state", nil, errors.New("missing"))
+		// What a copy stopped midway leaves (Snapshot.Copy).
+		return st, corrupt(s.id, "state", nil, errors.New("missing (a copy of the session stopped midway leaves it so; the same copy run again completes it)"))
 	}
 	if err := decodeState(v, &st); err != nil {
 		return st, corrupt(s.id, "state", nil, err)

@@ -16,7 +16,8 @@ func (s *Snapshot) Size() int64 {
 // of this snapshot: what DB.Stats returns, for a caller that reads other
 // things from the same transaction. Sessions is never nil. FileBytes is the
 // file's size when Stats is called (the file may run ahead of Size), for a
-// backend that is a file.
+// backend that is a file; TableBytes the size of the tables then, for a
+// backend in PostgreSQL.
 func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 	out := Stats{Sessions: []SessionStats{}, Total: newSessionStats("")}
 	ids := sessions
@@ -39,7 +40,15 @@ func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 			out.FileBytes = n
 		}
 	}
+	if t, ok := s.db.be.(interface{ TableBytes() (int64, error) }); ok {
+		n, err := t.TableBytes()
+		if err != nil {
+			return out, err
+		}
+		out.TableBytes = n
+	}
 	out.FileBytesPerEvent = perEvent(out.FileBytes, out.Total.Events)
+	out.TableBytesPerEvent = perEvent(out.TableBytes, out.Total.Events)
 	out.BytesPerEvent = out.Total.BytesPerEvent
 	return out, nil
 }

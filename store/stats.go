@@ -41,9 +41,16 @@ type Stats struct {
 	Total    SessionStats   `json:"total"`
 	// FileBytes is the database file's size, and FileBytesPerEvent that
 	// size per raw event of the sessions counted: what the file costs per
-	// event, summaries, indexes and free pages included.
-	FileBytes         int64   `json:"file_bytes"`
-	FileBytesPerEvent float64 `json:"file_bytes_per_event"`
+	// event, summaries, indexes and free pages included. Both are absent
+	// (0) for a database that is not a file.
+	FileBytes         int64   `json:"file_bytes,omitempty"`
+	FileBytesPerEvent float64 `json:"file_bytes_per_event,omitempty"`
+	// TableBytes is, for a database in PostgreSQL, the size of strata's
+	// tables in its schema with their indexes and TOAST
+	// (pg_total_relation_size), and TableBytesPerEvent that size per raw
+	// event of the sessions counted; absent (0) for a file.
+	TableBytes         int64   `json:"table_bytes,omitempty"`
+	TableBytesPerEvent float64 `json:"table_bytes_per_event,omitempty"`
 	// BytesPerEvent is Total.BytesPerEvent: the stored raw events' bytes
 	// per event.
 	BytesPerEvent float64 `json:"bytes_per_event"`

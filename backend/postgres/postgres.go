@@ -298,6 +298,15 @@ func (b *Backend) MaxKeyBytes() int { return MaxKeyBytes }
 // FormatVersion returns the schema version, SchemaVersion.
 func (b *Backend) FormatVersion() int { return SchemaVersion }
 
+// TableBytes returns the size of strata's tables in the schema, their
+// indexes and TOAST included (pg_total_relation_size): what the database
+// takes on the server.
+func (b *Backend) TableBytes() (int64, error) {
+	var n int64
+	err := b.pool.QueryRow(context.Background(), sqlTableBytes, b.schema, tableNames()).Scan(&n)
+	return n, errors.Wrapf(err, "postgres: %s: the tables' size", b.where)
+}
+
 // Close closes the pool's connections; transactions must have ended.
 func (b *Backend) Close() error {
 	b.pool.Close()

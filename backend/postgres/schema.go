@@ -149,4 +149,17 @@ const (
 		to_regclass(quote_ident(current_schema()) || '.` + versionTable + `') IS NOT NULL,
 		to_regclass(quote_ident(current_schema()) || '.` + sessionsTable + `') IS NOT NULL`
 	sqlMigrated = `INSERT INTO ` + versionTable + ` (version, applied_by) VALUES ($1, $2)`
+	// The size of the named tables of a schema, with their indexes and
+	// TOAST.
+	sqlTableBytes = `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = ANY($2)`
 )
+
+// tableNames returns the name of every table of the schema.
+func tableNames() []string {
+	names := []string{versionTable, sessionsTable, eventsTable}
+	for _, t := range recordTables[1:] {
+		names = append(names, t.name)
+	}
+	return names
+}

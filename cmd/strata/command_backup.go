@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/store"
 )
 
@@ -42,7 +44,12 @@ DEST "-" writes the copy to stdout and nothing else; it is refused when
 stdout is a terminal (redirect it), and with --json.
 
 DB may be the URL of a running agent's debug handler: DEST is then written
-only once the whole announced length has arrived.`,
+only once the whole announced length has arrived.
+
+DB may be a postgres:// URL: DEST is then a new bbolt file holding every
+session, copied from one snapshot (REPEATABLE READ) as strata copy copies
+them, and written as above; it verifies, and resumes to the same bytes as
+the database. DEST "-" is refused for it: name the file.`,
 		Args: exactArgs("DB", "DEST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db, o.dest = args[0], args[1]
@@ -50,7 +57,7 @@ only once the whole announced length has arrived.`,
 				return err
 			}
 			o.errOut = cmd.ErrOrStderr()
-			return o.run(cmd.OutOrStdout())
+			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	addJSONFlag(cmd, &o.json, `{"dest", "bytes", "sessions"} instead of the line`)
@@ -69,6 +76,9 @@ func (o *backupOptions) validate() error {
 		return usagef("DEST is empty")
 	case o.dest == "-" && o.json:
 		return usagef("--json has no place with DEST -: stdout holds the copy")
+	case o.dest == "-" && postgres.IsURL(o.db):
+		return &usageError{err: errors.WithHint(errors.New("backup: DEST - streams a database file, and a PostgreSQL database is none: its backup is a new file"),
+			"name the file to write, e.g. strata backup URL copy.db")}
 	case o.dest == "-":
 	case err == nil && fi.IsDir():
 		return dir("is a directory")
@@ -79,7 +89,7 @@ func (o *backupOptions) validate() error {
 }
 
 // run writes the copy.
-func (o *backupOptions) run(out io.Writer) (err error) {
+func (o *backupOptions) run(ctx context.Context, out io.Writer) (err error) {
 	if o.dest == "-" && isTerminal(out) {
 		return &usageError{err: errors.WithHint(errors.New("backup: DEST - writes the binary copy to stdout, which is a terminal"),
 			"redirect stdout to a file (strata backup DB - > copy.db), or give DEST a file name")}
@@ -101,6 +111,9 @@ func (o *backupOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
+	if db.Path() == "" {
+		return o.runCopy(ctx, out, db)
+	}
 	prog := o.progress()
 	defer prog.finish()
 	if o.dest == "-" {
@@ -123,6 +136,27 @@ func (o *backupOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	return o.report(out, n, len(ids))
+}
+
+// runCopy writes DEST as a new bbolt file holding every session of db,
+// a database that is not a file, from one snapshot.
+func (o *backupOptions) runCopy(ctx context.Context, out io.Writer, db *store.DB) error {
+	var res store.CopyResult
+	err := db.View(func(s *store.Snapshot) error {
+		prog := copyProgress(o.errOut, "backup")
+		defer prog.finish()
+		var err error
+		res, err = s.CopyFile(ctx, o.dest, true, store.CopyOptions{Progress: prog.copied})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(o.dest)
+	if err != nil {
+		return errors.Wrap(err, "backup")
+	}
+	return o.report(out, fi.Size(), len(res.Sessions))
 }
 
 // backupJSON is what `backup --json` prints.

@@ -34,8 +34,10 @@ markers valid/invalid, checkpoints valid/invalid, refusals per reason class
 (a refusal counts once in each class it failed), the ledger's entries, the
 raw events' stored bytes and bytes per raw event, the time of the newest
 event; and the file's size and its bytes per raw event (summaries, indexes
-and free pages included). --session ID counts that session alone (the total
-is then its own).
+and free pages included) — of a PostgreSQL database instead, on a line
+"tables", the size of strata's tables in its schema with their indexes and
+TOAST (pg_total_relation_size). --session ID counts that session alone (the
+total is then its own).
 
 --json prints one document: {"sessions":[{"id", "events", "turns",
 "nodes_by_depth", "roots", "frame_version", "markers_valid",
@@ -44,7 +46,8 @@ is then its own).
 "raw_bytes", "bytes_per_event", "last_time"}], "total":{the same counts,
 without id, frame_version and last_time}, "file_bytes",
 "file_bytes_per_event", "bytes_per_event"}; the last is the total's: raw
-event bytes per event.
+event bytes per event. Of a PostgreSQL database, "table_bytes" and
+"table_bytes_per_event" take the place of the file's two.
 
 DB may be the URL of a running agent's debug handler
 (http://127.0.0.1:6060/debug/strata).`,
@@ -117,7 +120,12 @@ func (o *statsOptions) print(out io.Writer, st store.Stats) error {
 		writeSessionStats(&b, "session "+fieldValue(st.Sessions[i].ID), &st.Sessions[i], true)
 	}
 	writeSessionStats(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, false)
-	fmt.Fprintf(&b, "file bytes=%d per_event=%.1f\n", st.FileBytes, st.FileBytesPerEvent)
+	if st.FileBytes > 0 {
+		fmt.Fprintf(&b, "file bytes=%d per_event=%.1f\n", st.FileBytes, st.FileBytesPerEvent)
+	}
+	if st.TableBytes > 0 {
+		fmt.Fprintf(&b, "tables bytes=%d per_event=%.1f\n", st.TableBytes, st.TableBytesPerEvent)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }

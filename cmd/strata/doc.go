@@ -1,7 +1,7 @@
 // Command strata is the command line of the strata store: it replays raw
 // event logs (JSONL) into a database, compacting as it goes, imports agent
 // transcripts, and lists, dumps, resumes, verifies, backs up and counts what
-// a database holds.
+// a database holds, and copies sessions between databases.
 //
 // Usage:
 //
@@ -15,6 +15,7 @@
 //	strata resume --db DB|URL --session ID [--marker ID|latest] [--json]
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
+//	strata copy [--session ID]... [--json] SRC DST
 //	strata stats [--json] [--session ID] DB|URL
 //	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
 //	            [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
@@ -78,8 +79,13 @@
 // on the command line.
 //
 // A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
-// many processes read and write at once (the first caveat is the file's);
-// backup copies files only.
+// many processes read and write at once (the first caveat is the file's).
+// backup of a URL writes a new bbolt file holding every session, from one
+// snapshot. copy copies sessions byte for byte from SRC into DST, each a
+// file or a URL: it refuses, before writing anything, a DST that holds
+// another session of an id to copy; a new DST file appears whole or not at
+// all; a copy into an existing DST stopped midway leaves the session it was
+// writing without its state, which the same copy run again completes.
 //
 // # Caveats
 //

@@ -152,12 +152,12 @@ func isSessionNotFound(err error) bool {
 
 // writers are the commands that open a database for writing: a lock
 // another process holds is worth waiting for, and no URL serves them.
-var writers = map[string]bool{"replay": true, "import": true, "demo": true}
+var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true}
 
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
 var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
-	"backup": true, "stats": true, "sessions": true, "demo": true}
+	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true}
 
 // databaseOf returns the database a command reads or writes, as given: its
 // --db flag, or its first argument. ok is false for a command without one.
@@ -221,8 +221,8 @@ agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
 
 --json prints a command's result as JSON: one document, or for replay and
 import one object per line (JSONL). It is the one JSON flag: replay,
-import, sessions, dump, resume, verify, backup, stats, eval and version
-take it.
+import, sessions, dump, resume, verify, backup, copy, stats, eval and
+version take it.
 
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 130 interrupted by Ctrl-C (143 by SIGTERM).`,
@@ -243,6 +243,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 		newResumeCommand(),
 		newVerifyCommand(),
 		newBackupCommand(),
+		newCopyCommand(),
 		newStatsCommand(),
 		newDemoCommand(),
 		newEvalCommand(),

@@ -158,12 +158,22 @@ func Verify(t testing.TB, db *store.DB) bool {
 // test's package directory upwards), skipping the test when they are absent.
 func RealSessions(t testing.TB) []string {
 	t.Helper()
+	files := RealSessionFiles()
+	if len(files) == 0 {
+		t.Skip("../shared/data/real is absent: real-session tests skipped")
+	}
+	return files
+}
+
+// RealSessionFiles returns the JSONL files of ../shared/data/real, as
+// RealSessions does, or none when they are absent: for a test that runs
+// on other sessions too.
+func RealSessionFiles() []string {
 	for _, up := range []string{"..", "../..", "../../.."} {
 		files, _ := filepath.Glob(filepath.Join(up, "..", "shared", "data", "real", "*.jsonl"))
 		if len(files) > 0 {
 			return files
 		}
 	}
-	t.Skip("../shared/data/real is absent: real-session tests skipped")
 	return nil
 }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/store"
+)
+
+// copyOptions are the flags and arguments of `strata copy`.
+type copyOptions struct {
+	src, dst string
+	sessions []string
+	json     bool
+	timeout  time.Duration
+	errOut   io.Writer // progress, on a terminal
+}
+
+// newCopyCommand returns `strata copy`.
+func newCopyCommand() *cobra.Command {
+	o := &copyOptions{}
+	cmd := &cobra.Command{
+		Use:   "copy [--session ID]... [--json] SRC DST",
+		Short: "Copy sessions from one database into another, a file or PostgreSQL",
+		Long: `Copy sessions from SRC into DST, each a database file or a postgres:// URL:
+a file into PostgreSQL to move an agent into a fleet, PostgreSQL into a file to
+take a session home, or a file into a file. Every session of SRC, or those
+--session names (repeat it); each is copied byte for byte — its state, its
+events, its nodes, markers, checkpoints, ledger and audit — from one read
+transaction of SRC, so that DST resumes and dumps it as SRC does. A line
+says "copied DST sessions=S present=P events=E bytes=B"; --json prints
+{"src", "dst", "sessions", "ids", "present", "completed", "events",
+"bytes"} instead ("ids" copied, "present" found in DST as they are in SRC).
+A URL is shown without its password.
+
+A DST file that does not exist is created: built beside it, fsynced, and
+given its name only once whole — a failure, damage in SRC or Ctrl-C leaves
+no file. An existing DST file is opened for writing (no other process may
+hold it), and a DST URL's schema gets strata's tables if it has none.
+
+copy refuses, before it writes anything, a DST that holds another session of
+an id it is to copy, naming every such id (exit 1); --session picks the
+others. A session DST holds as it is in SRC, every value the same — copied
+before — is left as it is ("present"). Into an existing DST, sessions are
+written in transactions of at most 1,024 values, a session's state last: a
+copy stopped midway (Ctrl-C, an error) leaves the session it was writing
+without its state — verify reports it, reads refuse it — and the same copy
+run again completes it ("completed") and copies the rest.`,
+		Args: exactArgs("SRC", "DST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.src, o.dst = args[0], args[1]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			o.errOut = cmd.ErrOrStderr()
+			return o.run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringArrayVar(&o.sessions, "session", nil, "copy the session with this id (repeat it for more); without it, every session")
+	addJSONFlag(cmd, &o.json, `{"src", "dst", "sessions", "ids", "present", "completed", "events", "bytes"} instead of the line`)
+	addTimeoutFlag(cmd, &o.timeout)
+	completeSessions(cmd) // SRC's
+	return cmd
+}
+
+// validate checks the arguments; its errors are bad usage.
+func (o *copyOptions) validate() error {
+	for _, id := range o.sessions {
+		if err := store.CheckSession(id); err != nil {
+			return &usageError{err: errors.Wrap(err, "--session")}
+		}
+	}
+	for _, db := range []string{o.src, o.dst} {
+		switch {
+		case db == "" || db == "-":
+			return usagef("copy: %q is no database: SRC and DST are database files or postgres:// URLs", db)
+		case isURL(db):
+			return &usageError{err: errors.WithHintf(errors.Newf("copy: %s is a debug handler's URL: copy reads and writes databases", db),
+				"write a backup of it first (strata backup %s agent.db), then copy that", shellQuote(db))}
+		}
+	}
+	if o.src == o.dst || sameFile(o.src, o.dst) {
+		return usagef("copy: SRC and DST are the same database")
+	}
+	return checkTimeout(o.timeout)
+}
+
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	fa, aerr := os.Stat(a)
+	fb, berr := os.Stat(b)
+	return aerr == nil && berr == nil && os.SameFile(fa, fb)
+}
+
+// run copies the sessions.
+func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
+	src, err := openReadOnly(o.src, o.timeout)
+	if err != nil {
+		return err
+	}
+	defer closeDB(src, &err)
+	var dst *store.DB
+	if _, serr := os.Stat(o.dst); postgres.IsURL(o.dst) || serr == nil {
+		if dst, err = store.Open(o.dst, store.Options{Create: postgres.IsURL(o.dst), LockTimeout: o.timeout}); err != nil {
+			return errors.Wrap(explainOpen(err), "copy: DST")
+		}
+		defer closeDB(dst, &err)
+	} else if !errors.Is(serr, fs.ErrNotExist) {
+		return errors.Wrap(serr, "copy: DST")
+	}
+	var res store.CopyResult
+	err = src.View(func(s *store.Snapshot) error {
+		prog := copyProgress(o.errOut, "copy")
+		defer prog.finish()
+		opts := store.CopyOptions{Sessions: o.sessions, Progress: prog.copied}
+		var err error
+		if dst != nil {
+			res, err = s.Copy(ctx, dst, opts)
+		} else {
+			res, err = s.CopyFile(ctx, o.dst, false, opts)
+		}
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted: the error goes unprinted; say what was stored.
+			switch {
+			case dst == nil:
+				fmt.Fprintf(o.errOut, "copy: stopped; DST was not made\n")
+			case res.Unfinished != "":
+				fmt.Fprintf(o.errOut, "copy: stopped after %d sessions copied whole; %s\n", len(res.Sessions), unfinishedHint(res.Unfinished))
+			default:
+				fmt.Fprintf(o.errOut, "copy: stopped after %d sessions copied whole\n", len(res.Sessions))
+			}
+		}
+		return o.explain(err, res)
+	}
+	return o.report(out, res)
+}
+
+// unfinishedHint says what a copy stopped midway left in DST.
+func unfinishedHint(id string) string {
+	return fmt.Sprintf("session %s is in DST without its state (verify reports it): the same strata copy run again completes it", fieldValue(id))
+}
+
+// explain adds to an error of the copy what to do next, and what was
+// copied before it.
+func (o *copyOptions) explain(err error, res store.CopyResult) error {
+	var se *store.SessionExistsError
+	if errors.As(err, &se) {
+		return errors.WithHint(err, "nothing was copied; --session ID copies only the sessions named")
+	}
+	if len(res.Sessions) > 0 {
+		err = errors.WithHintf(err, "%d sessions were copied whole before it", len(res.Sessions))
+	}
+	if res.Unfinished != "" {
+		err = errors.WithHint(err, unfinishedHint(res.Unfinished))
+	}
+	return err
+}
+
+// copyJSON is what `copy --json` prints.
+type copyJSON struct {
+	Src       string   `json:"src"`
+	Dst       string   `json:"dst"`
+	Sessions  int      `json:"sessions"`
+	IDs       []string `json:"ids"`
+	Present   []string `json:"present"`
+	Completed []string `json:"completed"`
+	Events    uint64   `json:"events"`
+	Bytes     int64    `json:"bytes"`
+}
+
+// report says what was copied.
+func (o *copyOptions) report(out io.Writer, res store.CopyResult) error {
+	if o.json {
+		return writeJSON(out, copyJSON{Src: shownDB(o.src), Dst: shownDB(o.dst), Sessions: len(res.Sessions),
+			IDs: nonNil(res.Sessions), Present: nonNil(res.Present), Completed: nonNil(res.Completed),
+			Events: res.Events, Bytes: res.Bytes})
+	}
+	_, err := fmt.Fprintf(out, "copied %s sessions=%d present=%d events=%d bytes=%d\n", shownDB(o.dst),
+		len(res.Sessions), len(res.Present), res.Events, res.Bytes)
+	return err
+}
+
+// shownDB returns a database argument as output shows it: a URL without
+// its password.
+func shownDB(db string) string {
+	if u, err := url.Parse(db); err == nil && postgres.IsURL(db) {
+		return u.Redacted()
+	}
+	return db
+}
+
+// copyProgress returns the progress line of a copy between databases,
+// counting events, or nil when progress is off for w.
+func copyProgress(w io.Writer, label string) *progress {
+	if w == nil {
+		return nil
+	}
+	return newProgress(w, label, "events", 0)
+}
+
+// copied is store.CopyOptions.Progress: done of total events written.
+func (p *progress) copied(done, total uint64) { p.set(int64(done), int64(total)) }

@@ -1,0 +1,487 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/boltfile"
+)
+
+// A copy's destination transactions are bounded: each carries at most
+// copyBatchValues values (events, records, deletes of a stale record) or
+// about copyBatchBytes of them, so a session of any length is copied in
+// transactions of the same size. (A variable: tests copy in smaller
+// batches.)
+var copyBatchValues = 1024
+
+const copyBatchBytes = 4 << 20
+
+// CopyOptions tunes Snapshot.Copy and Snapshot.CopyFile.
+type CopyOptions struct {
+	// Sessions are the ids of the sessions to copy; none means every
+	// session of the snapshot. An id the snapshot does not hold is
+	// ErrSessionNotFound; one given twice is copied once.
+	Sessions []string
+	// Progress, when set, is called after each destination transaction
+	// with the events written so far, of every session, and the events
+	// the copy writes in all.
+	Progress func(done, total uint64)
+}
+
+// CopyResult is what a copy wrote.
+type CopyResult struct {
+	// Sessions are the ids copied, in byte order.
+	Sessions []string
+	// Completed are those of Sessions that the destination held as an
+	// unfinished copy, which the copy completed.
+	Completed []string
+	// Present are the ids the destination held already with every value
+	// the source's — a copy made before — left as they were.
+	Present []string
+	// Events is how many events the copy wrote, and Bytes how many bytes
+	// of values (events, records, states).
+	Events uint64
+	Bytes  int64
+	// Unfinished, when the copy stopped, is the id of the session it was
+	// writing, which the destination holds without its state; "" when it
+	// holds none such.
+	Unfinished string
+}
+
+// Copy copies sessions of the snapshot (opts.Sessions, or all) into dst,
+// byte for byte at the backend's level — the state, every event, every
+// record of every table — so that dst serves each the same: the same
+// resumed bytes, the same dump. The source is this one snapshot; the
+// destination is written in transactions of bounded size (copyBatchValues),
+// a session's events first, then its records, then its state, last.
+//
+// Before it writes anything, Copy reads what dst holds of the ids to copy:
+// a session there is a *SessionExistsError (errors.Is ErrSessionExists)
+// naming every such id, and nothing is written — unless it is the source's
+// session byte for byte, or an unfinished copy of it. One the same in
+// every value (a copy made before) is left as it is (CopyResult.Present).
+// An unfinished copy — a session without its state record, whose events
+// are the first events of the session copied, byte for byte — is
+// completed: a copy stopped midway (ctx ended, an error, a kill) leaves the
+// session it was writing so, which every read of dst reports as damage (the
+// state missing). So the same copy run again, from a source that has not
+// changed since, completes what it stopped in and copies what it had not
+// reached. Every other session is in dst whole, or not at all.
+//
+// After the last transaction of each session, Copy reads it back from dst:
+// its state and its last event must be the bytes copied.
+func (s *Snapshot) Copy(ctx context.Context, dst *DB, opts CopyOptions) (CopyResult, error) {
+	if err := dst.acquire(); err != nil {
+		return CopyResult{}, err
+	}
+	defer dst.release()
+	if dst.opts.ReadOnly {
+		return CopyResult{}, errors.Wrap(ErrReadOnly, "store: copy")
+	}
+	return s.copyTo(ctx, dst.be, opts)
+}
+
+// CopyFile copies sessions of the snapshot (opts.Sessions, or all), as
+// Copy does, into a new bbolt file at path, built beside it
+// (boltfile.Build): written without an fsync until it is whole, fsynced,
+// and given the name path only then — renamed over a file there when
+// replace is true, else linked to path, which must not exist. A failure,
+// an ended ctx, damage in the source, leaves path as it was and no
+// temporary file. Of a database that is not a bbolt file, it is the
+// backup (BackupFile).
+func (s *Snapshot) CopyFile(ctx context.Context, path string, replace bool, opts CopyOptions) (res CopyResult, err error) {
+	err = boltfile.Build(path, boltfile.Options{}, replace, func(be *boltfile.Backend) error {
+		res, err = s.copyTo(ctx, be, opts)
+		return err
+	})
+	if err != nil {
+		return CopyResult{}, err // no file holds any of it
+	}
+	return res, nil
+}
+
+// copyPlan is one session to copy: its source, its state, and what the
+// destination holds of it.
+type copyPlan struct {
+	src   *sess
+	state []byte // the source's state record, as stored
+	head  uint64
+	// The destination holds the same session: nothing to copy.
+	present bool
+	// An unfinished copy in the destination: the events it holds (the
+	// copy goes on after them), and its records, which go.
+	resume bool
+	have   uint64
+	stale  []tableKey
+}
+
+type tableKey struct {
+	t backend.Table
+	k []byte
+}
+
+// copyTo is Copy into the backend dst.
+func (s *Snapshot) copyTo(ctx context.Context, dst backend.Backend, opts CopyOptions) (CopyResult, error) {
+	plans, err := s.copyPlans(opts.Sessions)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	if err := readDestination(dst, plans); err != nil {
+		return CopyResult{}, err
+	}
+	c := &copier{ctx: ctx, dst: dst, progress: opts.Progress}
+	for _, p := range plans {
+		if !p.present {
+			c.total += p.head - p.have
+		}
+	}
+	for _, p := range plans {
+		if p.present {
+			c.res.Present = append(c.res.Present, p.src.id)
+			continue
+		}
+		if err := c.session(p); err != nil {
+			if c.created && !c.finished {
+				c.res.Unfinished = p.src.id
+			}
+			return c.res, err
+		}
+		c.res.Sessions = append(c.res.Sessions, p.src.id)
+		if p.resume {
+			c.res.Completed = append(c.res.Completed, p.src.id)
+		}
+	}
+	return c.res, nil
+}
+
+// copyPlans returns the sessions to copy, in byte order, each with its
+// state.
+func (s *Snapshot) copyPlans(ids []string) ([]*copyPlan, error) {
+	if len(ids) == 0 {
+		var err error
+		if ids, err = s.Sessions(); err != nil {
+			return nil, err
+		}
+	} else {
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+	}
+	plans := make([]*copyPlan, 0, len(ids))
+	for _, id := range ids {
+		ss, err := s.sess(id)
+		if err != nil {
+			return nil, err
+		}
+		st, err := ss.state()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := ss.b.State()
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, &copyPlan{src: ss, state: raw[:len(raw):len(raw)], head: st.Head})
+	}
+	return plans, nil
+}
+
+// readDestination reads, in one transaction of dst, what it holds of each
+// session planned: nothing, the same session, an unfinished copy of it
+// (which the copy completes), or another session — a *SessionExistsError
+// naming every such one.
+func readDestination(dst backend.Backend, plans []*copyPlan) error {
+	var exists []string
+	err := dst.View(func(tx backend.Tx) error {
+		for _, p := range plans {
+			b, err := tx.Session(p.src.id)
+			if err != nil {
+				return errors.Wrapf(err, "store: copy: the destination's session %q", p.src.id)
+			}
+			if b == nil {
+				continue
+			}
+			ok, err := p.against(b)
+			if err != nil {
+				return errors.Wrapf(err, "store: copy: the destination's session %q", p.src.id)
+			}
+			if !ok {
+				exists = append(exists, p.src.id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(exists) > 0 {
+		return &SessionExistsError{IDs: exists}
+	}
+	return nil
+}
+
+// against reports whether b, the destination's session of p's id, may
+// stay: when it is p's session byte for byte (p.present), or an unfinished
+// copy of it — no state, and events that are p's first, byte for byte — in
+// which case p goes on after its events, and its records go.
+func (p *copyPlan) against(b backend.Session) (bool, error) {
+	st, err := b.State()
+	if err != nil || st != nil && !bytes.Equal(st, p.state) {
+		return false, err
+	}
+	have, sum, err := hashEvents(b, math.MaxUint64)
+	if err != nil || have > p.head {
+		return false, err
+	}
+	n, want, err := hashEvents(p.src.b, have)
+	if err != nil || n != have || sum != want {
+		return false, err
+	}
+	if st != nil {
+		if have != p.head {
+			return false, nil
+		}
+		p.present, err = sameRecords(p.src.b, b)
+		return p.present, err
+	}
+	p.resume, p.have = true, have
+	for t := backend.Table(1); t < backend.Tables; t++ {
+		err := b.Scan(t, nil, func(k, _ []byte) (bool, error) {
+			p.stale = append(p.stale, tableKey{t: t, k: bytes.Clone(k)})
+			return true, nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// sameRecords reports whether sessions a and b hold the same records in
+// every table.
+func sameRecords(a, b backend.Session) (bool, error) {
+	for t := backend.Table(1); t < backend.Tables; t++ {
+		x, err := hashTable(a, t)
+		if err != nil {
+			return false, err
+		}
+		y, err := hashTable(b, t)
+		if err != nil || x != y {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// hashTable returns a hash of the keys and values of table t of b.
+func hashTable(b backend.Session, t backend.Table) (sum [sha256.Size]byte, err error) {
+	h := sha256.New()
+	err = b.Scan(t, nil, func(k, v []byte) (bool, error) {
+		hashValue(h, uint64(len(k)), k)
+		hashValue(h, 0, v)
+		return true, nil
+	})
+	h.Sum(sum[:0])
+	return sum, err
+}
+
+// hashEvents returns how many events b holds from seq 1 up to seq to,
+// gapless, and a hash of their seqs and bytes.
+func hashEvents(b backend.Session, to uint64) (n uint64, sum [sha256.Size]byte, err error) {
+	h := sha256.New()
+	err = b.Events(1, to, func(seq uint64, v []byte) (bool, error) {
+		if seq != n+1 {
+			return false, nil
+		}
+		n = seq
+		hashValue(h, seq, v)
+		return true, nil
+	})
+	h.Sum(sum[:0])
+	return n, sum, err
+}
+
+// hashValue adds to h n (a seq, a length) and v, framed.
+func hashValue(h hash.Hash, n uint64, v []byte) {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], n)
+	binary.BigEndian.PutUint64(b[8:], uint64(len(v)))
+	h.Write(b[:])
+	h.Write(v)
+}
+
+// copier writes sessions into the destination, in batches.
+type copier struct {
+	ctx      context.Context
+	dst      backend.Backend
+	progress func(done, total uint64)
+	total    uint64
+	res      CopyResult
+
+	// The batch of the session being written.
+	id       string
+	created  bool // the session is in the destination
+	finished bool // with its state
+	dels     []tableKey
+	events   []seqValue
+	recs     []tableValue
+	state    []byte
+	n, size  int
+}
+
+type seqValue struct {
+	seq uint64
+	v   []byte
+}
+
+type tableValue struct {
+	t    backend.Table
+	k, v []byte
+}
+
+// session copies p: the stale records of an unfinished copy go, then the
+// events it lacks, every record, and the state, in the last transaction;
+// then it reads the session back.
+func (c *copier) session(p *copyPlan) error {
+	c.id, c.created, c.finished = p.src.id, p.resume, false
+	for _, d := range p.stale {
+		c.dels = append(c.dels, d)
+		if err := c.added(len(d.k)); err != nil {
+			return err
+		}
+	}
+	// Values are the source's, valid while its snapshot is: capacity cut,
+	// so that no backend writes into the bytes past them (package backend).
+	err := p.src.rawEvents(p.have+1, p.head, func(seq uint64, v []byte) error {
+		c.events = append(c.events, seqValue{seq: seq, v: v[:len(v):len(v)]})
+		return c.added(len(v))
+	})
+	if err != nil {
+		return err
+	}
+	for t := backend.Table(1); t < backend.Tables; t++ {
+		err := p.src.scan(t, nil, func(k, v []byte) (bool, error) {
+			c.recs = append(c.recs, tableValue{t: t, k: k[:len(k):len(k)], v: v[:len(v):len(v)]})
+			return true, c.added(len(k) + len(v))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	c.state = p.state
+	c.size += len(p.state)
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.check(p)
+}
+
+// added counts a value put in the batch, and writes the batch when it is
+// full.
+func (c *copier) added(size int) error {
+	c.n++
+	c.size += size
+	if c.n < copyBatchValues && c.size < copyBatchBytes {
+		return nil
+	}
+	return c.flush()
+}
+
+// flush writes the batch in one transaction of the destination: the first
+// of a session creates it.
+func (c *copier) flush() error {
+	if err := c.ctx.Err(); err != nil {
+		return errors.Wrapf(err, "store: copy of session %q stopped", c.id)
+	}
+	err := c.dst.Update(func(tx backend.Tx) error {
+		var b backend.Session
+		var err error
+		if c.created {
+			if b, err = tx.Session(c.id); err == nil && b == nil {
+				err = errors.Newf("store: copy: session %q left the destination while it was copied", c.id)
+			}
+		} else {
+			b, err = tx.CreateSession(c.id)
+		}
+		if err != nil {
+			return err
+		}
+		for _, d := range c.dels {
+			if err := b.Delete(d.t, d.k); err != nil {
+				return err
+			}
+		}
+		for _, e := range c.events {
+			if err := b.PutEvent(e.seq, e.v); err != nil {
+				return err
+			}
+		}
+		for _, r := range c.recs {
+			if err := b.Put(r.t, r.k, r.v); err != nil {
+				return err
+			}
+		}
+		if c.state != nil {
+			return b.PutState(c.state)
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Wrapf(err, "store: copy of session %q", c.id)
+	}
+	c.created, c.finished = true, c.state != nil
+	c.res.Events += uint64(len(c.events))
+	c.res.Bytes += int64(c.size)
+	if c.progress != nil {
+		c.progress(c.res.Events, c.total)
+	}
+	c.dels, c.events, c.recs, c.state = c.dels[:0], c.events[:0], c.recs[:0], nil
+	c.n, c.size = 0, 0
+	return nil
+}
+
+// check reads session p back from the destination: its state and its
+// last event must be the source's bytes, and nothing past its head.
+func (c *copier) check(p *copyPlan) error {
+	var last []byte
+	if p.head > 0 {
+		var err error
+		if last, err = p.src.b.Event(p.head); err != nil {
+			return err
+		}
+	}
+	return c.dst.View(func(tx backend.Tx) error {
+		b, err := tx.Session(p.src.id)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return errors.AssertionFailedf("store: copy: session %q is not in the destination after its copy", p.src.id)
+		}
+		st, err := b.State()
+		if err != nil {
+			return err
+		}
+		var got, past []byte
+		if p.head > 0 {
+			if got, err = b.Event(p.head); err != nil {
+				return err
+			}
+		}
+		if past, err = b.Event(p.head + 1); err != nil {
+			return err
+		}
+		if !bytes.Equal(st, p.state) || !bytes.Equal(got, last) || past != nil {
+			return errors.AssertionFailedf("store: copy: session %q reads back from the destination other than it was copied", p.src.id)
+		}
+		return nil
+	})
+}

@@ -410,6 +410,19 @@ func newDocRun(t *testing.T, repo string) *docRun {
 			t.Fatal(err)
 		}
 	}
+	// The strata on PATH, which the hooks claude-code install writes run,
+	// is this one: the test binary, the CLI when run so (TestMain).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "bin", "strata")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Chdir(dir)
 	t.Setenv("HOME", d.home)
 	t.Setenv("VLLM_KEY", "vllm-test-key") // docs/summarizers.md names it with --api-key-env
@@ -1177,13 +1190,28 @@ func docCheckFlags(t *testing.T, root *cobra.Command, where, span string) {
 	if cmd == root {
 		rest = words
 	}
+	for len(rest) > 0 { // a subcommand: claude-code install
+		sub, _, err := cmd.Find(rest[:1])
+		if err != nil || sub == cmd || sub.Name() != rest[0] {
+			break
+		}
+		cmd, rest = sub, rest[1:]
+	}
 	for _, f := range regexp.MustCompile(`(?:^|[\s\[|(])--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(strings.Join(rest, " "), -1) {
 		if f[1] == "help" || cmd.Flags().Lookup(f[1]) != nil || cmd.InheritedFlags().Lookup(f[1]) != nil {
 			continue
 		}
-		if cmd == root && slices.ContainsFunc(root.Commands(), func(c *cobra.Command) bool { return c.Flags().Lookup(f[1]) != nil }) {
+		if cmd == root && anyCommandHasFlag(root, f[1]) {
 			continue // a flag of some command, named beside the command line
 		}
 		t.Errorf("%s: %q names --%s, which %s does not have", where, span, f[1], cmd.CommandPath())
 	}
+}
+
+// anyCommandHasFlag reports whether a command under c, at any depth, has
+// the flag name.
+func anyCommandHasFlag(c *cobra.Command, name string) bool {
+	return slices.ContainsFunc(c.Commands(), func(c *cobra.Command) bool {
+		return c.Flags().Lookup(name) != nil || anyCommandHasFlag(c, name)
+	})
 }

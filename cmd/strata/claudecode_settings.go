@@ -267,7 +267,7 @@ type hookChange struct {
 // created (claudeInstallRecord's entries: "hooks", "hooks.EVENT"). An
 // event that has strata's handler keeps it where it is, its command made
 // command; one without gets strata's group after the groups it has.
-// text nil is a missing file: the whole document is new.
+// text nil is a missing file: install makes the whole document.
 func installHooks(file string, text []byte, command string) (out []byte, changes []hookChange, created []string, err error) {
 	if text == nil {
 		text, created = []byte("{}\n"), []string{"file"}

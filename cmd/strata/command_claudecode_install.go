@@ -430,7 +430,7 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	}
 	if u, err := url.Parse(o.db); err == nil && postgres.IsURL(o.db) && u.User != nil {
 		if _, has := u.User.Password(); has {
-			fmt.Fprintf(errOut, "warning: %s now holds the URL's password; PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
+			fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
 		}
 	}
 	checkStrataOnPath(errOut)

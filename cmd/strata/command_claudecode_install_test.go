@@ -433,7 +433,7 @@ func TestClaudeCodeInstall_DB(t *testing.T) {
 	}
 	r := cli(t, "", "claude-code", "install", "--dir", dir, "--db", "postgres://agent:s3cret@db.internal/fleet")
 	wantCode(t, r, exitOK)
-	if !strings.Contains(r.stderr, "warning: "+filepath.Join(dir, ".claude", "settings.json")+" now holds the URL's password") {
+	if !strings.Contains(r.stderr, "warning: "+filepath.Join(dir, ".claude", "settings.json")+" holds the URL's password") {
 		t.Errorf("no warning of the password:\n%s", r.stderr)
 	}
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--db", "http://127.0.0.1:6060/debug/strata"), exitUsage)

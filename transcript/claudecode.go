@@ -42,6 +42,11 @@ var claudeSkipped = map[string]bool{
 // claudeRejected is the toolUseResult of a tool use the user refused.
 const claudeRejected = "User rejected tool use"
 
+// ClaudeCodeCompacted begins the text of the system event a Claude Code
+// compact_boundary record gives: a compaction of Claude Code's own. The
+// text goes on with the record's trigger and token count when it has them.
+const ClaudeCodeCompacted = "Claude Code compacted the conversation"
+
 // claudeCodeReader maps the records of a Claude Code session file, each
 // in the conversation its sessionId names.
 type claudeCodeReader struct {
@@ -202,7 +207,7 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 	case rec.Type == "system" && rec.Subtype == "compact_boundary":
 		d.recognized++
 		b.rep.Compactions++
-		text := "Claude Code compacted the conversation"
+		text := ClaudeCodeCompacted
 		if m := rec.CompactMetadata; m != nil {
 			text += fmt.Sprintf(" (trigger %s, %d tokens before)", tier.TruncateUTF8(m.Trigger, 40), m.PreTokens)
 		}

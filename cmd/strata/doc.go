@@ -22,7 +22,11 @@
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
 //	strata version [--json]
-//	strata claude-code hook
+//	strata claude-code hook|install|status|uninstall
+//	strata claude-code install [--user] [--db DB] [--dir PROJECT]
+//	strata claude-code uninstall [--user] [--dir PROJECT]
+//	strata claude-code status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata claude-code hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
 //	strata completion bash|fish|powershell|zsh
 //
 // replay also takes --session ID (the session of lines that name none),
@@ -77,6 +81,17 @@
 // version this strata writes. strata completion prints a shell completion
 // script; --session completes the session ids of the database file named
 // on the command line.
+//
+// strata claude-code install adds strata's hooks to Claude Code's settings
+// (.claude/settings.json of the project in the current directory, or with
+// --user ~/.claude/settings.json): PreCompact and SessionStart with the
+// matcher compact, each running strata claude-code hook --db DB, the store
+// beside the settings by default, named from $CLAUDE_PROJECT_DIR (or
+// $HOME). It edits the file's text in place — everything else stays byte
+// for byte — and refuses a file that is not JSON, naming its line and
+// column. uninstall removes exactly what install added; status shows the
+// hooks, the store and its sessions: Claude Code's compactions, strata's
+// markers, and the facts the latest marker carries.
 //
 // A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
 // many processes read and write at once (the first caveat is the file's).

@@ -413,6 +413,19 @@ func newDocRun(t *testing.T, repo string) *docRun {
 			t.Fatal(err)
 		}
 	}
+	// The strata on PATH, which the hooks claude-code install writes run,
+	// is this one: the test binary, the CLI when run so (TestMain).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "bin", "strata")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Chdir(dir)
 	t.Setenv("HOME", d.home)
 	t.Setenv("VLLM_KEY", "vllm-test-key") // docs/summarizers.md names it with --api-key-env
@@ -1200,7 +1213,7 @@ func docCheckFlags(t *testing.T, root *cobra.Command, where, span string) {
 	if cmd == root {
 		rest = words
 	}
-	for len(rest) > 0 && cmd.HasSubCommands() { // strata claude-code hook --db …
+	for len(rest) > 0 && cmd.HasSubCommands() { // a subcommand: claude-code install
 		sub, _, err := cmd.Find(rest[:1])
 		if err != nil || sub == cmd || sub.Name() != rest[0] {
 			break
@@ -1217,3 +1230,5 @@ func docCheckFlags(t *testing.T, root *cobra.Command, where, span string) {
 		t.Errorf("%s: %q names --%s, which %s does not have", where, span, f[1], cmd.CommandPath())
 	}
 }
+
+// anyCommandHasFlag reports whether a command under c, at any depth, has

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +31,10 @@ func TestMain(m *testing.M) {
 		holdDatabase(path)
 		return
 	}
-	if os.Getenv(envMain) == "1" {
+	// A fuzzing worker is this binary too, with the coordinator's
+	// environment: it fuzzes.
+	fuzzWorker := slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") })
+	if os.Getenv(envMain) == "1" && !fuzzWorker {
 		if len(os.Args) > 2 && os.Args[1] == "verify" && os.Args[2] == "--in-process" {
 			crashVerifyChild(os.Getenv(envCrash))
 		}

@@ -132,10 +132,6 @@ func TestReplay_PathLikeSessionIDs(t *testing.T) {
 	dbtest.MustVerify(t, db)
 }
 
-func jsonString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
 // A turn near 2^64 would make the policy's turn boundaries wrap around: it
 // is refused on its line, at once, with the default policy, and nothing is
 // stored.

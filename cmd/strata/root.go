@@ -221,8 +221,8 @@ agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
 
 --json prints a command's result as JSON: one document, or for replay and
 import one object per line (JSONL). It is the one JSON flag: replay,
-import, sessions, dump, resume, verify, backup, copy, stats, eval and
-version take it.
+import, sessions, dump, resume, verify, backup, copy, stats, eval, version
+and claude-code status take it.
 
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 130 interrupted by Ctrl-C (143 by SIGTERM).`,

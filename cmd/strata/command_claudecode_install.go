@@ -1,0 +1,525 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/backend/boltfile"
+	"github.com/strata-go/strata/backend/postgres"
+)
+
+// claudeHookEvents are the Claude Code hook events strata's hook runs on,
+// each with the matcher of its group: PreCompact with none, which is every
+// trigger (manual and auto); SessionStart only when the session starts
+// again after a compaction.
+var claudeHookEvents = []struct{ name, matcher string }{
+	{"PreCompact", ""},
+	{"SessionStart", "compact"},
+}
+
+// claudeHookTimeout is the timeout, in seconds, install gives each hook:
+// Claude Code stops a hook that runs longer. A hook's work is an
+// incremental import and one compaction; the first run on a long
+// transcript imports it whole.
+const claudeHookTimeout = 30
+
+// The files of strata beside Claude Code's settings, in the .claude
+// directory.
+const (
+	claudeSettingsFile = "settings.json"
+	// claudeInstallRecord is install's note of what it created in the
+	// settings (the file, the hooks object, an event's list), so that
+	// uninstall removes exactly that and leaves what was there before.
+	claudeInstallRecord = "strata-install.json"
+	claudeStoreFile     = "strata.db"
+	claudeLogFile       = "strata.log" // the hook's log, beside the store
+)
+
+// claudeSettings is one of Claude Code's settings files and what strata's
+// hooks in it name.
+type claudeSettings struct {
+	user    bool
+	project string // the project directory, absolute; "" for the user's settings
+	home    string // the user's home directory, absolute
+	dir     string // the .claude directory, absolute
+	path    string // settings.json in it, absolute
+	shown   string // settings.json as output names it
+}
+
+// findClaudeSettings returns the settings of the project in dir (the
+// current directory when ""), or with user the user's.
+func findClaudeSettings(user bool, dir string) (*claudeSettings, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, errors.Wrap(err, "the home directory")
+	}
+	s := &claudeSettings{user: user, home: home}
+	switch {
+	case user:
+		s.dir = filepath.Join(home, ".claude")
+		s.path = filepath.Join(s.dir, claudeSettingsFile)
+		s.shown = s.path
+		return s, nil
+	case dir == "":
+		s.shown = filepath.Join(".claude", claudeSettingsFile)
+		if s.project, err = os.Getwd(); err != nil {
+			return nil, errors.Wrap(err, "the current directory")
+		}
+	default:
+		s.shown = filepath.Join(dir, ".claude", claudeSettingsFile)
+		if s.project, err = filepath.Abs(dir); err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(s.project); err != nil {
+			return nil, errors.Wrap(err, "--dir")
+		} else if !fi.IsDir() {
+			return nil, usagef("--dir %s is not a directory", dir)
+		}
+	}
+	s.dir = filepath.Join(s.project, ".claude")
+	s.path = filepath.Join(s.dir, claudeSettingsFile)
+	return s, nil
+}
+
+// beside returns the file name in the settings' directory, as output names
+// it.
+func (s *claudeSettings) beside(name string) string {
+	return filepath.Join(filepath.Dir(s.shown), name)
+}
+
+// hookDB returns a store as the hook's command line names it — shell
+// text — given db as --db gives it ("": the default, beside the
+// settings). A file inside the project is named from $CLAUDE_PROJECT_DIR,
+// which Claude Code sets for every hook, and one in the home directory
+// from $HOME, so that the settings hold no path of this machine and work
+// in any checkout; a PostgreSQL URL as it is.
+func (s *claudeSettings) hookDB(db string) (string, error) {
+	switch {
+	case db == "":
+		db = filepath.Join(s.dir, claudeStoreFile)
+	case isURL(db):
+		return "", usagef("--db %s is a debug handler's URL, which only reads: the hook writes to its store, a file or a postgres:// URL", db)
+	case postgres.IsURL(db):
+		return shellQuote(db), nil
+	}
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return "", err
+	}
+	for _, root := range []struct{ dir, name string }{{s.project, "CLAUDE_PROJECT_DIR"}, {s.home, "HOME"}} {
+		if root.dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(root.dir, abs); err == nil && rel != "." && filepath.IsLocal(rel) {
+			return `"$` + root.name + `"/` + shellQuote(filepath.ToSlash(rel)), nil
+		}
+	}
+	return shellQuote(abs), nil
+}
+
+// storeOf returns the store a hook's command line names, as a path (or
+// URL) here: its --db with $CLAUDE_PROJECT_DIR the project's directory (the
+// current one for the user's settings) and $HOME the home directory. ok is
+// false when the line names none.
+func (s *claudeSettings) storeOf(command string) (db string, ok bool) {
+	project := s.project
+	if project == "" {
+		project, _ = os.Getwd()
+	}
+	words, ok := shellWords(command, func(name string) string {
+		switch name {
+		case "CLAUDE_PROJECT_DIR":
+			return project
+		case "HOME":
+			return s.home
+		}
+		return os.Getenv(name)
+	})
+	for i, w := range words {
+		if !ok {
+			break
+		}
+		if v, found := strings.CutPrefix(w, "--db="); found {
+			return v, v != ""
+		}
+		if w == "--db" && i+1 < len(words) {
+			return words[i+1], words[i+1] != ""
+		}
+	}
+	return "", false
+}
+
+// show returns a store as output names it: a file inside the project
+// as the settings are named (relative to the current directory without
+// --dir), any other as it is.
+func (s *claudeSettings) show(db string) string {
+	if s.project == "" || postgres.IsURL(db) || !filepath.IsAbs(db) {
+		return db
+	}
+	if rel, err := filepath.Rel(s.project, db); err == nil && filepath.IsLocal(rel) {
+		return filepath.Join(filepath.Dir(filepath.Dir(s.shown)), rel)
+	}
+	return db
+}
+
+// claudeHookCommand is the command line of strata's hook on store db
+// (shell text, hookDB's). It runs the strata on PATH, as Claude Code's
+// environment finds it: the settings may be committed and shared, and
+// ~/.claude/settings.json kept in a dotfiles repository, so they name no
+// path of one machine, and the entry keeps working when strata is
+// installed again elsewhere. install says when PATH has no strata, or
+// another one (checkStrataOnPath).
+func claudeHookCommand(db string) string { return "strata claude-code hook --db " + db }
+
+// installRecord is what claudeInstallRecord holds.
+type installRecord struct {
+	Settings string   `json:"settings"` // the settings file it is about, in the same directory
+	Created  []string `json:"created"`  // "directory", "file", "hooks", "hooks.EVENT"
+}
+
+// readInstallRecord returns install's record beside s: what it created
+// (none without a record, or with one about another file).
+func readInstallRecord(s *claudeSettings) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, claudeInstallRecord))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r installRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, errors.Wrapf(err, "%s", s.beside(claudeInstallRecord))
+	}
+	if r.Settings != claudeSettingsFile {
+		return nil, nil
+	}
+	return r.Created, nil
+}
+
+// writeInstallRecord writes install's record beside s, or removes it when
+// install created nothing.
+func writeInstallRecord(s *claudeSettings, created []string) error {
+	path := filepath.Join(s.dir, claudeInstallRecord)
+	if len(created) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	if err := writeJSON(&b, installRecord{Settings: claudeSettingsFile, Created: created}); err != nil {
+		return err
+	}
+	if was, err := os.ReadFile(path); err == nil && bytes.Equal(was, b.Bytes()) {
+		return nil
+	}
+	_, err := boltfile.WriteFileAtomic(path, 0o644, func(w io.Writer) (int64, error) {
+		n, err := w.Write(b.Bytes())
+		return int64(n), err
+	})
+	return err
+}
+
+// readSettings returns the settings file's bytes (nil when there is none),
+// the file to write them back to — the target of a link, which stays a
+// link — and its mode.
+func readSettings(s *claudeSettings) (text []byte, target string, mode fs.FileMode, err error) {
+	target, mode = s.path, 0o644
+	if t, err := filepath.EvalSymlinks(s.path); err == nil {
+		target = t
+	}
+	fi, err := os.Stat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, target, mode, nil
+	}
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if fi.IsDir() {
+		return nil, "", 0, errors.Newf("%s is a directory", s.shown)
+	}
+	text, err = os.ReadFile(target)
+	if text == nil && err == nil {
+		text = []byte{}
+	}
+	return text, target, fi.Mode().Perm(), err
+}
+
+// writeSettings replaces the file at target with text atomically (a
+// temporary file beside it, fsynced and renamed into place), in mode.
+func writeSettings(target string, mode fs.FileMode, text []byte) error {
+	_, err := boltfile.WriteFileAtomic(target, mode, func(w io.Writer) (int64, error) {
+		n, err := w.Write(text)
+		return int64(n), err
+	})
+	return err
+}
+
+// claudeInstallOptions are the flags of `strata claude-code install` and
+// `uninstall`.
+type claudeInstallOptions struct {
+	user bool
+	db   string // install only
+	dir  string
+}
+
+// addSettingsFlags adds --user and --dir, which choose the settings file.
+func (o *claudeInstallOptions) addSettingsFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.user, "user", false, "the user's settings, ~/.claude/settings.json, for every project")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "the project's directory (default: the current one)")
+}
+
+// settings returns the settings file the flags choose.
+func (o *claudeInstallOptions) settings() (*claudeSettings, error) {
+	if o.user && o.dir != "" {
+		return nil, usagef("--user and --dir choose different settings: --user is the user's, for every project; --dir a project's")
+	}
+	return findClaudeSettings(o.user, o.dir)
+}
+
+// newClaudeCodeInstallCommand returns `strata claude-code install`.
+func newClaudeCodeInstallCommand() *cobra.Command {
+	o := &claudeInstallOptions{}
+	cmd := &cobra.Command{
+		Use:   "install [--user] [--db DB] [--dir PROJECT]",
+		Short: "Add strata's hooks to Claude Code's settings",
+		Long: `Add strata's hooks to Claude Code's settings: .claude/settings.json of the
+project in the current directory (--dir PROJECT: that project's), created
+with its directory when missing, or with --user ~/.claude/settings.json,
+for every project. Two hooks, each of the command
+strata claude-code hook --db DB, with a timeout of 30 seconds: PreCompact,
+without a matcher (every trigger, manual and auto), and SessionStart with
+the matcher compact.
+
+DB is the store. By default it is beside the settings, .claude/strata.db,
+written "$CLAUDE_PROJECT_DIR"/.claude/strata.db (with --user
+"$HOME"/.claude/strata.db): Claude Code sets the variable for every hook,
+so the entry works from any directory and in any checkout and holds no
+path of this machine. --db DB chooses another: a file (inside the project
+or the home directory it is named from the variable too) or a postgres://
+URL. The hook makes the store at its first run and writes its log,
+strata.log, beside it.
+
+The hooks run the strata on Claude Code's PATH, for the same reason;
+install says when PATH has no strata, or another one than the one running.
+
+Everything else in the file stays byte for byte as it was: install adds
+text and changes none, and uninstall takes out exactly what it added.
+Installing again changes nothing and says so; with another --db it changes
+the command of strata's entries only. A file that is not JSON — Claude
+Code takes no comments or trailing commas either — is refused, naming its
+line and column, and left as it is. The file is replaced atomically, its
+mode kept; a link is followed. What install created (the file, the hooks
+object, an event's list) it notes in .claude/strata-install.json, so that
+uninstall removes those too, and only those.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.install(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.addSettingsFlags(cmd)
+	cmd.Flags().StringVar(&o.db, "db", "", "the store: a file or a postgres:// URL (default: strata.db beside the settings)")
+	return cmd
+}
+
+// newClaudeCodeUninstallCommand returns `strata claude-code uninstall`.
+func newClaudeCodeUninstallCommand() *cobra.Command {
+	o := &claudeInstallOptions{}
+	cmd := &cobra.Command{
+		Use:   "uninstall [--user] [--dir PROJECT]",
+		Short: "Remove strata's hooks from Claude Code's settings",
+		Long: `Remove strata's hooks from Claude Code's settings (the project's, or with
+--user the user's, as install): every hook whose command is strata's,
+strata claude-code hook, under any event, with its group when the group
+holds nothing else. The event lists, the hooks object and the file that
+install created (its note, .claude/strata-install.json) go too once
+nothing else is in them; everything else stays byte for byte. It says
+what it removed, or that nothing was installed.
+
+The store stays: uninstall says where it is and how to delete it.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.uninstall(cmd.OutOrStdout())
+		},
+	}
+	o.addSettingsFlags(cmd)
+	return cmd
+}
+
+// install adds strata's hooks and says what it changed.
+func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
+	s, err := o.settings()
+	if err != nil {
+		return err
+	}
+	arg, err := s.hookDB(o.db)
+	if err != nil {
+		return err
+	}
+	command := claudeHookCommand(arg)
+	text, target, mode, err := readSettings(s)
+	if err != nil {
+		return err
+	}
+	newText, changes, created, err := installHooks(s.shown, text, command)
+	if err != nil {
+		return err
+	}
+	fresh := !slices.ContainsFunc(changes, func(c hookChange) bool { return c.What != "added" })
+	switch {
+	case bytes.Equal(newText, text):
+		fmt.Fprintf(out, "%s holds strata's hooks already: nothing changed\n", s.shown)
+	case text == nil:
+		if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
+			created = append([]string{"directory"}, created...)
+		}
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "created %s with strata's hooks:\n", s.shown)
+	default:
+		fmt.Fprintf(out, "changed %s:\n", s.shown)
+	}
+	if !bytes.Equal(newText, text) {
+		if err := writeSettings(target, mode, newText); err != nil {
+			return errors.Wrapf(err, "writing %s", s.shown)
+		}
+	}
+	// What uninstall removes: what this install created, and when some of
+	// strata's entries were there already, what the installs before did.
+	if !fresh {
+		before, err := readInstallRecord(s)
+		if err != nil {
+			return err
+		}
+		for _, c := range before {
+			if !slices.Contains(created, c) {
+				created = append(created, c)
+			}
+		}
+	}
+	if err := writeInstallRecord(s, created); err != nil {
+		return errors.Wrapf(err, "writing %s", s.beside(claudeInstallRecord))
+	}
+	for _, c := range changes {
+		fmt.Fprintf(out, "  %s %s: %s", c.What, eventName(c.Event, c.Matcher), c.Command)
+		if c.Was != "" {
+			fmt.Fprintf(out, " (was %s)", c.Was)
+		}
+		fmt.Fprintln(out)
+	}
+	if db, ok := s.storeOf(command); ok {
+		fmt.Fprintf(out, "store: %s", s.show(db))
+		if _, err := os.Stat(db); !postgres.IsURL(db) && errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprint(out, " (none yet: the hook makes it at the first compaction)")
+		}
+		fmt.Fprintln(out)
+	}
+	if u, err := url.Parse(o.db); err == nil && postgres.IsURL(o.db) && u.User != nil {
+		if _, has := u.User.Password(); has {
+			fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
+		}
+	}
+	checkStrataOnPath(errOut)
+	return nil
+}
+
+// eventName names a hook event with its group's matcher.
+func eventName(event, matcher string) string {
+	if matcher == "" {
+		return event
+	}
+	return event + " (matcher " + matcher + ")"
+}
+
+// checkStrataOnPath says on w when the strata the hooks run, the first on
+// PATH, is missing or is another than the one running.
+func checkStrataOnPath(w io.Writer) {
+	found, err := exec.LookPath("strata")
+	if err != nil {
+		fmt.Fprintln(w, "warning: no strata on PATH: Claude Code runs the hooks' strata from its PATH; install it there, e.g. go install github.com/strata-go/strata/cmd/strata@latest")
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	a, errA := filepath.EvalSymlinks(found)
+	b, errB := filepath.EvalSymlinks(self)
+	if errA == nil && errB == nil && a != b {
+		fmt.Fprintf(w, "note: the strata on PATH is %s, not this one (%s): the hooks run that one\n", found, self)
+	}
+}
+
+// uninstall removes strata's hooks and says what it removed.
+func (o *claudeInstallOptions) uninstall(out io.Writer) error {
+	s, err := o.settings()
+	if err != nil {
+		return err
+	}
+	text, target, mode, err := readSettings(s)
+	if err != nil {
+		return err
+	}
+	if text == nil {
+		fmt.Fprintf(out, "%s: no such file: strata's hooks are not installed\n", s.shown)
+		return nil
+	}
+	created, err := readInstallRecord(s)
+	if err != nil {
+		return err
+	}
+	newText, removed, empty, err := uninstallHooks(s.shown, text, created)
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Fprintf(out, "%s holds no hook of strata's: nothing changed\n", s.shown)
+		return nil
+	}
+	fmt.Fprintf(out, "removed strata's hooks from %s:\n", s.shown)
+	var stores []string
+	for _, c := range removed {
+		fmt.Fprintf(out, "  removed %s: %s\n", eventName(c.Event, c.Matcher), c.Command)
+		if db, ok := s.storeOf(c.Command); ok && !slices.Contains(stores, db) {
+			stores = append(stores, db)
+		}
+	}
+	if empty && slices.Contains(created, "file") {
+		if err := os.Remove(target); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "removed %s: install created it, and nothing else is in it\n", s.shown)
+	} else if err := writeSettings(target, mode, newText); err != nil {
+		return errors.Wrapf(err, "writing %s", s.shown)
+	}
+	if err := writeInstallRecord(s, nil); err != nil {
+		return err
+	}
+	if slices.Contains(created, "directory") {
+		_ = os.Remove(s.dir) // only when empty: the store may be there
+	}
+	for _, db := range stores {
+		if postgres.IsURL(db) {
+			fmt.Fprintf(out, "the store stays: %s\n", db)
+			continue
+		}
+		shown := s.show(db)
+		log := filepath.Join(filepath.Dir(shown), claudeLogFile)
+		fmt.Fprintf(out, "the store stays: %s; to delete it: rm -f %s %s\n", shown, shellQuote(shown), shellQuote(log))
+	}
+	return nil
+}

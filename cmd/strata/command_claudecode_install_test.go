@@ -1,0 +1,559 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// defaultHookCommand is the command install writes in a project's
+// settings without --db.
+const defaultHookCommand = `strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/.claude/strata.db`
+
+// settingsCases are settings files as people keep them, each to come back
+// byte for byte from install then uninstall.
+var settingsCases = map[string]string{
+	"empty object":           "{}",
+	"empty object, newline":  "{}\n",
+	"empty object, spaces":   "{ }\n",
+	"other keys, 2 spaces":   "{\n  \"model\": \"opus\",\n  \"permissions\": {\n    \"allow\": [\"Bash(go test:*)\"],\n    \"deny\": []\n  }\n}\n",
+	"other keys, no newline": "{\n  \"model\": \"opus\"\n}",
+	"4 spaces, other hooks under the same events": `{
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "hooks": {
+        "PreCompact": [
+            {
+                "matcher": "manual",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": "cp \"$(jq -r .transcript_path)\" ~/backups/"
+                    }
+                ]
+            }
+        ],
+        "SessionStart": [
+            {"matcher": "startup|resume", "hooks": [{"type": "command", "command": "cat NOTES.md"}]}
+        ],
+        "PostToolUse": [
+            {
+                "matcher": "Edit|Write",
+                "hooks": [{"type": "command", "command": "gofmt -l ."}]
+            }
+        ]
+    },
+    "env": {"GOFLAGS": "-mod=mod", "NOTE": "ünïcödé ✓ \u00e9"}
+}
+`,
+	"tabs, hooks of other events": "{\n\t\"hooks\": {\n\t\t\"Stop\": [\n\t\t\t{\n\t\t\t\t\"hooks\": [\n\t\t\t\t\t{\n\t\t\t\t\t\t\"type\": \"command\",\n\t\t\t\t\t\t\"command\": \"say done\"\n\t\t\t\t\t}\n\t\t\t\t]\n\t\t\t}\n\t\t]\n\t},\n\t\"includeCoAuthoredBy\": false\n}\n",
+	"CRLF":                        "{\r\n  \"model\": \"sonnet\",\r\n  \"hooks\": {\r\n    \"SessionStart\": [\r\n      {\r\n        \"matcher\": \"startup\",\r\n        \"hooks\": [{\"type\": \"command\", \"command\": \"date\"}]\r\n      }\r\n    ]\r\n  }\r\n}\r\n",
+	"one line":                    `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"say done"}]}]}}`,
+	"one line, spaced":            `{ "model": "opus", "env": {} }`,
+	"empty hooks":                 "{\n  \"hooks\": {}\n}\n",
+	"empty event lists":           "{\n  \"hooks\": {\n    \"PreCompact\": [],\n    \"SessionStart\": [\n    ]\n  },\n  \"model\": \"opus\"\n}\n",
+	"hooks first, keys after":     "{\n  \"hooks\": {\n    \"PreCompact\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"echo pre\"\n          }\n        ]\n      }\n    ]\n  },\n  \"cleanupPeriodDays\": 7\n}\n",
+	"odd spacing":                 "{\"a\" : 1 ,\n   \"b\":[ 1,2 ]  ,\n \"hooks\" :{ \"Stop\" : [ ] }\n}\n\n",
+	"two matchers under an event": "{\n  \"hooks\": {\n    \"SessionStart\": [\n      {\"matcher\": \"startup\", \"hooks\": [{\"type\": \"command\", \"command\": \"a\"}]},\n      {\"matcher\": \"compact\", \"hooks\": [{\"type\": \"command\", \"command\": \"b\"}]}\n    ]\n  }\n}\n",
+}
+
+// newProject returns a project directory holding .claude/settings.json
+// with text (none when text is nil), and the settings' path.
+func newProject(t testing.TB, text *string) (dir, settings string) {
+	t.Helper()
+	dir = t.TempDir()
+	settings = filepath.Join(dir, ".claude", "settings.json")
+	if text != nil {
+		if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(settings, []byte(*text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, settings
+}
+
+// claudeSettingsShape is the part of Claude Code's settings that its hooks
+// reference describes.
+type claudeSettingsShape struct {
+	Hooks map[string][]struct {
+		Matcher *string `json:"matcher"`
+		Hooks   []struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Timeout *float64 `json:"timeout"`
+		} `json:"hooks"`
+	} `json:"hooks"`
+}
+
+// checkInstalledShape fails t unless text is settings that Claude Code's
+// hooks reference describes — "hooks": an object of events, each a list
+// of {"matcher"?, "hooks": [{"type": "command", "command", "timeout"}]} —
+// with strata's hook running command under PreCompact without a matcher
+// (every trigger) and under SessionStart with the matcher compact, each
+// once.
+func checkInstalledShape(t testing.TB, text []byte, command string) {
+	t.Helper()
+	var doc claudeSettingsShape
+	if err := json.Unmarshal(text, &doc); err != nil {
+		t.Fatalf("the installed settings are not JSON Claude Code reads: %v\n%s", err, text)
+	}
+	want := map[string]string{"PreCompact": "", "SessionStart": "compact"}
+	for event, groups := range doc.Hooks {
+		n := 0
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				if !isStrataHook(h.Command) {
+					continue
+				}
+				n++
+				matcher := ""
+				if g.Matcher != nil {
+					matcher = *g.Matcher
+				}
+				if h.Type != "command" || h.Command != command || h.Timeout == nil || *h.Timeout != claudeHookTimeout || matcher != want[event] {
+					t.Errorf("%s: strata's hook is type %q command %q timeout %v matcher %q:\n%s", event, h.Type, h.Command, h.Timeout, matcher, text)
+				}
+			}
+		}
+		if _, ours := want[event]; ours && n != 1 {
+			t.Errorf("%s holds strata's hook %d times:\n%s", event, n, text)
+		}
+	}
+	for event := range want {
+		if _, ok := doc.Hooks[event]; !ok {
+			t.Errorf("no %s hooks:\n%s", event, text)
+		}
+	}
+}
+
+// withoutStrata returns the JSON value of settings text with strata's
+// handlers taken out, and a group emptied by that, as a comparable value.
+func withoutStrata(t testing.TB, text []byte) any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(text, &v); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := v["hooks"].(map[string]any)
+	for event, groups := range hooks {
+		var kept []any
+		for _, g := range groups.([]any) {
+			g := g.(map[string]any)
+			var hs []any
+			for _, h := range g["hooks"].([]any) {
+				if c, _ := h.(map[string]any)["command"].(string); !isStrataHook(c) {
+					hs = append(hs, h)
+				}
+			}
+			if len(hs) > 0 {
+				g["hooks"] = hs
+				kept = append(kept, g)
+			}
+		}
+		hooks[event] = kept
+		if len(kept) == 0 {
+			delete(hooks, event) // the empty lists compare as absent
+		}
+	}
+	if hooks != nil && len(hooks) == 0 {
+		delete(v, "hooks")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
+	t.Parallel()
+	cases := map[string]*string{"no file": nil}
+	for name, text := range settingsCases {
+		cases[name] = &text
+	}
+	for name, orig := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir, settings := newProject(t, orig)
+			out := mustCLI(t, "claude-code", "install", "--dir", dir)
+			shown := filepath.Join(dir, ".claude", "settings.json")
+			for _, want := range []string{"added PreCompact: " + defaultHookCommand, "added SessionStart (matcher compact): " + defaultHookCommand,
+				"store: " + filepath.Join(dir, ".claude", "strata.db") + " (none yet"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("install says:\n%s\nwithout %q", out, want)
+				}
+			}
+			if head := map[bool]string{true: "created " + shown, false: "changed " + shown}[orig == nil]; !strings.HasPrefix(out, head) {
+				t.Errorf("install says:\n%s\nnot first %q", out, head)
+			}
+			installed := readBytes(t, settings)
+			checkInstalledShape(t, installed, defaultHookCommand)
+			if orig != nil {
+				if got, want := withoutStrata(t, installed), withoutStrata(t, []byte(*orig)); got != want {
+					t.Errorf("install changed what was there:\n%s\nwas\n%s", got, want)
+				}
+				if strings.Contains(*orig, "\r\n") && strings.Count(string(installed), "\n") != strings.Count(string(installed), "\r\n") {
+					t.Errorf("a line of the CRLF file ends in LF alone:\n%q", installed)
+				}
+			}
+
+			// Again: nothing changes, and it says so.
+			again := mustCLI(t, "claude-code", "install", "--dir", dir)
+			if !strings.HasPrefix(again, shown+" holds strata's hooks already: nothing changed\n") ||
+				strings.Count(again, "unchanged ") != 2 {
+				t.Errorf("a second install says:\n%s", again)
+			}
+			if got := readBytes(t, settings); string(got) != string(installed) {
+				t.Errorf("a second install changed the file:\n%s", firstDiff(string(got), string(installed)))
+			}
+
+			// Another store: the commands of strata's entries change, and
+			// nothing else.
+			other := filepath.Join(t.TempDir(), "other store.db")
+			moved := mustCLI(t, "claude-code", "install", "--dir", dir, "--db", other)
+			otherCommand := "strata claude-code hook --db " + shellQuote(other)
+			if !strings.Contains(moved, "updated PreCompact: "+otherCommand+" (was "+defaultHookCommand+")") {
+				t.Errorf("install --db says:\n%s", moved)
+			}
+			updated := readBytes(t, settings)
+			checkInstalledShape(t, updated, otherCommand)
+			if want := strings.ReplaceAll(string(installed), jsonString(defaultHookCommand), jsonString(otherCommand)); string(updated) != want {
+				t.Errorf("install --db changed more than the commands:\n%s", firstDiff(string(updated), want))
+			}
+
+			removed := mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+			for _, want := range []string{"removed strata's hooks from " + shown, "removed PreCompact: " + otherCommand,
+				"removed SessionStart (matcher compact): " + otherCommand, "the store stays: " + other + "; to delete it: rm -f " + shellQuote(other)} {
+				if !strings.Contains(removed, want) {
+					t.Errorf("uninstall says:\n%s\nwithout %q", removed, want)
+				}
+			}
+			if orig == nil {
+				if _, err := os.Stat(filepath.Join(dir, ".claude")); !os.IsNotExist(err) {
+					t.Errorf("uninstall left .claude, which install created: %v", err)
+				}
+				if !strings.Contains(removed, "removed "+shown+": install created it") {
+					t.Errorf("uninstall says:\n%s", removed)
+				}
+				return
+			}
+			if got := string(readBytes(t, settings)); got != *orig {
+				t.Errorf("install then uninstall:\n%q\nwas\n%q", got, *orig)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".claude", claudeInstallRecord)); !os.IsNotExist(err) {
+				t.Errorf("uninstall left install's record: %v", err)
+			}
+			if r := mustCLI(t, "claude-code", "uninstall", "--dir", dir); r != shown+" holds no hook of strata's: nothing changed\n" {
+				t.Errorf("a second uninstall says %q", r)
+			}
+		})
+	}
+}
+
+// The events install adds strata's group to may gain the user's own groups
+// and handlers after it: uninstall takes out strata's alone, and keeps the
+// lists that hold the user's.
+func TestClaudeCodeUninstall_KeepsWhatCameAfter(t *testing.T) {
+	t.Parallel()
+	dir, settings := newProject(t, nil)
+	mustCLI(t, "claude-code", "install", "--dir", dir)
+	text := string(readBytes(t, settings))
+	// The user adds a group after strata's under PreCompact, and a handler
+	// beside strata's in its SessionStart group.
+	text = strings.Replace(text, "        ]\n      }\n    ],\n    \"SessionStart\"",
+		"        ]\n      },\n      {\"matcher\": \"auto\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo auto\"}]}\n    ],\n    \"SessionStart\"", 1)
+	text = strings.Replace(text, "\"timeout\": 30\n          }\n        ]\n      }\n    ]\n  }",
+		"\"timeout\": 30\n          },\n          {\"type\": \"command\", \"command\": \"echo after\"}\n        ]\n      }\n    ]\n  }", 1)
+	if err := os.WriteFile(settings, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkInstalledShape(t, []byte(text), defaultHookCommand)
+	mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+	want := `{
+  "hooks": {
+    "PreCompact": [
+      {"matcher": "auto", "hooks": [{"type": "command", "command": "echo auto"}]}
+    ],
+    "SessionStart": [
+      {
+        "matcher": "compact",
+        "hooks": [
+          {"type": "command", "command": "echo after"}
+        ]
+      }
+    ]
+  }
+}
+`
+	if got := string(readBytes(t, settings)); got != want {
+		t.Errorf("uninstall left:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A strata hook wherever it stands — another event, a group of the user's,
+// another path to strata — is strata's: uninstall finds it by its command.
+func TestClaudeCodeUninstall_ByCommand(t *testing.T) {
+	t.Parallel()
+	text := `{
+  "hooks": {
+    "Stop": [
+      {"hooks": [{"type": "command", "command": "echo stop"}, {"type": "command", "command": "'/opt/my tools/strata' claude-code hook --db /srv/s.db"}]}
+    ],
+    "PreCompact": [
+      {"matcher": "auto", "hooks": [{"type": "command", "command": "/usr/local/bin/strata claude-code hook"}]}
+    ],
+    "UserPromptSubmit": [
+      {"hooks": [{"type": "command", "command": "strata claude-code hooked"}, {"type": "command", "command": "strata-other claude-code hook"}]}
+    ]
+  }
+}
+`
+	dir, settings := newProject(t, &text)
+	out := mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+	if strings.Count(out, "  removed ") != 2 || !strings.Contains(out, "removed Stop: '/opt/my tools/strata' claude-code hook --db /srv/s.db") ||
+		!strings.Contains(out, "removed PreCompact (matcher auto): /usr/local/bin/strata claude-code hook") {
+		t.Errorf("uninstall says:\n%s", out)
+	}
+	want := `{
+  "hooks": {
+    "Stop": [
+      {"hooks": [{"type": "command", "command": "echo stop"}]}
+    ],
+    "PreCompact": [],
+    "UserPromptSubmit": [
+      {"hooks": [{"type": "command", "command": "strata claude-code hooked"}, {"type": "command", "command": "strata-other claude-code hook"}]}
+    ]
+  }
+}
+`
+	if got := string(readBytes(t, settings)); got != want {
+		t.Errorf("uninstall left:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestClaudeCodeUninstall_NotInstalled(t *testing.T) {
+	t.Parallel()
+	dir, settings := newProject(t, nil)
+	shown := filepath.Join(dir, ".claude", "settings.json")
+	if out := mustCLI(t, "claude-code", "uninstall", "--dir", dir); out != shown+": no such file: strata's hooks are not installed\n" {
+		t.Errorf("uninstall of no file says %q", out)
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("uninstall made the settings: %v", err)
+	}
+	text := settingsCases["4 spaces, other hooks under the same events"]
+	dir, settings = newProject(t, &text)
+	if err := os.Chmod(settings, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(settings)
+	if out := mustCLI(t, "claude-code", "uninstall", "--dir", dir); !strings.HasSuffix(out, "holds no hook of strata's: nothing changed\n") {
+		t.Errorf("uninstall says %q", out)
+	}
+	after, _ := os.Stat(settings)
+	if string(readBytes(t, settings)) != text || !after.ModTime().Equal(before.ModTime()) || after.Mode() != before.Mode() {
+		t.Error("uninstall with nothing installed touched the file")
+	}
+}
+
+// A file that is not JSON as Claude Code reads it is refused at its line
+// and column, and left as it is; so is one whose hooks are not the shape
+// Claude Code reads.
+func TestClaudeCodeInstall_RefusesBadSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ text, where, msg string }{
+		{"{\n  \"model\": \"opus\",\n}\n", ":3:1: ", "invalid character '}'"},
+		{"{\n  // the model\n  \"model\": \"opus\"\n}\n", ":2:3: ", "invalid character '/'"},
+		{"{\n  \"model\": \"opus\"\n", ":3:1: ", "unexpected end of JSON input"},
+		{"", ":1:1: ", "unexpected end of JSON input"},
+		{"\ufeff{}", ":1:1: ", "invalid character"},
+		{"[]", ":1:1: ", "the settings are a list, not an object"},
+		{"{\"hooks\": [\n]}", ":1:11: ", `"hooks" is a list, not an object of hook events`},
+		{"{\"hooks\": {\"PreCompact\": {}}}", ":1:26: ", "hooks.PreCompact is an object, not a list"},
+		{"{\n  \"hooks\": {},\n  \"hooks\": {}\n}", ":3:3: ", `"hooks" appears twice in one object (first at 2:3)`},
+		{"{\"hooks\": {\"SessionStart\": [], \"SessionStart\": null}}", ":1:32: ", `"SessionStart" appears twice in one object (first at 1:12)`},
+	} {
+		dir, settings := newProject(t, &tc.text)
+		for _, args := range [][]string{{"install"}, {"uninstall"}, {"status"}} {
+			r := cli(t, "", append([]string{"claude-code"}, append(args, "--dir", dir)...)...)
+			wantCode(t, r, exitError, args...)
+			if want := "Error: " + filepath.Join(dir, ".claude", "settings.json") + tc.where; !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("%s of %q: stderr\n%s\nwant %q … %q", args[0], tc.text, r.stderr, want, tc.msg)
+			}
+			if got := string(readBytes(t, settings)); got != tc.text {
+				t.Errorf("%s of %q changed it to %q", args[0], tc.text, got)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".claude", claudeInstallRecord)); !os.IsNotExist(err) {
+			t.Errorf("a refused install wrote its record: %v", err)
+		}
+	}
+	// A file that does not parse says how Claude Code reads it.
+	text := "{,}"
+	dir, _ := newProject(t, &text)
+	r := cli(t, "", "claude-code", "install", "--dir", dir)
+	if !strings.Contains(r.stderr, "Hint: Claude Code reads its settings as JSON, without comments or trailing commas") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+func TestClaudeCodeInstall_DB(t *testing.T) {
+	dir, settings := newProject(t, nil)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	outside := t.TempDir()
+	for _, tc := range []struct{ db, arg, store string }{
+		{filepath.Join(dir, "data", "s.db"), `"$CLAUDE_PROJECT_DIR"/data/s.db`, filepath.Join(dir, "data", "s.db")},
+		{filepath.Join(home, "stores", "x.db"), `"$HOME"/stores/x.db`, filepath.Join(home, "stores", "x.db")},
+		{filepath.Join(outside, "a b", "it's.db"), shellQuote(filepath.Join(outside, "a b", "it's.db")), filepath.Join(outside, "a b", "it's.db")},
+		{"postgres://agent@db.internal/fleet?sslmode=verify-full", "'postgres://agent@db.internal/fleet?sslmode=verify-full'", "postgres://agent@db.internal/fleet?sslmode=verify-full"},
+	} {
+		mustCLI(t, "claude-code", "install", "--dir", dir, "--db", tc.db)
+		command := "strata claude-code hook --db " + tc.arg
+		checkInstalledShape(t, readBytes(t, settings), command)
+		// The hook's command, as sh reads it with Claude Code's variables,
+		// names the store.
+		s, err := findClaudeSettings(false, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := s.storeOf(command); !ok || got != tc.store {
+			t.Errorf("--db %s: the command names %q %v", tc.db, got, ok)
+		}
+		if strings.HasPrefix(tc.db, "postgres://") {
+			continue // status would connect to it
+		}
+		var st claudeStatus
+		if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--dir", dir, "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Store != tc.store || !st.Installed || st.StoreExists {
+			t.Errorf("--db %s: status says store %q installed %v exists %v, want %q", tc.db, st.Store, st.Installed, st.StoreExists, tc.store)
+		}
+	}
+	r := cli(t, "", "claude-code", "install", "--dir", dir, "--db", "postgres://agent:s3cret@db.internal/fleet")
+	wantCode(t, r, exitOK)
+	if !strings.Contains(r.stderr, "warning: "+filepath.Join(dir, ".claude", "settings.json")+" holds the URL's password") {
+		t.Errorf("no warning of the password:\n%s", r.stderr)
+	}
+	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--db", "http://127.0.0.1:6060/debug/strata"), exitUsage)
+	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--user"), exitUsage)
+	wantCode(t, cli(t, "", "claude-code", "install", "--dir", filepath.Join(dir, "absent")), exitError)
+	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "extra"), exitUsage)
+}
+
+// --user: the user's settings in $HOME, the store beside them, named from
+// $HOME.
+func TestClaudeCodeInstall_User(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	orig := "{\n  \"theme\": \"dark\"\n}\n"
+	settings := filepath.Join(home, ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The user's settings are a link into a dotfiles checkout: the link
+	// stays, the file it names changes, its mode kept.
+	dotfiles := filepath.Join(home, "dotfiles", "claude-settings.json")
+	if err := os.MkdirAll(filepath.Dir(dotfiles), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dotfiles, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, settings); err != nil {
+		t.Fatal(err)
+	}
+	command := `strata claude-code hook --db "$HOME"/.claude/strata.db`
+	out := mustCLI(t, "claude-code", "install", "--user")
+	if !strings.HasPrefix(out, "changed "+settings+":\n") || !strings.Contains(out, "added PreCompact: "+command) ||
+		!strings.Contains(out, "store: "+filepath.Join(home, ".claude", "strata.db")) {
+		t.Errorf("install --user says:\n%s", out)
+	}
+	if fi, err := os.Lstat(settings); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is no more: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(dotfiles); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the file's mode: %v %v", fi, err)
+	}
+	checkInstalledShape(t, readBytes(t, dotfiles), command)
+	var st claudeStatus
+	if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--user", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Installed || st.Settings != settings || st.Store != filepath.Join(home, ".claude", "strata.db") || len(st.Hooks) != 2 {
+		t.Errorf("status --user: %+v", st)
+	}
+	mustCLI(t, "claude-code", "uninstall", "--user")
+	if got := string(readBytes(t, dotfiles)); got != orig {
+		t.Errorf("install then uninstall --user: %q", got)
+	}
+}
+
+func TestShellWords(t *testing.T) {
+	t.Parallel()
+	env := func(name string) string {
+		return map[string]string{"CLAUDE_PROJECT_DIR": "/home/me/my app", "HOME": "/home/me"}[name]
+	}
+	for _, tc := range []struct {
+		in   string
+		want []string // nil: not read
+	}{
+		{`strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/.claude/strata.db`, []string{"strata", "claude-code", "hook", "--db", "/home/me/my app/.claude/strata.db"}},
+		{`strata claude-code hook --db ${HOME}/x.db`, []string{"strata", "claude-code", "hook", "--db", "/home/me/x.db"}},
+		{`'/opt/my tools/strata' claude-code  hook --db='it'\''s.db'`, []string{"/opt/my tools/strata", "claude-code", "hook", "--db=it's.db"}},
+		{`a "b \"c\" \$d" e\ f $ '$HOME'`, []string{"a", `b "c" $d`, "e f", "$", "$HOME"}},
+		{`strata claude-code hook && rm -rf /`, nil},
+		{`strata "unclosed`, nil},
+		{`echo $(date)`, nil},
+	} {
+		got, ok := shellWords(tc.in, env)
+		if tc.want == nil {
+			if ok {
+				t.Errorf("%s: read as %q", tc.in, got)
+			}
+			continue
+		}
+		if !ok || strings.Join(got, "\x00") != strings.Join(tc.want, "\x00") {
+			t.Errorf("%s: %q %v, want %q", tc.in, got, ok, tc.want)
+		}
+	}
+	if got, _ := shellWords(`x "$HOME" $CLAUDE_PROJECT_DIR/a`, nil); strings.Join(got, "|") != `x|$HOME|$CLAUDE_PROJECT_DIR/a` {
+		t.Errorf("without env: %q", got)
+	}
+}
+
+// FuzzClaudeCodeInstall: for any settings object, install gives JSON of
+// the shape Claude Code reads, with strata's hooks, and uninstall gives the
+// text back byte for byte.
+func FuzzClaudeCodeInstall(f *testing.F) {
+	for _, text := range settingsCases {
+		f.Add(text)
+	}
+	f.Add(`{"hooks":{"PreCompact":[ ],"x":[]},"y":[{}]}`)
+	f.Add("{\n\t\"a\": [\n\t\t1\n\t]\r\n}")
+	f.Fuzz(func(t *testing.T, text string) {
+		h, err := parseClaudeHooks("settings.json", []byte(text))
+		if err != nil || len(h.strata) > 0 {
+			return // refused, or strata's hooks are there: not a round trip
+		}
+		if json.Unmarshal([]byte(text), &claudeSettingsShape{}) != nil {
+			return // hooks Claude Code does not read, which the shape check would fail on
+		}
+		installed, changes, created, err := installHooks("settings.json", []byte(text), defaultHookCommand)
+		if err != nil {
+			t.Fatalf("install of %q: %v", text, err)
+		}
+		if len(changes) != 2 {
+			t.Fatalf("install of %q: %+v", text, changes)
+		}
+		checkInstalledShape(t, installed, defaultHookCommand)
+		back, removed, _, err := uninstallHooks("settings.json", installed, created)
+		if err != nil {
+			t.Fatalf("uninstall of %q: %v", installed, err)
+		}
+		if len(removed) != 2 || string(back) != text {
+			t.Fatalf("install then uninstall of\n%q\ngave\n%q\n(installed %q)", text, back, installed)
+		}
+	})
+}

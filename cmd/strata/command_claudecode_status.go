@@ -1,0 +1,300 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// claudeStatusOptions are the flags of `strata claude-code status`.
+type claudeStatusOptions struct {
+	claudeInstallOptions
+	json    bool
+	timeout time.Duration
+	store   string // the store read: --db, or the hooks'
+}
+
+// claudeStatus is what `strata claude-code status --json` prints.
+type claudeStatus struct {
+	Settings    string                `json:"settings"`
+	Installed   bool                  `json:"installed"` // a hook of strata's under every event it hooks
+	Hooks       []claudeHook          `json:"hooks"`     // strata's hooks in the settings
+	Missing     []string              `json:"missing"`   // the events without one
+	Store       string                `json:"store"`     // the store the hooks write, or --db
+	StoreExists bool                  `json:"store_exists"`
+	Sessions    []claudeStatusSession `json:"sessions"`
+}
+
+// claudeStatusSession is a session of the store.
+type claudeStatusSession struct {
+	ID     string `json:"id"`
+	Events uint64 `json:"events"`
+	// Compactions counts Claude Code's own compactions the session's
+	// transcript recorded (compact_boundary records), as imported.
+	Compactions    int `json:"compactions"`
+	MarkersValid   int `json:"markers_valid"`
+	MarkersInvalid int `json:"markers_invalid"`
+	Refusals       int `json:"refusals"`
+	// LatestMarker is the marker a resume serves, 0 when a checkpoint
+	// would (no marker yet, or none usable); Boundary the last seq its
+	// nodes cover, and Facts what they carry.
+	LatestMarker uint64       `json:"latest_marker"`
+	Boundary     uint64       `json:"boundary,omitempty"`
+	Facts        *claudeFacts `json:"facts,omitempty"`
+	LastTime     time.Time    `json:"last_time,omitzero"`
+}
+
+// claudeFacts counts the state the nodes of a resume carry at their
+// boundary: the calls still open there (the last node's UNRESOLVED
+// claims), the failed calls, the keys rejected, superseded or failed by
+// their last disposition, the artifacts, and the constraints active.
+type claudeFacts struct {
+	Unresolved  int `json:"unresolved"`
+	Failures    int `json:"failures"`
+	Rejected    int `json:"rejected"`
+	Superseded  int `json:"superseded"`
+	FailedKeys  int `json:"failed_keys"`
+	Artifacts   int `json:"artifacts"`
+	Constraints int `json:"constraints"`
+}
+
+// factsOf returns the facts that nodes, the roots of a resume in order,
+// carry: each key with its latest state.
+func factsOf(nodes []tier.Node) *claudeFacts {
+	f := &claudeFacts{}
+	if len(nodes) == 0 {
+		return f
+	}
+	f.Unresolved = len(nodes[len(nodes)-1].Claims.Unresolved)
+	failures, artifacts := map[string]bool{}, map[string]bool{}
+	states, active := map[string]tier.Kind{}, map[string]bool{}
+	for _, n := range nodes {
+		for _, r := range n.Claims.Failures {
+			failures[r.ID+"@"+strconv.FormatUint(r.Seq, 10)] = true
+		}
+		for _, d := range n.Claims.Dispositions {
+			states[d.Key] = d.State
+		}
+		for _, c := range n.Claims.Constraints {
+			active[c.Key] = !c.Withdrawn
+		}
+		for _, a := range n.Claims.Artifacts {
+			artifacts[a.Key] = true
+		}
+	}
+	f.Failures, f.Artifacts = len(failures), len(artifacts)
+	for _, s := range states {
+		switch s {
+		case tier.KindRejected:
+			f.Rejected++
+		case tier.KindSuperseded:
+			f.Superseded++
+		case tier.KindFailed:
+			f.FailedKeys++
+		}
+	}
+	for _, a := range active {
+		if a {
+			f.Constraints++
+		}
+	}
+	return f
+}
+
+// isClaudeCompaction reports whether e is the event of a Claude Code
+// compact_boundary record (transcript.ClaudeCodeCompacted).
+func isClaudeCompaction(e tier.Event) bool {
+	return e.Kind == tier.KindSystem && strings.HasPrefix(e.Text, transcript.ClaudeCodeCompacted)
+}
+
+// newClaudeCodeStatusCommand returns `strata claude-code status`.
+func newClaudeCodeStatusCommand() *cobra.Command {
+	o := &claudeStatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [--user] [--dir PROJECT] [--db DB] [--json]",
+		Short: "Show strata's hooks in Claude Code's settings, their store and its sessions",
+		Long: `Show whether strata's hooks are in Claude Code's settings (the project's,
+or with --user the user's, as install), each with its event and command;
+the store they write (--db DB: that one instead); and the sessions of the
+store, one line each: its events, the compactions of Claude Code's that
+its transcript recorded, strata's valid markers, the marker a resume
+serves (LATEST, - for none) and the facts its nodes carry at their
+boundary: the calls still open (OPEN), the failed calls, the keys
+rejected and superseded, the artifacts, and the active constraints.
+
+A store the hook has not made yet (before the first compaction) is said
+to be none yet; that, as hooks not installed, is a state, exit 0. The
+store is opened read-only, waiting at most --timeout for a hook that
+holds it.
+
+--json prints one document: {"settings", "installed", "hooks":[{"event",
+"matcher", "command"}], "missing", "store", "store_exists",
+"sessions":[{"id", "events", "compactions", "markers_valid",
+"markers_invalid", "refusals", "latest_marker", "boundary", "facts":
+{"unresolved", "failures", "rejected", "superseded", "failed_keys",
+"artifacts", "constraints"}, "last_time"}]}.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTimeout(o.timeout); err != nil {
+				return err
+			}
+			err := o.run(cmd.OutOrStdout())
+			if err != nil && o.db == "" && o.store != "" {
+				// What the error says of the store (damage, a lock, a file
+				// not strata's) names the store the hooks write, as --db.
+				_ = cmd.Flags().Set("db", o.store)
+			}
+			return err
+		},
+	}
+	o.addSettingsFlags(cmd)
+	cmd.Flags().StringVar(&o.db, "db", "", "the store to show (default: the one the hooks write)")
+	addJSONFlag(cmd, &o.json, "one JSON document")
+	addTimeoutFlag(cmd, &o.timeout)
+	return cmd
+}
+
+// run shows the status.
+func (o *claudeStatusOptions) run(out io.Writer) error {
+	s, err := o.settings()
+	if err != nil {
+		return err
+	}
+	st := claudeStatus{Settings: s.shown, Hooks: []claudeHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
+	text, _, _, err := readSettings(s)
+	if err != nil {
+		return err
+	}
+	db := filepath.Join(s.dir, claudeStoreFile)
+	if text != nil {
+		h, err := parseClaudeHooks(s.shown, text)
+		if err != nil {
+			return err
+		}
+		for i, e := range h.strata {
+			st.Hooks = append(st.Hooks, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
+			if named, ok := s.storeOf(e.command.str); ok && i == 0 {
+				db = named
+			}
+		}
+	}
+	for _, ev := range claudeHookEvents {
+		if !slices.ContainsFunc(st.Hooks, func(h claudeHook) bool { return h.Event == ev.name }) {
+			st.Missing = append(st.Missing, ev.name)
+		}
+	}
+	st.Installed = len(st.Missing) == 0
+	if o.db != "" {
+		db = o.db
+	}
+	o.store = db
+	st.Store = s.show(db)
+	if _, err := os.Stat(db); postgres.IsURL(db) || err == nil {
+		st.StoreExists = true
+		if st.Sessions, err = o.sessions(db); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if o.json {
+		return writeJSON(out, st)
+	}
+	return st.print(out, text != nil)
+}
+
+// sessions reads the sessions of the store db, from one snapshot.
+func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, err error) {
+	db, err := openReadOnly(path, o.timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB(db, &err)
+	out = []claudeStatusSession{}
+	err = db.View(func(snap *store.Snapshot) error {
+		ids, err := snap.Sessions()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			ss, err := snap.SessionStats(id)
+			if err != nil {
+				return err
+			}
+			cs := claudeStatusSession{ID: id, Events: ss.Events, MarkersValid: ss.MarkersValid,
+				MarkersInvalid: ss.MarkersInvalid, Refusals: ss.Refusals, LastTime: ss.LastTime}
+			if err := snap.Events(id, 1, ss.Events, func(e tier.Event) error {
+				if isClaudeCompaction(e) {
+					cs.Compactions++
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			rc, err := snap.Resume(id, store.Latest)
+			if err != nil {
+				return err
+			}
+			if rc.Source == checkpoint.SourceMarker {
+				cs.LatestMarker, cs.Boundary, cs.Facts = rc.Marker, rc.Boundary, factsOf(rc.Nodes)
+			}
+			out = append(out, cs)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// print writes the status as text; settings says the settings file exists.
+func (st *claudeStatus) print(out io.Writer, settings bool) error {
+	switch {
+	case !settings:
+		fmt.Fprintf(out, "hooks: not installed: %s does not exist; strata claude-code install adds them\n", st.Settings)
+	case len(st.Hooks) == 0:
+		fmt.Fprintf(out, "hooks: not installed in %s; strata claude-code install adds them\n", st.Settings)
+	case !st.Installed:
+		fmt.Fprintf(out, "hooks: partly installed in %s, none under %s; strata claude-code install adds them\n", st.Settings, strings.Join(st.Missing, ", "))
+	default:
+		fmt.Fprintf(out, "hooks: installed in %s\n", st.Settings)
+	}
+	for _, h := range st.Hooks {
+		fmt.Fprintf(out, "  %s: %s\n", eventName(h.Event, h.Matcher), h.Command)
+	}
+	if !st.StoreExists {
+		fmt.Fprintf(out, "store: %s: none yet (the hook makes it at the first compaction)\n", st.Store)
+		return nil
+	}
+	fmt.Fprintf(out, "store: %s\n", st.Store)
+	if len(st.Sessions) == 0 {
+		fmt.Fprintln(out, "sessions: none yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tEVENTS\tCOMPACTIONS\tMARKERS\tLATEST\tOPEN\tFAILED\tREJECTED\tSUPERSEDED\tARTIFACTS\tCONSTRAINTS")
+	for _, s := range st.Sessions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t", fieldValue(s.ID), s.Events, s.Compactions, s.MarkersValid)
+		if s.Facts == nil {
+			fmt.Fprintln(tw, "-\t-\t-\t-\t-\t-\t-")
+			continue
+		}
+		f := s.Facts
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.LatestMarker, f.Unresolved, f.Failures, f.Rejected, f.Superseded, f.Artifacts, f.Constraints)
+	}
+	return tw.Flush()
+}

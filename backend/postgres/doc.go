@@ -55,7 +55,10 @@
 //     to MaxKeyBytes.
 //   - Transaction pooling (PgBouncer's pool_mode=transaction) is not
 //     supported: the migration holds a session-level advisory lock.
-//   - A COMMIT whose connection fails before the server answers has an
-//     unknown outcome: its error is marked ErrCommitUnknown and the write
-//     is not run again.
+//   - A COMMIT whose connection fails before the server answers it has an
+//     unknown outcome — also when the failure shows at a statement sent
+//     before it in the same round trip — unless the server answered that
+//     statement with an error: its error is marked ErrCommitUnknown and
+//     the write is not run again. A COMMIT the server answered is the
+//     outcome, whatever befalls the connection after it.
 package postgres

@@ -41,6 +41,11 @@
 // Update runs its function again after that, after a serialization
 // failure or a deadlock (40001, 40P01) and after a connection the server
 // closed, up to 10 times with jittered waits; callers see none of them.
+// The first round trip of any transaction, read or write, whose connection
+// turns out lost (the server ended it while the pool held it idle, or
+// restarted) goes to another connection, a new one once the pool's are
+// spent; a transaction that loses its connection after that fails (a
+// write is run again by Update).
 //
 // Statements go in pipelined round trips (tx.go): a write is sent with the
 // next read, or with the COMMIT.

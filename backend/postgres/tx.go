@@ -63,8 +63,11 @@ var _ backend.Tx = (*tx)(nil)
 func (t *tx) Writable() bool { return t.writable }
 
 // send runs a round trip: the BEGIN (the first time), the pending writes,
-// then reads. A failure of the first round trip's connection is retried
-// on another connection: nothing of the transaction reached the server.
+// then reads. The first round trip of a transaction that lost its
+// connection runs again on another: nothing of the transaction was run. A
+// connection the pool held may have been ended while it was idle (the
+// server ended it, or restarted), and so may every other the pool holds:
+// it tries one more than the pool holds, the last a new one.
 func (t *tx) send(reads ...stmt) error {
 	if t.broken != nil {
 		return t.broken
@@ -75,11 +78,11 @@ func (t *tx) send(reads ...stmt) error {
 			t.begin, t.pending, t.sent = "", t.pending[:0], true
 			return nil
 		}
-		if t.sent || n == 3 || !connFailed(err) {
+		if t.sent || n > int(t.b.pool.Config().MaxConns) || !lost(err) {
 			t.broken = err
 			return err
 		}
-		t.conn.Release() // closed: the pool drops it
+		t.conn.Release() // lost: the pool drops it
 		conn, aerr := t.b.pool.Acquire(t.ctx)
 		if aerr != nil {
 			t.conn = nil

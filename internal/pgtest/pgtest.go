@@ -60,17 +60,23 @@ func URL(t testing.TB) string {
 // WithSchema returns base with search_path set to schema.
 func WithSchema(t testing.TB, base, schema string) string {
 	t.Helper()
-	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
-		return base + " search_path=" + schema // pgx's key=value form
+	return WithParam(t, base, "search_path", schema)
+}
+
+// WithParam returns u with connection parameter key set to value.
+func WithParam(t testing.TB, u, key, value string) string {
+	t.Helper()
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return u + " " + key + "=" + value // pgx's key=value form
 	}
-	u, err := url.Parse(base)
+	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatalf("pgtest: %s: %v", Env, err)
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	q := pu.Query()
+	q.Set(key, value)
+	pu.RawQuery = q.Encode()
+	return pu.String()
 }
 
 // connect opens a connection to the database at u, failing t on an error.

@@ -3,7 +3,8 @@
 // the variable unset, the test is skipped with a message that names it.
 //
 // .ci/run starts a throwaway server and sets the variable; docs/postgres.md
-// says how to do the same by hand.
+// says how to do the same by hand. A test that restarts its server starts
+// one of its own instead (StartCluster, with the programs BinEnv names).
 package pgtest
 
 import (
@@ -21,6 +22,13 @@ import (
 // Env is the environment variable that names the test server: a
 // postgres:// URL of a database the tests may create schemas in.
 const Env = "STRATA_TEST_POSTGRES"
+
+// BinEnv is the environment variable that names the directory of
+// PostgreSQL's programs (initdb, pg_ctl). A test that restarts its server
+// starts a server of its own with them (StartCluster), so that no other
+// test loses its connections: the server STRATA_TEST_POSTGRES names is
+// shared by the tests of every package, which go test runs at once.
+const BinEnv = "STRATA_TEST_PGBIN"
 
 // Server returns the URL of the test server, or skips t.
 func Server(t testing.TB) string {

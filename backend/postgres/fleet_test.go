@@ -269,9 +269,9 @@ type fleet struct {
 }
 
 type fleetCounts struct {
-	acked, events, failed, unknown, unknownStored, inFlightStored     int
-	commits, refusals, conflicts, outOfReplans, runFails, resumeFails int
-	kills, terminations, restarts                                     int
+	acked, events, failed, unknown, unknownStored, inFlightStored           int
+	runs, commits, refusals, conflicts, outOfReplans, runFails, resumeFails int
+	kills, terminations, restarts                                           int
 }
 
 type fleetFail struct {
@@ -431,6 +431,7 @@ func (f *fleet) handle(l fleetLine) {
 		commits, _ := strconv.Atoi(r[2])
 		refusals, _ := strconv.Atoi(r[3])
 		conflicts, _ := strconv.Atoi(r[4])
+		f.n.runs++
 		f.n.commits += commits
 		f.n.refusals += refusals
 		f.n.conflicts += conflicts
@@ -628,17 +629,33 @@ func (f *fleet) check(db *store.DB) {
 	}
 }
 
-// log logs the counts.
+// log logs the counts, and the errors of the appends that failed.
 func (f *fleet) log() {
 	n := f.n
 	f.t.Logf("%d kills, %d server restarts, %d times the server ended the connections; "+
 		"%d appends acknowledged (%d events), all stored once, whole, in order; %d stored appends in flight at a kill; "+
-		"%d appends failed (%d commits unknown, %d of those stored), %d compactions failed, %d resumes failed; "+
-		"%d compactions committed, %d refused, %d re-planned after a conflict, %d Runs out of re-plans; "+
+		"%d appends failed (%d commits unknown, %d of those stored), %d compaction runs failed, %d resumes failed; "+
+		"%d compaction runs: %d compactions committed, %d refused, %d re-planned after a conflict, %d runs out of re-plans (store.ErrConflict); "+
 		"Verify clean, every session resumed to the same sha256 in %d fresh processes",
 		n.kills, n.restarts, n.terminations, n.acked, n.events, n.inFlightStored,
 		n.failed, n.unknown, n.unknownStored, n.runFails, n.resumeFails,
-		n.commits, n.refusals, n.conflicts, n.outOfReplans, fleetResumers)
+		n.runs+n.runFails, n.commits, n.refusals, n.conflicts, n.outOfReplans, fleetResumers)
+	for tag, fl := range f.fails {
+		f.t.Logf("append %s failed (commit unknown: %v): %s", tag, fl.unknown, fl.msg)
+	}
+	// The compactions' and resumes' errors, by what follows the server's
+	// name.
+	kinds := map[string]int{}
+	for _, msg := range f.others {
+		if i := strings.Index(msg, " schema "); i >= 0 {
+			msg = msg[i:]
+			msg = msg[strings.IndexByte(msg, ':')+2:]
+		}
+		kinds[msg]++
+	}
+	for msg, n := range kinds {
+		f.t.Logf("%d compactions or resumes failed: %s", n, msg)
+	}
 }
 
 // TestFleet_KillLoop runs fleetProcs processes appending to and compacting

@@ -214,19 +214,60 @@ func TestConcurrent_CompactorsRace(t *testing.T) {
 // The server ends every connection of the store's pool: the next append
 // and read reconnect by themselves, and nothing acknowledged is lost.
 func TestConcurrent_Reconnects(t *testing.T) {
-	url := pgtest.URL(t)
+	// Its own application_name: the other tests' connections stay.
+	const name = "strata-reconnects"
+	url := pgtest.WithParam(t, pgtest.URL(t), "application_name", name)
 	db := openDB(t, url, store.Options{Create: true})
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "before"})
 	if _, err := db.Info("s"); err != nil {
 		t.Fatal(err)
 	}
-	n := pgtest.QueryInt(t, pgtest.Server(t), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = 'strata' AND pid <> pg_backend_pid()`)
+	n := pgtest.QueryInt(t, pgtest.Server(t), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, name)
 	if n == 0 {
 		t.Fatal("no connection of the store's pool to end")
 	}
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
 	if got := dbtest.Events(t, db, "s"); len(got) != 2 || got[0].Text != "before" || got[1].Text != "after" {
+		t.Fatalf("after the server ended the connections: %v", got)
+	}
+}
+
+// The server ends every connection of a pool that holds several idle ones:
+// the next read reconnects by itself — its first round trip goes to
+// another connection, and another, until one is alive — and so does the
+// next append.
+func TestConcurrent_ReadsReconnect(t *testing.T) {
+	const name = "strata-reads-reconnect"
+	url := pgtest.WithParam(t, pgtest.URL(t), "application_name", name)
+	db := openDB(t, url, store.Options{Create: true})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "before"})
+	// Four reads at once: the pool holds four connections after them.
+	const readers = 4
+	var started, wg sync.WaitGroup
+	started.Add(readers)
+	for range readers {
+		wg.Go(func() {
+			err := db.View(func(s *store.Snapshot) error {
+				started.Done()
+				started.Wait()
+				_, err := s.Info("s")
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	n := pgtest.QueryInt(t, pgtest.Server(t), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, name)
+	if n < readers {
+		t.Fatalf("%d connections of the pool ended, want %d", n, readers)
+	}
+	if info, err := db.Info("s"); err != nil || info.Head != 1 {
+		t.Fatalf("a read after the server ended the connections: %+v, %v", info, err)
+	}
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
+	if got := dbtest.Events(t, db, "s"); len(got) != 2 {
 		t.Fatalf("after the server ended the connections: %v", got)
 	}
 }

@@ -41,6 +41,11 @@
 // Update runs its function again after that, after a serialization
 // failure or a deadlock (40001, 40P01) and after a connection the server
 // closed, up to 10 times with jittered waits; callers see none of them.
+// The first round trip of any transaction, read or write, whose connection
+// turns out lost (the server ended it while the pool held it idle, or
+// restarted) goes to another connection, a new one once the pool's are
+// spent; a transaction that loses its connection after that fails (a
+// write is run again by Update).
 //
 // Statements go in pipelined round trips (tx.go): a write is sent with the
 // next read, or with the COMMIT.
@@ -55,7 +60,10 @@
 //     to MaxKeyBytes.
 //   - Transaction pooling (PgBouncer's pool_mode=transaction) is not
 //     supported: the migration holds a session-level advisory lock.
-//   - A COMMIT whose connection fails before the server answers has an
-//     unknown outcome: its error is marked ErrCommitUnknown and the write
-//     is not run again.
+//   - A COMMIT whose connection fails before the server answers it has an
+//     unknown outcome — also when the failure shows at a statement sent
+//     before it in the same round trip — unless the server answered that
+//     statement with an error: its error is marked ErrCommitUnknown and
+//     the write is not run again. A COMMIT the server answered is the
+//     outcome, whatever befalls the connection after it.
 package postgres

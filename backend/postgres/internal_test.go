@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/strata-go/strata/backend"
@@ -58,6 +59,87 @@ func TestRetryable(t *testing.T) {
 		if got := retryable(tc.err); got != tc.want {
 			t.Errorf("retryable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// results is a round trip's results whose statement fail (0 the BEGIN)
+// fails with err, and whose close fails with closeErr.
+type results struct {
+	pgx.BatchResults // the methods a round trip does not call
+	fail, n          int
+	err, closeErr    error
+}
+
+func (r *results) Close() error { return r.closeErr }
+
+func (r *results) Exec() (pgconn.CommandTag, error) {
+	defer func() { r.n++ }()
+	if r.n == r.fail {
+		return pgconn.CommandTag{}, r.err
+	}
+	if r.n == 3 {
+		return pgconn.NewCommandTag("COMMIT"), nil
+	}
+	return pgconn.NewCommandTag("INSERT 0 1"), nil
+}
+
+// unsent is the error of a request that never reached the server.
+type unsent struct{}
+
+func (unsent) Error() string     { return "unsent" }
+func (unsent) SafeToRetry() bool { return true }
+
+// A round trip of BEGIN, two writes and the COMMIT whose connection fails
+// at any of its results has an unknown outcome, and is not run again —
+// the server may have run the COMMIT. A statement the server answered
+// with an error (an ERROR rolls the transaction back; after a FATAL it
+// runs nothing more), and a request never sent, stored nothing: those are
+// known, and a lost connection runs again.
+func TestResults_CommitUnknown(t *testing.T) {
+	ended := &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}
+	cases := []struct {
+		name    string
+		fail    int
+		err     error
+		unknown bool
+	}{
+		{"connection lost at the begin's result", 0, io.ErrUnexpectedEOF, true},
+		{"connection lost at a write's result", 2, io.ErrUnexpectedEOF, true},
+		{"connection lost at the commit's result", 3, io.ErrUnexpectedEOF, true},
+		{"the server ended the connection at a write", 1, ended, false},
+		{"the server ended the connection at the commit", 3, ended, true},
+		{"the server refused a write", 1, &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "23505"}, false},
+		{"the server refused the commit", 3, &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "40001"}, false},
+		{"nothing sent", 0, unsent{}, false},
+	}
+	for _, tc := range cases {
+		tx := &tx{b: &Backend{where: "database d on h:1 schema s"}, begin: "BEGIN",
+			pending: []stmt{{sql: "INSERT 1", session: "s", bucket: "l0"}, {sql: "INSERT 2", session: "s", bucket: "l0"}}}
+		err := tx.results(&results{fail: tc.fail, err: tc.err}, nil, true)
+		if err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := errors.Is(err, ErrCommitUnknown); got != tc.unknown {
+			t.Errorf("%s: %v: ErrCommitUnknown %v, want %v", tc.name, err, got, tc.unknown)
+		}
+		if tc.unknown && retryable(err) {
+			t.Errorf("%s: %v: run again, though it may have committed", tc.name, err)
+		}
+		if !tc.unknown && retryable(tc.err) && !retryable(err) {
+			t.Errorf("%s: %v: not run again", tc.name, err)
+		}
+	}
+	// The server answered the COMMIT, then ended the connection (it
+	// closes with the server's FATAL): committed.
+	rt := &tx{b: &Backend{where: "w"}, begin: "BEGIN", pending: []stmt{{sql: "INSERT 1"}, {sql: "INSERT 2"}}}
+	if err := rt.results(&results{fail: -1, closeErr: ended}, nil, true); err != nil {
+		t.Errorf("a COMMIT answered, then the connection ended: %v, want committed", err)
+	}
+	// Without the COMMIT in it, a lost connection is a transaction that
+	// never committed: run again.
+	rt = &tx{b: &Backend{where: "w"}, begin: "BEGIN", pending: []stmt{{sql: "INSERT 1"}}}
+	if err := rt.results(&results{fail: 1, err: io.ErrUnexpectedEOF}, nil, false); errors.Is(err, ErrCommitUnknown) || !retryable(err) {
+		t.Errorf("a lost connection before the commit: %v, want a retryable error", err)
 	}
 }
 

@@ -332,8 +332,7 @@ const (
 // retryable reports whether a write transaction that failed with err,
 // before its COMMIT was sent, may run again: a serialization failure or a
 // deadlock (SQLSTATE 40001, 40P01), a lock it must take in order, or a
-// connection that failed or was closed by the server — a transaction that
-// never committed.
+// lost connection — a transaction that never committed.
 func retryable(err error) bool {
 	if errors.Is(err, errLockOrder) {
 		return true
@@ -341,11 +340,19 @@ func retryable(err error) bool {
 	if errors.Is(err, ErrCommitUnknown) || errors.Is(err, backend.ErrCorrupt) {
 		return false
 	}
-	switch c := code(err); {
-	case c == "40001", c == "40P01":
+	if c := code(err); c == "40001" || c == "40P01" {
 		return true
+	}
+	return lost(err)
+}
+
+// lost reports whether err is the loss of the connection: it failed, or
+// the server ended it or is shutting down (SQLSTATE class 08, 57P01,
+// 57P02, 57P03).
+func lost(err error) bool {
+	switch c := code(err); {
 	case strings.HasPrefix(c, "08"), c == "57P01", c == "57P02", c == "57P03":
-		return true // the connection, or the server, went away
+		return true
 	case c != "":
 		return false
 	}

@@ -20,6 +20,9 @@ import (
 const envAppend = "STRATA_TEST_PG_APPEND"
 
 func TestMain(m *testing.M) {
+	if v := os.Getenv(envFleet); v != "" {
+		os.Exit(fleetProcess(v))
+	}
 	if v := os.Getenv(envAppend); v != "" {
 		os.Exit(appendProcess(v))
 	}

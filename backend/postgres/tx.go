@@ -63,8 +63,11 @@ var _ backend.Tx = (*tx)(nil)
 func (t *tx) Writable() bool { return t.writable }
 
 // send runs a round trip: the BEGIN (the first time), the pending writes,
-// then reads. A failure of the first round trip's connection is retried
-// on another connection: nothing of the transaction reached the server.
+// then reads. The first round trip of a transaction that lost its
+// connection runs again on another: nothing of the transaction was run. A
+// connection the pool held may have been ended while it was idle (the
+// server ended it, or restarted), and so may every other the pool holds:
+// it tries one more than the pool holds, the last a new one.
 func (t *tx) send(reads ...stmt) error {
 	if t.broken != nil {
 		return t.broken
@@ -75,11 +78,11 @@ func (t *tx) send(reads ...stmt) error {
 			t.begin, t.pending, t.sent = "", t.pending[:0], true
 			return nil
 		}
-		if t.sent || n == 3 || !connFailed(err) {
+		if t.sent || n > int(t.b.pool.Config().MaxConns) || !lost(err) {
 			t.broken = err
 			return err
 		}
-		t.conn.Release() // closed: the pool drops it
+		t.conn.Release() // lost: the pool drops it
 		conn, aerr := t.b.pool.Acquire(t.ctx)
 		if aerr != nil {
 			t.conn = nil
@@ -106,18 +109,72 @@ func (t *tx) roundTrip(reads []stmt, commit bool) error {
 	if commit {
 		batch.Queue("COMMIT")
 	}
-	br := t.conn.SendBatch(t.ctx, &batch)
-	err := t.results(br, reads, commit)
-	if cerr := br.Close(); err == nil && cerr != nil {
+	return t.results(t.conn.SendBatch(t.ctx, &batch), reads, commit)
+}
+
+// results reads the results of a round trip and closes it. A COMMIT the
+// server answered is the transaction's outcome, whatever befalls the
+// connection after it (the server may end it at once): the error of the
+// close is not the commit's.
+func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
+	err := t.outcome(br, reads, commit)
+	if cerr := br.Close(); err == nil && cerr != nil && !commit {
 		err = errors.Wrapf(cerr, "postgres: %s", t.b.where)
 	}
 	return err
 }
 
-func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
+// outcome reads the results of the statements of a round trip, and of its
+// COMMIT. With commit, a failure before the COMMIT's own result leaves the
+// commit's outcome unknown — the COMMIT went with the statements before
+// it, and the server may have run it — unless the server answered one of
+// them with an error (an ERROR rolls the transaction back, and the COMMIT
+// is answered with ROLLBACK; after a FATAL the server runs nothing more of
+// the connection's) or nothing was sent.
+func (t *tx) outcome(br pgx.BatchResults, reads []stmt, commit bool) error {
+	answered, err := t.statements(br, reads)
+	if !commit {
+		return err
+	}
+	if err != nil {
+		if answered || pgconn.SafeToRetry(err) {
+			return err
+		}
+		return errors.Mark(err, ErrCommitUnknown)
+	}
+	ct, err := br.Exec()
+	if err == nil && ct.String() != "COMMIT" {
+		return errors.Newf("postgres: %s: COMMIT answered %q: the transaction was rolled back", t.b.where, ct.String())
+	}
+	if err != nil {
+		if refused(err) || pgconn.SafeToRetry(err) {
+			return errors.Wrapf(err, "postgres: %s: commit", t.b.where) // not committed
+		}
+		return errors.Mark(errors.Wrapf(err, "postgres: %s: commit", t.b.where), ErrCommitUnknown)
+	}
+	return nil
+}
+
+// refused reports whether err is an ERROR the server reported for a
+// statement: the transaction is rolled back.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR"
+}
+
+// serverError reports whether err is an error the server reported.
+func serverError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
+
+// statements reads the results of the BEGIN (if sent), the pending writes
+// and reads; answered says whether the statement that failed was answered
+// by the server's error.
+func (t *tx) statements(br pgx.BatchResults, reads []stmt) (answered bool, err error) {
 	if t.begin != "" {
 		if _, err := br.Exec(); err != nil {
-			return errors.Wrapf(err, "postgres: %s: begin", t.b.where)
+			return serverError(err), errors.Wrapf(err, "postgres: %s: begin", t.b.where)
 		}
 	}
 	for i := range t.pending {
@@ -127,14 +184,14 @@ func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
 			err = s.exec(ct)
 		}
 		if err != nil {
-			return t.writeError(s, err)
+			return serverError(err), t.writeError(s, err)
 		}
 	}
 	for i := range reads {
 		s := &reads[i]
 		if s.rows == nil {
 			if _, err := br.Exec(); err != nil {
-				return errors.Wrapf(err, "postgres: %s", t.b.where)
+				return serverError(err), errors.Wrapf(err, "postgres: %s", t.b.where)
 			}
 			continue
 		}
@@ -147,23 +204,10 @@ func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
 			err = rows.Err()
 		}
 		if err != nil {
-			return errors.Wrapf(err, "postgres: %s", t.b.where)
+			return serverError(err), errors.Wrapf(err, "postgres: %s", t.b.where)
 		}
 	}
-	if commit {
-		ct, err := br.Exec()
-		if err == nil && ct.String() != "COMMIT" {
-			err = errors.Newf("postgres: %s: COMMIT answered %q: the transaction was rolled back", t.b.where, ct.String())
-		}
-		if err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.SeverityUnlocalized == "ERROR" || pgconn.SafeToRetry(err) {
-				return errors.Wrapf(err, "postgres: %s: commit", t.b.where) // not committed
-			}
-			return errors.Mark(errors.Wrapf(err, "postgres: %s: commit", t.b.where), ErrCommitUnknown)
-		}
-	}
-	return nil
+	return false, nil
 }
 
 // writeError is the error of write s.

@@ -3,7 +3,8 @@
 // the variable unset, the test is skipped with a message that names it.
 //
 // .ci/run starts a throwaway server and sets the variable; docs/postgres.md
-// says how to do the same by hand.
+// says how to do the same by hand. A test that restarts its server starts
+// one of its own instead (StartCluster, with the programs BinEnv names).
 package pgtest
 
 import (
@@ -21,6 +22,13 @@ import (
 // Env is the environment variable that names the test server: a
 // postgres:// URL of a database the tests may create schemas in.
 const Env = "STRATA_TEST_POSTGRES"
+
+// BinEnv is the environment variable that names the directory of
+// PostgreSQL's programs (initdb, pg_ctl). A test that restarts its server
+// starts a server of its own with them (StartCluster), so that no other
+// test loses its connections: the server STRATA_TEST_POSTGRES names is
+// shared by the tests of every package, which go test runs at once.
+const BinEnv = "STRATA_TEST_PGBIN"
 
 // Server returns the URL of the test server, or skips t.
 func Server(t testing.TB) string {
@@ -60,17 +68,23 @@ func URL(t testing.TB) string {
 // WithSchema returns base with search_path set to schema.
 func WithSchema(t testing.TB, base, schema string) string {
 	t.Helper()
-	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
-		return base + " search_path=" + schema // pgx's key=value form
+	return WithParam(t, base, "search_path", schema)
+}
+
+// WithParam returns u with connection parameter key set to value.
+func WithParam(t testing.TB, u, key, value string) string {
+	t.Helper()
+	if !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		return u + " " + key + "=" + value // pgx's key=value form
 	}
-	u, err := url.Parse(base)
+	pu, err := url.Parse(u)
 	if err != nil {
 		t.Fatalf("pgtest: %s: %v", Env, err)
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	q := pu.Query()
+	q.Set(key, value)
+	pu.RawQuery = q.Encode()
+	return pu.String()
 }
 
 // connect opens a connection to the database at u, failing t on an error.

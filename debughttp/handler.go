@@ -46,9 +46,17 @@ type Options struct {
 	Token string
 }
 
+// Viewer is the database a handler reads: a *store.DB, or anything whose
+// View runs fn on one consistent snapshot — such as a file opened for each
+// request and closed after it, as strata serve does, so that it holds the
+// file's lock only while it answers.
+type Viewer interface {
+	View(fn func(*store.Snapshot) error) error
+}
+
 // handler serves one database.
 type handler struct {
-	db     *store.DB
+	db     Viewer
 	prefix string
 	token  [sha256.Size]byte // the token's hash: compared without leaking its length
 	auth   bool
@@ -57,7 +65,7 @@ type handler struct {
 // New returns the handler serving db under opts.Prefix. It only reads: db
 // may be open for writing, and the agent goes on appending while requests
 // are served.
-func New(db *store.DB, opts Options) http.Handler {
+func New(db Viewer, opts Options) http.Handler {
 	h := &handler{db: db, prefix: cleanPrefix(opts.Prefix)}
 	if opts.Token != "" {
 		h.auth, h.token = true, sha256.Sum256([]byte(opts.Token))
@@ -67,7 +75,7 @@ func New(db *store.DB, opts Options) http.Handler {
 
 // Register mounts New(db, opts) on mux under opts.Prefix (DefaultPrefix
 // when empty): the pattern Prefix+"/" and its subtree.
-func Register(mux *http.ServeMux, db *store.DB, opts Options) {
+func Register(mux *http.ServeMux, db Viewer, opts Options) {
 	prefix := cleanPrefix(opts.Prefix)
 	mux.Handle(prefix+"/", New(db, Options{Prefix: prefix, Token: opts.Token}))
 }
@@ -190,7 +198,7 @@ func status(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, store.ErrSessionNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrLocked):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-
-	"github.com/strata-go/strata/store"
 )
 
 // DefaultAddr is where Listen listens when given no address: loopback only,
@@ -51,7 +49,7 @@ func loopback(host string) bool {
 // transaction lasts as long as its body takes to send: the server bounds a
 // request's headers to ten seconds, and leaves the body unbounded (a large
 // backup takes what it takes).
-func Serve(ctx context.Context, ln net.Listener, db *store.DB, opts Options) error {
+func Serve(ctx context.Context, ln net.Listener, db Viewer, opts Options) error {
 	mux := http.NewServeMux()
 	Register(mux, db, opts)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

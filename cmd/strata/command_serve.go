@@ -11,7 +11,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/debughttp"
+	"github.com/strata-go/strata/store"
 )
 
 // serveOptions are the flags and arguments of `strata serve`.
@@ -34,10 +36,14 @@ checkpoints and resumed context) and the JSON endpoints under /debug/strata/
 that the reading commands take as a URL (strata dump
 http://127.0.0.1:6060/debug/strata). The URL to open is printed on stderr.
 
-DB is opened read-only, with a shared lock: nothing is written, and while it
-is served no process can open it for writing (an agent's open waits). A
-database an agent holds open is served by the agent itself, at the same
-paths; serve gives up on it after --timeout saying another process holds it.
+DB is opened read-only for each request and closed after it: nothing is
+written, and the file's lock is held only while a request is answered, so
+a process that writes it now and then (strata claude-code hook, replay,
+import) goes on working beside the page; a request waits up to --timeout
+for such a writer, then gets 503 naming it. A database an agent holds open
+is served by the agent itself, at the same paths; serve gives up on it
+after --timeout saying another process holds it. A postgres:// database is
+opened once, as many processes share it anyway.
 
 --addr must be a loopback address unless the environment variable
 STRATA_DEBUG_TOKEN is set: then every request for data must carry
@@ -83,7 +89,15 @@ func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeDB(db, &err)
+	var view debughttp.Viewer = db
+	if postgres.IsURL(o.db) {
+		defer closeDB(db, &err)
+	} else {
+		if err := db.Close(); err != nil {
+			return err
+		}
+		view = fileViewer{path: o.db, timeout: o.timeout}
+	}
 	opts := debughttp.Options{Token: os.Getenv(envToken)}
 	ln, err := debughttp.Listen(o.addr, opts)
 	if errors.Is(err, debughttp.ErrNotLoopback) {
@@ -98,11 +112,28 @@ func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 	if opts.Token != "" {
 		fmt.Fprintf(errOut, "requests must carry the token of %s; the page asks for it\n", envToken)
 	}
-	if err := debughttp.Serve(ctx, ln, db, opts); err != nil {
+	if err := debughttp.Serve(ctx, ln, view, opts); err != nil {
 		return err
 	}
 	fmt.Fprintln(errOut, "serve: stopped")
 	return nil
+}
+
+// fileViewer is a database file opened read-only for each View and closed
+// after it: strata serve holds the file's lock only while it answers.
+type fileViewer struct {
+	path    string
+	timeout time.Duration
+}
+
+// View opens the file, runs fn on a snapshot of it and closes it.
+func (v fileViewer) View(fn func(*store.Snapshot) error) (err error) {
+	db, err := openReadOnly(v.path, v.timeout)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, &err)
+	return db.View(fn)
 }
 
 // browsable returns the address a browser on this machine opens for a

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/strata-go/strata/debughttp"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // served is a `strata serve` child process.
@@ -129,13 +131,15 @@ func fetch(t *testing.T, url string, header ...string) (int, string, error) {
 
 // strata serve answers the page and the JSON endpoints of a file, reading
 // only: the reading commands take its URL and print what they print from
-// the file, no writer can open the file meanwhile, and Ctrl-C stops it
-// with exit 130, the file byte for byte as it was.
+// the file. It holds the file's lock only while it answers: between
+// requests a writer opens the file, a request meanwhile gets 503 naming
+// the lock, and the next one shows what the writer stored. Ctrl-C stops it
+// with exit 130.
 func TestServe(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, []string{"--every", "2", "--summarizer", "lossy", "--drop", "artifacts"}, incident(t))
 	before := readBytes(t, db)
-	s := startServe(t, nil, db)
+	s := startServe(t, nil, "--timeout", "50ms", db)
 	if s.base == "" {
 		code, stderr := s.wait(t)
 		t.Fatalf("strata serve did not start: exit %d\n%s", code, stderr)
@@ -154,19 +158,31 @@ func TestServe(t *testing.T) {
 			t.Errorf("strata %s URL differs from the file's:\n%s\nwant\n%s", strings.Join(args, " "), got, fromFile)
 		}
 	}
-	if w, err := store.Open(db, store.Options{LockTimeout: 50 * time.Millisecond}); !errors.Is(err, store.ErrLocked) {
-		if err == nil {
-			w.Close()
-		}
-		t.Errorf("opening the served file for writing: %v, want ErrLocked", err)
+	if !bytes.Equal(readBytes(t, db), before) {
+		t.Error("serving changed the file")
+	}
+
+	w, err := store.Open(db, store.Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("opening the served file for writing between requests: %v", err)
+	}
+	if code, body, err := fetch(t, s.base+"/stats"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "another process") {
+		t.Errorf("a request while a writer holds the file: %d %v\n%s", code, err, body)
+	}
+	info, err := w.Append("mig", tier.Event{Kind: tier.KindUser, Text: "one more"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, body, err := fetch(t, s.base+"/"); err != nil || code != 200 || !strings.Contains(body, fmt.Sprintf(`"head_seq": %d`, info.Last)) {
+		t.Errorf("the index after the writer closed: %d %v, want head_seq %d\n%s", code, err, info.Last, body)
 	}
 
 	exit, stderr := s.stop(t)
 	if exit != 130 || !strings.HasPrefix(stderr, "serving "+db+" read-only: open "+s.base+"/ui/") || !strings.HasSuffix(stderr, "serve: stopped\nstrata: interrupted by SIGINT\n") {
 		t.Errorf("after Ctrl-C: exit %d, stderr:\n%s", exit, stderr)
-	}
-	if !bytes.Equal(readBytes(t, db), before) {
-		t.Error("serving changed the file")
 	}
 }
 

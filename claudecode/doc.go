@@ -8,7 +8,10 @@
 //   - PreCompact imports the session's transcript into the session its
 //     session_id names and compacts the session's head into one L1 node
 //     with the extractive summarizer, valid by construction: a marker
-//     stands where Claude Code is about to cut.
+//     stands where Claude Code is about to cut — unless the session's
+//     last event is the hook's own check of the summary: no record has
+//     reached the transcript since SessionStart read it, and nothing is
+//     compacted, so that running the hooks again changes nothing.
 //   - SessionStart(compact) imports what Claude Code wrote since — its
 //     compact_boundary record and the summary it flags isCompactSummary,
 //     kept as the event of its own record (a system event, never a
@@ -21,6 +24,9 @@
 //     boundary, rendered within a token budget (State.Render). It also
 //     compares Claude Code's summary with that state (Check) and stores
 //     the comparison, once, as a system event after what it imported.
+//     With no compact_boundary record and no compaction before it, there
+//     is no boundary (Result.NoBoundary): what it read stays stored, and
+//     nothing is injected.
 //
 // Every other event and source is left alone.
 //
@@ -56,8 +62,14 @@
 //     record the session stored last once more, later — makes the read
 //     start after the later copy: records written between the two would be
 //     missed. The real transcripts hold no uuid twice.
+//   - Should Claude Code compact twice with no record between, PreCompact
+//     compacts nothing (its head is the hook's own check) and
+//     SessionStart makes the marker at the new boundary — when its
+//     compact_boundary record is written by then; else it injects the
+//     state at the previous one.
 //   - The marker named in the injected state resumes to the bytes whose
-//     sha256 it gives until the next hook stores more (the resumed context
+//     sha256 it gives (the whole context: the summary nodes and every
+//     raw event after the boundary, State.Bytes long) until the next hook stores more (the resumed context
 //     holds the raw events after the marker) or a fold invalidates the
 //     marker (four compactions later); its node's claims stay.
 package claudecode

@@ -9,7 +9,8 @@ var (
 	ErrBadInput = errors.New("claudecode: bad hook input")
 
 	// ErrNoBoundary is returned by a SessionStart(compact) hook when the
-	// transcript holds no compact_boundary record, or the store does not
-	// hold the one it found.
+	// store does not hold the compact_boundary record it found in the
+	// transcript. A transcript without one is no error
+	// (Result.NoBoundary).
 	ErrNoBoundary = errors.New("claudecode: no compaction boundary")
 )

@@ -28,7 +28,7 @@ func ExampleHook_Run() {
 
 	db, _ := store.Open(filepath.Join(dir, "strata.db"), store.Options{Create: true})
 	defer db.Close()
-	hook, _ := claudecode.New(db, claudecode.Options{DB: ".claude/strata.db", Budget: claudecode.MinBudget})
+	hook, _ := claudecode.New(db, claudecode.Options{DB: ".claude/strata.db", Budget: 400})
 	in := claudecode.Input{SessionID: "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41", TranscriptPath: transcript,
 		Cwd: "/home/dev/app", HookEventName: claudecode.EventPreCompact, Trigger: "auto"}
 	pre, err := hook.Run(context.Background(), in)
@@ -55,13 +55,13 @@ func ExampleHook_Run() {
 	// PreCompact: 14 events stored, marker 1 at seq 14
 	// # strata: the state at Claude Code's compaction
 	// Computed by strata from the raw transcript, not from a summary: what session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 implies at seq 14, where Claude Code compacted it.
-	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 056dd8f9a6ce70b99380fe822a41a6640a91673a22265155233c99fa0b3e985d).
+	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 056dd8f9a6ce70b99380fe822a41a6640a91673a22265155233c99fa0b3e985d) prints the whole context, 3053 bytes: the summary nodes with every fact as their claims, then the 13 raw events after the boundary.
 	//
 	// ## calls open at the boundary, no result (UNRESOLVED): 0
 	//
 	// ## failed tool calls, newest first: 2
+	// - FAILED call toolu_03 (Edit), opened at seq 7, failed at seq 8 — The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.
 	// - FAILED call toolu_02 (Bash), opened at seq 4, failed at seq 5 — FAILED tests/test_login.py::test_login - TimeoutError: session not ready
-	// … and 1 more failed tool call not shown
 	//
 	// ## rejected, failed or superseded items, newest first: 1
 	// - rejected: tool/Edit:.github/workflows/ci.yml — the user rejected the tool use
@@ -69,6 +69,6 @@ func ExampleHook_Run() {
 	// ## active constraints, newest first: 0
 	//
 	// ## artifacts (files written), newest first: 1
-	// … and 1 more artifact not shown
+	// - artifact: tests/test_login.py — written by Edit (call toolu_04)
 	// not mentioned by Claude Code's summary: [FAILED call toolu_03 (Edit) FAILED call toolu_02 (Bash) rejected tool/Edit:.github/workflows/ci.yml artifact tests/test_login.py]
 }

@@ -75,6 +75,11 @@ type Result struct {
 	// compact_boundary record yet: the boundary is the head PreCompact
 	// compacted.
 	Unwritten bool
+	// NoBoundary says that SessionStart(compact) found no compaction
+	// boundary — no compact_boundary record in the transcript, and no
+	// PreCompact compaction in the store: what it imported stays stored
+	// (as the next PreCompact would store it), nothing is injected.
+	NoBoundary bool
 	// Output is what the hook prints on stdout: the JSON Claude Code
 	// reads after SessionStart(compact), nil otherwise.
 	Output []byte
@@ -112,16 +117,32 @@ func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
 }
 
 // preCompact compacts the session's head: everything imported is about to
-// leave Claude Code's context.
+// leave Claude Code's context. A head that is strata's own event — the
+// check SessionStart stored — says that no record reached the transcript
+// since SessionStart read it: a hook run again, not a new compaction, so
+// nothing is compacted (and should Claude Code compact with nothing new,
+// SessionStart makes the marker at its boundary).
 func (h *Hook) preCompact(ctx context.Context, r *Result) error {
-	info, err := h.db.Info(r.Input.SessionID)
-	if errors.Is(err, store.ErrSessionNotFound) {
-		return nil // a transcript with nothing to store yet
+	session := r.Input.SessionID
+	var info store.Info
+	own := false
+	err := h.db.View(func(s *store.Snapshot) error {
+		var err error
+		if info, err = s.Info(session); err != nil {
+			return err
+		}
+		return s.Events(session, info.Head, info.Head, func(e tier.Event) error {
+			own = strings.HasPrefix(e.Ref, strataRefPrefix)
+			return nil
+		})
+	})
+	if errors.Is(err, store.ErrSessionNotFound) || err == nil && own {
+		return nil // a transcript with nothing to store yet, or nothing new
 	}
 	if err != nil {
 		return err
 	}
-	r.Compactions, err = h.comp.CompactTo(ctx, r.Input.SessionID, info.Head)
+	r.Compactions, err = h.comp.CompactTo(ctx, session, info.Head)
 	return errors.Wrap(err, "compacting the session")
 }
 
@@ -131,7 +152,7 @@ func (h *Hook) preCompact(ctx context.Context, r *Result) error {
 func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) error {
 	session := r.Input.SessionID
 	boundary, summary, err := h.boundary(r, t)
-	if err != nil {
+	if err != nil || r.NoBoundary {
 		return err
 	}
 	if boundary > 0 {
@@ -161,6 +182,7 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 			return err
 		}
 		r.State.Marker, r.State.SHA256 = rc.Marker, rc.SHA256()
+		r.State.Bytes, r.State.Events = len(rc.Text()), len(rc.Events)
 		if rc.Source != checkpoint.SourceMarker {
 			r.State.Marker = 0
 		}
@@ -181,7 +203,7 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 // than the head PreCompact compacted — the new one is not written yet —
 // or there is none, the boundary is that head, where PreCompact saw
 // Claude Code about to cut (Result.Unwritten), and there is no summary to
-// check.
+// check. When there is neither, there is no boundary (Result.NoBoundary).
 func (h *Hook) boundary(r *Result, t *transcriptFile) (boundary uint64, summary string, err error) {
 	session := r.Input.SessionID
 	bound, next, found, err := t.findLast(`"compact_boundary"`, func(rec *record) bool {
@@ -208,14 +230,16 @@ func (h *Hook) boundary(r *Result, t *transcriptFile) (boundary uint64, summary 
 	})
 	switch {
 	case errors.Is(err, store.ErrSessionNotFound) && !found:
-		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+		r.NoBoundary = true
+		return 0, "", nil
 	case err != nil:
 		return 0, "", err
 	case (!found || at.First-1 < info.CompactedTo) && info.CompactedTo > 0:
 		r.Unwritten = true
 		return info.CompactedTo, "", nil
 	case !found:
-		return 0, "", errors.Wrapf(ErrNoBoundary, "transcript %s holds no compact_boundary record", t.path)
+		r.NoBoundary = true
+		return 0, "", nil
 	}
 	sum, sumFound, err := t.findAfter(next, maxSummaryLines, func(rec *record) bool { return rec.IsCompactSummary && rec.UUID != "" })
 	if err != nil || !sumFound {
@@ -345,6 +369,9 @@ func (r *Result) Line() string {
 	}
 	if r.Unwritten {
 		f = append(f, "compact_boundary_not_written_yet")
+	}
+	if r.NoBoundary {
+		f = append(f, "no_compact_boundary nothing_injected")
 	}
 	if st := r.State; st != nil {
 		f = append(f, fmt.Sprintf("boundary=%d marker=%d sha256=%s facts=%d shown=%d tokens=%d",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-go/strata/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -192,9 +193,44 @@ func TestHook_Run(t *testing.T) {
 		t.Fatalf("the last event is %+v; want the check", last)
 	}
 
+	if want := fmt.Sprintf(") prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",
+		len(rc.Text()), len(rc.Events)); !strings.Contains(text, want) || len(rc.Events) == 0 {
+		t.Errorf("the injected state does not say what resume prints (%q):\n%s", want, text)
+	}
+
 	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if string(again.Output) != string(start.Output) || len(dbtest.Events(t, db, session)) != len(evs) {
 		t.Fatalf("SessionStart again: output %s, %d events; want the same output, no event added", again.Output, len(dbtest.Events(t, db, session)))
+	}
+	// PreCompact again with nothing new in the transcript: strata's own
+	// check at the head is no reason to compact, and SessionStart after it
+	// gives the same bytes.
+	markers := func() int {
+		n := 0
+		if err := db.View(func(s *store.Snapshot) error {
+			return s.Markers(session, func(marker.Marker) error { n++; return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := markers()
+	if pre := run(t, h, hookInput(path, claudecode.EventPreCompact)); pre.Import.Events != 0 || len(pre.Compactions) != 0 {
+		t.Fatalf("PreCompact after SessionStart, nothing new: %+v; want nothing imported or compacted", pre)
+	}
+	again = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if string(again.Output) != string(start.Output) || again.Unwritten || len(dbtest.Events(t, db, session)) != len(evs) || markers() != before {
+		t.Fatalf("SessionStart after PreCompact again: %s (line %q), %d events, %d markers; want the same output, nothing added",
+			again.Output, again.Line(), len(dbtest.Events(t, db, session)), markers())
+	}
+
+	// Records that reach the transcript after SessionStart are compacted
+	// by the next PreCompact, strata's check with them.
+	c.user("And the tests.")
+	c.write(t, path, len(c.lines)-1, len(c.lines))
+	next := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	if next.Import.Events != 1 || len(next.Compactions) != 1 || !next.Compactions[0].Committed() || next.Compactions[0].From != head+1 || next.Compactions[0].To != next.Import.Last {
+		t.Fatalf("PreCompact after a new record: %+v; want seq %d..%d compacted", next, head+1, next.Import.Last)
 	}
 }
 
@@ -248,15 +284,18 @@ func TestHook_Run_BoundaryNotWritten(t *testing.T) {
 }
 
 // TestHook_Run_NoBoundary: SessionStart(compact) on a transcript without a
-// compact_boundary record fails, saying so.
+// compact_boundary record, PreCompact not run: the records are imported,
+// as the next PreCompact would, nothing is compacted or injected, and the
+// line says so.
 func TestHook_Run_NoBoundary(t *testing.T) {
 	c, boundary := sessionTranscript()
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, boundary)
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	_, err := newHook(t, db, claudecode.Options{}).Run(context.Background(), hookInput(path, claudecode.EventSessionStart))
-	if !errors.Is(err, claudecode.ErrNoBoundary) {
-		t.Fatalf("err %v, want ErrNoBoundary", err)
+	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	if !r.NoBoundary || r.Output != nil || r.State != nil || len(r.Compactions) != 0 || r.Import.Events == 0 ||
+		len(dbtest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
+		t.Fatalf("%+v, line %q; want the records imported, nothing else", r, r.Line())
 	}
 }
 
@@ -333,7 +372,9 @@ func TestReadInput(t *testing.T) {
 		"no event":      `{"session_id":"s"}`,
 		"no session":    `{"hook_event_name":"PreCompact","transcript_path":"/t"}`,
 		"no transcript": `{"hook_event_name":"SessionStart","source":"compact","session_id":"s"}`,
-		"bad session":   `{"hook_event_name":"PreCompact","transcript_path":"/t","session_id":"a\u0001b"}`,
+		"bad session":   `{"hook_event_name":"PreCompact","transcript_path":"/t","cwd":"/w","session_id":"a\u0001b"}`,
+		"no cwd":        `{"hook_event_name":"PreCompact","transcript_path":"/t","session_id":"s"}`,
+		"relative cwd":  `{"hook_event_name":"SessionStart","source":"compact","transcript_path":"/t","session_id":"s","cwd":"rel"}`,
 		"too large":     `{"hook_event_name":"PreCompact","x":"` + strings.Repeat("x", 1<<20) + `"}`,
 	} {
 		if _, err := claudecode.ReadInput(strings.NewReader(bad)); !errors.Is(err, claudecode.ErrBadInput) {
@@ -375,6 +416,17 @@ func TestDefaultStore(t *testing.T) {
 	}
 	if got := claudecode.DefaultStore("", "/c"); got != "/c/.claude/strata.db" {
 		t.Errorf("without: %s", got)
+	}
+	for _, dirs := range [][2]string{{"", ""}, {"", "rel"}, {"p", "c"}} {
+		if got := claudecode.DefaultStore(dirs[0], dirs[1]); got != "" {
+			t.Errorf("DefaultStore(%q, %q) = %q; want none", dirs[0], dirs[1], got)
+		}
+		if got := claudecode.DefaultLog("", dirs[0], dirs[1]); got != "" {
+			t.Errorf("DefaultLog(\"\", %q, %q) = %q; want none", dirs[0], dirs[1], got)
+		}
+	}
+	if got := claudecode.DefaultStore("p", "/c"); got != "/c/.claude/strata.db" {
+		t.Errorf("a relative CLAUDE_PROJECT_DIR: %s", got)
 	}
 	if got := claudecode.DefaultLog("/d/x.db", "/p", "/c"); got != "/d/strata.log" {
 		t.Errorf("a file's log: %s", got)

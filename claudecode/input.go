@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 	"io"
+	"path/filepath"
 
 	"github.com/cockroachdb/errors"
 
@@ -41,7 +42,8 @@ func (in *Input) Handled() bool {
 
 // ReadInput reads one hook input from r (at most 1 MiB): a JSON object
 // naming hook_event_name and, for an event the hook acts on (Handled),
-// a session_id that is a store session id and a transcript_path. Any other
+// a session_id that is a store session id, a transcript_path, and a cwd
+// that is an absolute path, as Claude Code always gives it. Any other
 // input is an error wrapping ErrBadInput that says what is wrong.
 func ReadInput(r io.Reader) (Input, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
@@ -64,6 +66,10 @@ func ReadInput(r io.Reader) (Input, error) {
 		return in, errors.Wrapf(ErrBadInput, "%s without a session_id", in.HookEventName)
 	case in.TranscriptPath == "":
 		return in, errors.Wrapf(ErrBadInput, "%s without a transcript_path", in.HookEventName)
+	case in.Cwd == "":
+		return in, errors.Wrapf(ErrBadInput, "%s without a cwd", in.HookEventName)
+	case !filepath.IsAbs(in.Cwd):
+		return in, errors.Wrapf(ErrBadInput, "cwd %q is not an absolute path", clipText(in.Cwd, 80))
 	}
 	if err := store.CheckSession(in.SessionID); err != nil {
 		return in, errors.Wrapf(ErrBadInput, "session_id %q: %v", clipText(in.SessionID, 80), err)

@@ -23,31 +23,43 @@ const MaxLogBytes = 1 << 20
 
 // ProjectDir returns the directory of the project a hook runs for:
 // projectDir ($CLAUDE_PROJECT_DIR, which Claude Code sets for the hooks
-// it runs) when set, else cwd (the hook input's), else ".".
+// it runs) when it is an absolute path, else cwd (the hook input's) when
+// it is one, else "": a relative directory would be relative to wherever
+// the hook happens to run.
 func ProjectDir(projectDir, cwd string) string {
 	switch {
-	case projectDir != "":
+	case filepath.IsAbs(projectDir):
 		return projectDir
-	case cwd != "":
+	case filepath.IsAbs(cwd):
 		return cwd
 	}
-	return "."
+	return ""
 }
 
 // DefaultStore returns the store a hook uses when none is given:
-// .claude/strata.db in the project's directory (ProjectDir).
+// .claude/strata.db in the project's directory (ProjectDir); "" when
+// there is no project directory.
 func DefaultStore(projectDir, cwd string) string {
-	return filepath.Join(ProjectDir(projectDir, cwd), ".claude", StoreName)
+	dir := ProjectDir(projectDir, cwd)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, ".claude", StoreName)
 }
 
 // DefaultLog returns the hook's log file for store db: strata.log beside
-// a file store; for a URL (a PostgreSQL store), in the project's .claude
-// directory.
+// a file store; for a URL (a PostgreSQL store) or no store, in the
+// project's .claude directory; "" when there is neither a file store nor
+// a project directory.
 func DefaultLog(db, projectDir, cwd string) string {
-	if strings.Contains(db, "://") {
-		return filepath.Join(ProjectDir(projectDir, cwd), ".claude", LogName)
+	if db != "" && !strings.Contains(db, "://") {
+		return filepath.Join(filepath.Dir(db), LogName)
 	}
-	return filepath.Join(filepath.Dir(db), LogName)
+	dir := ProjectDir(projectDir, cwd)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, ".claude", LogName)
 }
 
 // AppendLog appends one line to the log file at path — the time (UTC,

@@ -43,6 +43,9 @@ type State struct {
 	// --marker Marker` prints (of the latest context when Marker is 0).
 	Marker uint64
 	SHA256 string
+	// Bytes is the size of that context, Events the raw events in it:
+	// those after the marker's boundary (every event without a marker).
+	Bytes, Events int
 	// Claims hold the facts, each list newest first. Resolved and
 	// withdrawn constraints are left out: they are no state.
 	Claims tier.Claims
@@ -149,9 +152,10 @@ func (s *State) Render(db string, budget int) Rendered {
 	fmt.Fprintf(&b, "Computed by strata from the raw transcript, not from a summary: what session %s implies at seq %d, where Claude Code compacted it.\n", oneLine(s.Session), s.Boundary)
 	resume := fmt.Sprintf("strata resume --db %s --session %s", shellQuote(db), shellQuote(s.Session))
 	if s.Marker != 0 {
-		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s).\n", resume, s.Marker, s.Marker, s.SHA256)
+		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s) prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",
+			resume, s.Marker, s.Marker, s.SHA256, s.Bytes, s.Events)
 	} else {
-		fmt.Fprintf(&b, "No marker stands at the boundary; the context strata holds: `%s` (sha256 %s).\n", resume, s.SHA256)
+		fmt.Fprintf(&b, "No marker stands at the boundary; `%s` (sha256 %s) prints the whole context strata holds, %d bytes.\n", resume, s.SHA256, s.Bytes)
 	}
 	secs := s.sections()
 	total := 0

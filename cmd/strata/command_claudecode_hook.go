@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +42,9 @@ PreCompact (any trigger): import the transcript into the session of its
 session_id — only the records the store does not hold, read from the line
 after the last one it holds — and compact the session's head into one L1
 node with the extractive summarizer, so that a marker stands where Claude
-Code is about to cut. Nothing is printed.
+Code is about to cut — unless the session's last event is strata's own
+check of Claude Code's summary: nothing new since SessionStart, nothing
+compacted. Nothing is printed.
 
 SessionStart with source "compact": import what Claude Code wrote since
 (its compact_boundary record and its summary), make sure a marker stands
@@ -55,22 +55,28 @@ every call still open (UNRESOLVED), every failed tool call, every
 rejected, failed or superseded item with its reason, every active
 constraint, every artifact — within --budget tokens, each class newest
 first, what does not fit counted — with the marker's id, the sha256 of
-its context and the strata resume command that prints it. Which of these
-facts Claude Code's own summary does not mention (by id, key, file or
-command) is logged, and stored once as a system event after what the hook
-imported.
+its context and the strata resume command that prints it (the whole
+context: every raw event after the boundary too; its size is given), the
+store named by its absolute path. With no compact_boundary record and no
+compaction before, what was read stays stored and nothing is printed (a
+log line, no failure). Which of these facts Claude Code's own summary
+does not mention (by id, key, file or command) is logged, and stored once
+as a system event after what the hook imported.
 
 Every other event and source: nothing (a log line, when the log's
 directory exists). The hook exits 0 whatever happens,
-so as never to break the session: a failure (bad input, a damaged or
-locked store, an unreadable transcript) prints nothing on stdout and
-writes one line naming it to the log; every run writes one line.
+so as never to break the session: a failure (bad input, a cwd missing
+or not absolute among it, a damaged or locked store, an unreadable
+transcript) prints nothing on stdout and writes one line naming it to
+the log, with the hint the other commands give (strata verify, which
+process holds the store); every run writes one line.
 
 The store is --db, a file (created if missing) or a postgres:// URL;
 without it, .claude/strata.db in $CLAUDE_PROJECT_DIR, else in the cwd of
-the hook's input. The log is --log, else strata.log beside a file store,
-or in the project's .claude directory for a URL; past 1 MiB it is moved
-to strata.log.1.`,
+the hook's input, each only when absolute. The log is --log, else
+strata.log beside a file store, or in the project's .claude directory
+for a URL; past 1 MiB it is moved to strata.log.1. With no project to
+put them in, nothing is made and the line goes to stderr.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				flagErr = errors.Newf("hook takes no arguments, got %q", args)
@@ -78,7 +84,7 @@ to strata.log.1.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), flagErr)
+			o.run(cmd, flagErr)
 			return nil
 		},
 	}
@@ -90,7 +96,7 @@ to strata.log.1.`,
 	// A hook never exits 2, which PreCompact reads as "do not compact":
 	// bad flags are logged like any failure, and the hook runs without them.
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		o.run(c.Context(), c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr(), err)
+		o.run(c, err)
 		return nil
 	})
 	return cmd
@@ -98,8 +104,8 @@ to strata.log.1.`,
 
 // run runs the hook: nothing it meets makes it fail. usage is a problem
 // of the command line, logged as a failure before anything is done.
-func (o *claudeCodeHookOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer, usage error) {
-	in, inErr := claudecode.ReadInput(stdin)
+func (o *claudeCodeHookOptions) run(cmd *cobra.Command, usage error) {
+	in, inErr := claudecode.ReadInput(cmd.InOrStdin())
 	projectDir := os.Getenv("CLAUDE_PROJECT_DIR")
 	db := o.db
 	if db == "" {
@@ -109,12 +115,20 @@ func (o *claudeCodeHookOptions) run(ctx context.Context, stdin io.Reader, out, e
 	if logPath == "" {
 		logPath = claudecode.DefaultLog(db, projectDir, in.Cwd)
 	}
-	line, output := o.hook(ctx, in, inErr, usage, db)
+	line, output := o.hook(cmd, in, inErr, usage, db)
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var err error
-	if _, serr := os.Stat(filepath.Dir(logPath)); serr != nil && inErr == nil && usage == nil && !in.Handled() {
+	switch _, serr := os.Stat(filepath.Dir(logPath)); {
+	case (logPath == "" || serr != nil) && inErr == nil && usage == nil && !in.Handled():
 		// An event the hook leaves alone makes no directory for its line.
-	} else if err = os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
-		err = claudecode.AppendLog(logPath, time.Now(), line)
+	case logPath == "":
+		// No --db, no $CLAUDE_PROJECT_DIR, no absolute cwd: no project to
+		// log in, nor to make a directory in.
+		fmt.Fprintf(errOut, "strata claude-code hook: %s\n", line)
+	default:
+		if err = os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
+			err = claudecode.AppendLog(logPath, time.Now(), line)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(errOut, "strata claude-code hook: %s (the line: %s)\n", err, line)
@@ -127,8 +141,10 @@ func (o *claudeCodeHookOptions) run(ctx context.Context, stdin io.Reader, out, e
 }
 
 // hook does the work and returns the log line and the output to print
-// (nil for none).
-func (o *claudeCodeHookOptions) hook(ctx context.Context, in claudecode.Input, inErr, usage error, db string) (line string, output []byte) {
+// (nil for none). A failure on the store carries the hints the other
+// commands give (explain): run verify on a damaged store, which process
+// holds a locked one, what a file that is not a store is.
+func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, inErr, usage error, db string) (line string, output []byte) {
 	failed := func(what string, err error) (string, []byte) {
 		name := in.HookEventName
 		if name == "" {
@@ -155,25 +171,32 @@ func (o *claudeCodeHookOptions) hook(ctx context.Context, in claudecode.Input, i
 		return r.Line(), nil
 	}
 	if !strings.Contains(db, "://") {
+		// The resume command the injected state gives names the store
+		// wherever the agent runs it.
+		abs, err := filepath.Abs(db)
+		if err != nil {
+			return failed("finding the store "+db, err)
+		}
+		db = abs
 		if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
 			return failed("creating the store's directory", err)
 		}
 	}
 	st, err := store.Open(db, store.Options{Create: true, LockTimeout: o.timeout})
 	if err != nil {
-		return failed("opening the store "+db, explainOpen(err))
+		return failed("opening the store "+db, explain(cmd, explainOpen(err), db))
 	}
 	h, err := claudecode.New(st, claudecode.Options{Budget: o.budget, DB: db})
 	if err != nil {
 		st.Close()
 		return failed("(setting up)", err)
 	}
-	r, err := h.Run(ctx, in)
+	r, err := h.Run(cmd.Context(), in)
 	if cerr := st.Close(); err == nil && cerr != nil {
 		err = errors.Wrap(cerr, "closing the store")
 	}
 	if err != nil {
-		return failed("on "+db, err)
+		return failed("on "+db, explain(cmd, err, db))
 	}
 	return r.Line(), r.Output
 }

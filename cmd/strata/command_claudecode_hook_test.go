@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/strata-go/strata/tier"
 )
 
 // ccFixture is the Claude Code session of transcript/testdata, and
@@ -290,7 +293,8 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 		stdin func(dir string) string
 		args  func(dir string) []string
 		setup func(t *testing.T, dir string) func()
-		want  string
+		made  bool   // setup ran a hook that made the store
+		want  string // its parts, between " … ", in the line; DIR the project
 	}{
 		{name: "bad stdin", want: "FAILED reading the hook input: not a JSON object",
 			stdin: func(string) string { return "PreCompact, please" }},
@@ -306,19 +310,22 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 			stdin: func(dir string) string {
 				return ccInput("PreCompact", ccFixtureSession, filepath.Join(dir, "none.jsonl"), dir)
 			}},
-		{name: "no boundary", want: "holds no compact_boundary record",
-			stdin: func(dir string) string {
-				p := filepath.Join(dir, "t.jsonl")
-				os.WriteFile(p, []byte(strings.Join(lines[:b], "")), 0o600)
-				return ccInput("SessionStart", ccFixtureSession, p, dir)
-			}},
-		{name: "damaged store", want: "FAILED opening the store",
+		// A damaged store: the hint the other commands give.
+		{name: "text for a store", want: "FAILED opening the store " + "DIR/.claude/strata.db: DIR/.claude/strata.db: invalid database: store: not a strata database (hint: DIR/.claude/strata.db is text)",
 			setup: func(t *testing.T, dir string) func() {
 				os.MkdirAll(filepath.Join(dir, ".claude"), 0o700)
 				os.WriteFile(filepath.Join(dir, ".claude", "strata.db"), bytes.Repeat([]byte("damaged!"), 4096), 0o600)
 				return nil
 			}},
-		{name: "locked store", want: "another process holds the database",
+		{name: "overwritten store", want: "(hint: the database is damaged; to list every problem it holds, run: strata verify DIR/.claude/strata.db)",
+			made: true, setup: ccDamage(func(b []byte) []byte { copy(b[4*4096:], bytes.Repeat([]byte{0xa5}, 3*4096)); return b })},
+		{name: "truncated store", want: "FAILED opening the store DIR/.claude/strata.db: DIR/.claude/strata.db: bbolt panicked: … (hint: the database is damaged; to list every problem it holds, run: strata verify DIR/.claude/strata.db)",
+			made: true, setup: ccDamage(func(b []byte) []byte { return b[:10000] })},
+		{name: "zeroed store", want: "(hint: DIR/.claude/strata.db is zero bytes where a database's first page belongs (damaged, or never written): restore a backup, or remove it to start a new one)",
+			made: true, setup: ccDamage(func(b []byte) []byte { clear(b[:2*4096]); return b })},
+		{name: "empty store", want: "(hint: a zero-length file is not a database: remove it to start a new one, or restore a backup)",
+			made: true, setup: ccDamage(func(b []byte) []byte { return nil })},
+		{name: "locked store", want: "another process holds the database: DIR/.claude/strata.db (waited 50ms): store: database is held by another process (hint: another process has it open; stop it, or read a backup) (hint: held by process ",
 			args: func(string) []string { return []string{"--timeout", "50ms"} },
 			setup: func(t *testing.T, dir string) func() {
 				db := filepath.Join(dir, ".claude", "strata.db")
@@ -363,10 +370,115 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and nothing printed", r.code, r.stdout, r.stderr)
 			}
 			log := ccLog(t, filepath.Join(dir, ".claude", "strata.log"))
-			if len(log) != 1 || !strings.Contains(log[0], " FAILED ") || !strings.Contains(log[0], c.want) {
-				t.Fatalf("log %q; want one line saying %q", log, c.want)
+			if c.made && len(log) > 0 {
+				log = log[1:] // the line of the hook that made the store
+			}
+			want := strings.ReplaceAll(c.want, "DIR", dir)
+			if len(log) != 1 || !strings.Contains(log[0], " FAILED ") {
+				t.Fatalf("log %q; want one line saying %q", log, want)
+			}
+			for part := range strings.SplitSeq(want, " … ") {
+				if !strings.Contains(log[0], part) {
+					t.Fatalf("log %q; want one line saying %q", log, want)
+				}
 			}
 		})
+	}
+}
+
+// ccDamage returns a setup that makes the store with a PreCompact of the
+// fixture, then rewrites its file with damage.
+func ccDamage(damage func([]byte) []byte) func(t *testing.T, dir string) func() {
+	return func(t *testing.T, dir string) func() {
+		lines := ccLines(t, ccFixture)
+		p := filepath.Join(dir, "t.jsonl")
+		if err := os.WriteFile(p, []byte(strings.Join(lines[:ccBoundary(t, lines)], "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, cli(t, ccInput("PreCompact", ccFixtureSession, p, dir), "claude-code", "hook"), exitOK)
+		db := filepath.Join(dir, ".claude", "strata.db")
+		if err := os.WriteFile(db, damage(readBytes(t, db)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+}
+
+// TestClaudeCodeHook_NoProject: an input without a cwd, or with a relative
+// one, is not Claude Code's: without --db and $CLAUDE_PROJECT_DIR there is
+// no project to make a store or a log in, and the failure goes to stderr;
+// with $CLAUDE_PROJECT_DIR it goes to the log there, and no store is made
+// either way.
+func TestClaudeCodeHook_NoProject(t *testing.T) {
+	lines := ccLines(t, ccFixture)
+	transcript := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(transcript, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cwd, want string }{
+		{"", "PreCompact without a cwd"},
+		{"rel", `cwd "rel" is not an absolute path`},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			var in map[string]string
+			if err := json.Unmarshal([]byte(ccInput("PreCompact", ccFixtureSession, transcript, c.cwd)), &in); err != nil {
+				t.Fatal(err)
+			}
+			if c.cwd == "" {
+				delete(in, "cwd")
+			}
+			stdin, _ := json.Marshal(in)
+			here := t.TempDir()
+			t.Chdir(here)
+			t.Setenv("CLAUDE_PROJECT_DIR", "")
+			r := cli(t, string(stdin), "claude-code", "hook")
+			want := "strata claude-code hook: PreCompact FAILED reading the hook input: " + c.want + ": claudecode: bad hook input\n"
+			if r.code != exitOK || r.stdout != "" || r.stderr != want {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and stderr %q", r.code, r.stdout, r.stderr, want)
+			}
+			if ents, err := os.ReadDir(here); err != nil || len(ents) != 0 {
+				t.Fatalf("the hook made %v in its directory (%v)", ents, err)
+			}
+
+			project := t.TempDir()
+			t.Setenv("CLAUDE_PROJECT_DIR", project)
+			if r := cli(t, string(stdin), "claude-code", "hook"); r.code != exitOK || r.stdout != "" || r.stderr != "" {
+				t.Fatalf("with CLAUDE_PROJECT_DIR: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			if log := ccLog(t, filepath.Join(project, ".claude", "strata.log")); len(log) != 1 || !strings.Contains(log[0], " PreCompact FAILED reading the hook input: "+c.want) {
+				t.Fatalf("log %q", log)
+			}
+			if _, err := os.Stat(filepath.Join(project, ".claude", "strata.db")); !os.IsNotExist(err) {
+				t.Fatalf("a store was made: %v", err)
+			}
+			if ents, err := os.ReadDir(here); err != nil || len(ents) != 0 {
+				t.Fatalf("the hook made %v in its directory (%v)", ents, err)
+			}
+		})
+	}
+}
+
+// TestClaudeCodeHook_NoBoundary: SessionStart(compact) on a transcript
+// without a compact_boundary record and no PreCompact before it is no
+// failure: it stores the records, injects nothing, and its line says so.
+func TestClaudeCodeHook_NoBoundary(t *testing.T) {
+	lines := ccLines(t, ccFixture)
+	project := t.TempDir()
+	t.Setenv("CLAUDE_PROJECT_DIR", project)
+	p := filepath.Join(project, "t.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines[:ccBoundary(t, lines)], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, ccInput("SessionStart", ccFixtureSession, p, project), "claude-code", "hook")
+	if r.code != exitOK || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and nothing printed", r.code, r.stdout, r.stderr)
+	}
+	log := ccLog(t, filepath.Join(project, ".claude", "strata.log"))
+	if len(log) != 1 || strings.Contains(log[0], "FAILED") || !regexp.MustCompile(` events=[1-9]\d* .* no_compact_boundary nothing_injected$`).MatchString(log[0]) {
+		t.Fatalf("log %q; want the events imported, no boundary, nothing injected", log)
+	}
+	if got := sessionsOf(t, filepath.Join(project, ".claude", "strata.db")); len(got) != 1 || got[0] != ccFixtureSession {
+		t.Fatalf("sessions %v", got)
 	}
 }
 
@@ -454,10 +566,13 @@ func TestClaudeCodeHook_Ignored(t *testing.T) {
 }
 
 // TestDocs_ClaudeCodeExample: the example of docs/claude-code.md is what
-// the hooks give on the real transcript — PreCompact before its
-// compact_boundary record, SessionStart(compact) with --budget 800 after
-// it: the log's lines (but their time), the injected state, the check of
-// Claude Code's summary, byte for byte.
+// the hooks as installed give on the real transcript of a project at
+// /home/me/app — PreCompact before its compact_boundary record,
+// SessionStart(compact) after it: the log's lines (but their time), the
+// injected state, the check of Claude Code's summary, byte for byte — but
+// for the project's path, and the tokens of the injected state, which are
+// those of the text as printed (checked) in the log, and of the doc's text
+// in the doc.
 func TestDocs_ClaudeCodeExample(t *testing.T) {
 	lines := ccLines(t, ccRealTranscript(t))
 	b := ccBoundary(t, lines)
@@ -479,25 +594,33 @@ func TestDocs_ClaudeCodeExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	const cwd = "/home/USER/projects/spotter-worktrees/spotter-a0y" // the transcript's
-	wantCode(t, cli(t, ccInput("PreCompact", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", ".claude/strata.db"), exitOK)
+	db := filepath.Join(project, ".claude", "strata.db")            // --db "$CLAUDE_PROJECT_DIR"/.claude/strata.db
+	asDoc := func(s string) string { return strings.ReplaceAll(s, project, "/home/me/app") }
+	wantCode(t, cli(t, ccInput("PreCompact", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", db), exitOK)
 	if err := os.WriteFile(transcript, []byte(strings.Join(lines, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := cli(t, ccInput("SessionStart", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", ".claude/strata.db", "--budget", "800")
+	r := cli(t, ccInput("SessionStart", ccRealSession, transcript, cwd), "claude-code", "hook", "--db", db)
 	wantCode(t, r, exitOK)
-	if got, want := strings.TrimSuffix(ccOutput(t, r.stdout), "\n"), block("# strata: the state at Claude Code's compaction"); got != want {
+	injected := ccOutput(t, r.stdout)
+	if got, want := asDoc(strings.TrimSuffix(injected, "\n")), block("# strata: the state at Claude Code's compaction"); got != want {
 		t.Errorf("the injected state differs from the doc's: %s\ngot:\n%s", firstDiff(got, want), got)
 	}
 	log := ccLog(t, filepath.Join(project, ".claude", "strata.log"))
 	doc := strings.Split(block("2026-"), "\n")
+	tokens := regexp.MustCompile(` tokens=\d+ `)
+	if got, want := tokens.FindString(log[1]), fmt.Sprintf(" tokens=%d ", tier.TokensOfBytes(len(injected))); got != want {
+		t.Fatalf("log: %q, the injected state has %q", got, want)
+	}
+	log[1] = tokens.ReplaceAllString(log[1], fmt.Sprintf(" tokens=%d ", tier.TokensOfBytes(len(asDoc(injected)))))
 	for i := range 2 {
-		_, got, _ := strings.Cut(log[i], " ")
+		_, got, _ := strings.Cut(asDoc(log[i]), " ")
 		if _, want, _ := strings.Cut(doc[i], " "); got != want {
 			t.Errorf("log line %d differs from the doc's: %s\ngot:\n%s", i+1, firstDiff(got, want), got)
 		}
 	}
 	var check string
-	out := mustCLI(t, "dump", ".claude/strata.db", "--session", ccRealSession, "--raw", "--json")
+	out := mustCLI(t, "dump", db, "--session", ccRealSession, "--raw", "--json")
 	var d struct {
 		Sessions []struct {
 			Events []struct {

@@ -19,6 +19,7 @@ const (
 	kindZip    = "a zip archive"
 	kindJSON   = "JSON text"
 	kindText   = "text"
+	kindZeros  = "zero bytes where a database's first page belongs (damaged, or never written): restore a backup, or remove it to start a new one"
 )
 
 // sniffBytes is how much of a file sniff reads.
@@ -47,6 +48,8 @@ func sniff(path string) string {
 		return kindGzip
 	case bytes.HasPrefix(b, []byte("PK\x03\x04")):
 		return kindZip
+	case len(b) > 0 && len(bytes.TrimLeft(b, "\x00")) == 0:
+		return kindZeros
 	case bytes.IndexByte(b, 0) >= 0 || !validUTF8Prefix(b):
 		return ""
 	}

@@ -17,6 +17,7 @@ func TestForeignFile_Hints(t *testing.T) {
 	gz := writeFile(t, "x.gz", "\x1f\x8b\x08\x00rest")
 	zip := writeFile(t, "x.zip", "PK\x03\x04rest")
 	binary := writeFile(t, "x.bin", "\x00\x01\x02\xff\xfe")
+	zeros := writeFile(t, "zeros.db", strings.Repeat("\x00", 8192)+"rest")
 	foreignBolt := tempDB(t)
 	b, err := bolt.Open(foreignBolt, 0o600, nil)
 	if err != nil {
@@ -41,6 +42,7 @@ func TestForeignFile_Hints(t *testing.T) {
 		{[]string{"replay", jsonl, jsonl}, "replay's first argument is the database"},
 		{[]string{"dump", foreignBolt}, "Hint: it was not written by strata\n"},
 		{[]string{"dump", binary}, ""},
+		{[]string{"sessions", zeros}, "Hint: " + zeros + " is zero bytes where a database's first page belongs (damaged, or never written): restore a backup, or remove it to start a new one\n"},
 	} {
 		r := cli(t, "", tc.args...)
 		wantCode(t, r, exitError, tc.args...)
@@ -52,7 +54,7 @@ func TestForeignFile_Hints(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{sqlite: kindSQLite, jsonl: kindJSON, text: kindText, gz: kindGzip, zip: kindZip,
-		binary: "", foreignBolt: kindBolt, writeFile(t, "bom.json", "\xef\xbb\xbf  [1]"): kindJSON, t.TempDir(): ""} {
+		binary: "", zeros: kindZeros, foreignBolt: kindBolt, writeFile(t, "bom.json", "\xef\xbb\xbf  [1]"): kindJSON, t.TempDir(): ""} {
 		if got := sniff(path); got != want {
 			t.Errorf("sniff(%s) = %q, want %q", path, got, want)
 		}

@@ -39,6 +39,9 @@ const claudeHookTimeout = 30
 // directory.
 const (
 	claudeSettingsFile = "settings.json"
+	// claudeLocalSettingsFile is a project's settings of one person, not
+	// committed, which Claude Code reads beside settings.json.
+	claudeLocalSettingsFile = "settings.local.json"
 	// claudeInstallRecord is install's note of what it created in the
 	// settings (the file, the hooks object, an event's list), so that
 	// uninstall removes exactly that and leaves what was there before.
@@ -83,7 +86,8 @@ func findClaudeSettings(user bool, dir string) (*claudeSettings, error) {
 			return nil, err
 		}
 		if fi, err := os.Stat(s.project); err != nil {
-			return nil, errors.Wrap(err, "--dir")
+			return nil, errors.WithHintf(errors.Wrap(err, "--dir"),
+				"--dir names the project's directory, which must exist: give it the project's, or create it first with mkdir -p %s", shellQuote(dir))
 		} else if !fi.IsDir() {
 			return nil, usagef("--dir %s is not a directory", dir)
 		}
@@ -99,34 +103,116 @@ func (s *claudeSettings) beside(name string) string {
 	return filepath.Join(filepath.Dir(s.shown), name)
 }
 
+// otherSettings is another settings file Claude Code reads for the same
+// sessions as the one a command is about, and how to remove strata's hooks
+// from it.
+type otherSettings struct {
+	s      *claudeSettings
+	remove string
+}
+
+// others returns the settings files Claude Code reads beside s for a
+// session of its project: for a project's settings.json its
+// settings.local.json and the user's settings; for the user's, those of
+// the project in the current directory. A file that is s itself (the
+// project is the home directory) is left out.
+func (s *claudeSettings) others() ([]otherSettings, error) {
+	var out []otherSettings
+	project := s
+	if s.user {
+		p, err := findClaudeSettings(false, "")
+		if err != nil {
+			return nil, err
+		}
+		project = p
+		out = append(out, otherSettings{p, "strata claude-code uninstall removes them"})
+	} else {
+		u, err := findClaudeSettings(true, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, otherSettings{u, "strata claude-code uninstall --user removes them"})
+	}
+	local := *project
+	local.path, local.shown = filepath.Join(project.dir, claudeLocalSettingsFile), project.beside(claudeLocalSettingsFile)
+	out = append(out, otherSettings{&local, "take them out of it by hand: uninstall edits " + claudeSettingsFile + " only"})
+	return slices.DeleteFunc(out, func(o otherSettings) bool { return o.s.path == s.path }), nil
+}
+
+// strataHooksIn returns strata's hooks in the settings file s (none when
+// there is no file).
+func strataHooksIn(s *claudeSettings) ([]claudeHook, error) {
+	text, _, _, err := readSettings(s)
+	if err != nil || text == nil {
+		return nil, err
+	}
+	h, err := parseClaudeHooks(s.shown, text)
+	if err != nil {
+		return nil, err
+	}
+	var out []claudeHook
+	for _, e := range h.strata {
+		out = append(out, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
+	}
+	return out, nil
+}
+
+// claudeHooksElsewhere is strata's hooks in another settings file than the
+// one a command is about (otherSettings).
+type claudeHooksElsewhere struct {
+	Settings string       `json:"settings"`
+	Hooks    []claudeHook `json:"hooks"`
+	remove   string
+}
+
+// strataHooksElsewhere returns strata's hooks in the other settings files
+// Claude Code reads beside s (others), each file that holds some. A file
+// it cannot read as settings is left out: it is not the one the command is
+// about.
+func strataHooksElsewhere(s *claudeSettings) ([]claudeHooksElsewhere, error) {
+	others, err := s.others()
+	if err != nil {
+		return nil, err
+	}
+	out := []claudeHooksElsewhere{}
+	for _, o := range others {
+		if hooks, err := strataHooksIn(o.s); err == nil && len(hooks) > 0 {
+			out = append(out, claudeHooksElsewhere{Settings: o.s.shown, Hooks: hooks, remove: o.remove})
+		}
+	}
+	return out, nil
+}
+
 // hookDB returns a store as the hook's command line names it — shell
 // text — given db as --db gives it ("": the default, beside the
-// settings). A file inside the project is named from $CLAUDE_PROJECT_DIR,
-// which Claude Code sets for every hook, and one in the home directory
-// from $HOME, so that the settings hold no path of this machine and work
-// in any checkout; a PostgreSQL URL as it is.
-func (s *claudeSettings) hookDB(db string) (string, error) {
+// settings; a relative file is taken from the current directory, as every
+// command takes it). A file inside the project is named from
+// $CLAUDE_PROJECT_DIR, which Claude Code sets for every hook, and one in
+// the home directory from $HOME, so that the settings hold no path of
+// this machine and work in any checkout; a PostgreSQL URL as it is. A file
+// outside both is named by its absolute path: machine is that path then.
+func (s *claudeSettings) hookDB(db string) (arg, machine string, err error) {
 	switch {
 	case db == "":
 		db = filepath.Join(s.dir, claudeStoreFile)
 	case isURL(db):
-		return "", usagef("--db %s is a debug handler's URL, which only reads: the hook writes to its store, a file or a postgres:// URL", db)
+		return "", "", usagef("--db %s is a debug handler's URL, which only reads: the hook writes to its store, a file or a postgres:// URL", db)
 	case postgres.IsURL(db):
-		return shellQuote(db), nil
+		return shellQuote(db), "", nil
 	}
 	abs, err := filepath.Abs(db)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, root := range []struct{ dir, name string }{{s.project, "CLAUDE_PROJECT_DIR"}, {s.home, "HOME"}} {
 		if root.dir == "" {
 			continue
 		}
 		if rel, err := filepath.Rel(root.dir, abs); err == nil && rel != "." && filepath.IsLocal(rel) {
-			return `"$` + root.name + `"/` + shellQuote(filepath.ToSlash(rel)), nil
+			return `"$` + root.name + `"/` + shellQuote(filepath.ToSlash(rel)), "", nil
 		}
 	}
-	return shellQuote(abs), nil
+	return shellQuote(abs), abs, nil
 }
 
 // storeOf returns the store a hook's command line names, as a path (or
@@ -310,8 +396,17 @@ written "$CLAUDE_PROJECT_DIR"/.claude/strata.db (with --user
 so the entry works from any directory and in any checkout and holds no
 path of this machine. --db DB chooses another: a file (inside the project
 or the home directory it is named from the variable too) or a postgres://
-URL. The hook makes the store at its first run and writes its log,
-strata.log, beside it.
+URL. A relative file is taken from the current directory, as every strata
+command takes it, not from --dir; a file outside the project and the home
+directory stands in the settings as its absolute path, and install warns
+that the hooks find it only where that path is. The hook makes the store
+at its first run and writes its log, strata.log, beside it.
+
+Claude Code runs the hooks of every settings file it reads for a session:
+the project's .claude/settings.json, its .claude/settings.local.json and
+~/.claude/settings.json. Install warns when another of them holds strata's
+hooks already (they would run twice, into two stores), naming the file and
+how to remove them there.
 
 The hooks run the strata on Claude Code's PATH, for the same reason;
 install says when PATH has no strata, or another one than the one running.
@@ -327,6 +422,9 @@ object, an event's list) it notes in .claude/strata-install.json, so that
 uninstall removes those too, and only those.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("db") && o.db == "" {
+				return usagef("--db must not be empty: leave it out for the default, strata.db beside the settings")
+			}
 			return o.install(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -349,7 +447,8 @@ install created (its note, .claude/strata-install.json) go too once
 nothing else is in them; everything else stays byte for byte. It says
 what it removed, or that nothing was installed.
 
-The store stays: uninstall says where it is and how to delete it.`,
+The store stays: when the hook has made it (or its log), uninstall says
+where it is and how to delete it.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.uninstall(cmd.OutOrStdout())
@@ -365,7 +464,7 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	arg, err := s.hookDB(o.db)
+	arg, machine, err := s.hookDB(o.db)
 	if err != nil {
 		return err
 	}
@@ -433,8 +532,29 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 			fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
 		}
 	}
+	if machine != "" {
+		where, vars := "the project and the home directory", "$CLAUDE_PROJECT_DIR and $HOME"
+		if s.user {
+			where, vars = "the home directory", "$HOME"
+		}
+		fmt.Fprintf(errOut, "warning: %s names the store by a path of this machine, %s: it is outside %s, which the hooks name from %s, so on another machine or checkout they find it only if that path is there\n",
+			s.shown, machine, where, vars)
+	}
+	elsewhere, err := strataHooksElsewhere(s)
+	if err != nil {
+		return err
+	}
+	for _, e := range elsewhere {
+		fmt.Fprintf(errOut, "warning: %s holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; %s\n", e.Settings, e.remove)
+	}
 	checkStrataOnPath(errOut)
 	return nil
+}
+
+// fileExists reports whether there is a file (or anything) at path.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // eventName names a hook event with its group's matcher.
@@ -517,9 +637,14 @@ func (o *claudeInstallOptions) uninstall(out io.Writer) error {
 			fmt.Fprintf(out, "the store stays: %s\n", db)
 			continue
 		}
-		shown := s.show(db)
-		log := filepath.Join(filepath.Dir(shown), claudeLogFile)
-		fmt.Fprintf(out, "the store stays: %s; to delete it: rm -f %s %s\n", shown, shellQuote(shown), shellQuote(log))
+		shown, log := s.show(db), filepath.Join(filepath.Dir(db), claudeLogFile)
+		shownLog := filepath.Join(filepath.Dir(shown), claudeLogFile)
+		switch {
+		case fileExists(db):
+			fmt.Fprintf(out, "the store stays: %s; to delete it: rm -f %s %s\n", shown, shellQuote(shown), shellQuote(shownLog))
+		case fileExists(log):
+			fmt.Fprintf(out, "the hook's log stays: %s; to delete it: rm -f %s\n", shownLog, shellQuote(shownLog))
+		}
 	}
 	return nil
 }

@@ -221,6 +221,10 @@ func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
 				t.Errorf("install --db changed more than the commands:\n%s", firstDiff(string(updated), want))
 			}
 
+			// The hook made the store: uninstall says it stays.
+			if err := os.WriteFile(other, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			removed := mustCLI(t, "claude-code", "uninstall", "--dir", dir)
 			for _, want := range []string{"removed strata's hooks from " + shown, "removed PreCompact: " + otherCommand,
 				"removed SessionStart (matcher compact): " + otherCommand, "the store stays: " + other + "; to delete it: rm -f " + shellQuote(other)} {
@@ -438,8 +442,186 @@ func TestClaudeCodeInstall_DB(t *testing.T) {
 	}
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--db", "http://127.0.0.1:6060/debug/strata"), exitUsage)
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--user"), exitUsage)
-	wantCode(t, cli(t, "", "claude-code", "install", "--dir", filepath.Join(dir, "absent")), exitError)
-	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "extra"), exitUsage)
+}
+
+// The command line's mistakes: each a clear error naming what is wrong,
+// and nothing written.
+func TestClaudeCodeInstall_Usage(t *testing.T) {
+	t.Parallel()
+	dir, settings := newProject(t, nil)
+	absent := filepath.Join(dir, "absent")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"install", "--dir", dir, "extra"}, exitUsage, "Error: install takes no arguments, got 1 (extra)\n"},
+		{[]string{"uninstall", "--dir", dir, "a", "b"}, exitUsage, "Error: uninstall takes no arguments, got 2 (a b)\n"},
+		{[]string{"install", "--dir", dir, "--db", ""}, exitUsage, "Error: --db must not be empty: leave it out for the default, strata.db beside the settings\n"},
+		{[]string{"status", "--dir", dir, "--db", ""}, exitUsage, "Error: --db must not be empty"},
+		{[]string{"install", "--dir", absent}, exitError, "Hint: --dir names the project's directory, which must exist: give it the project's, or create it first with mkdir -p " + absent + "\n"},
+		{[]string{"status", "--dir", absent}, exitError, "Hint: --dir names the project's directory"},
+	} {
+		r := cli(t, "", append([]string{"claude-code"}, tc.args...)...)
+		wantCode(t, r, tc.code, tc.args...)
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: stderr\n%s\nwithout %q", tc.args, r.stderr, tc.want)
+		}
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("a refused command wrote the settings: %v", err)
+	}
+	if _, err := os.Stat(absent); !os.IsNotExist(err) {
+		t.Errorf("--dir of a missing directory made it: %v", err)
+	}
+}
+
+// A relative --db is taken from the current directory, as every command
+// takes it, not from --dir; a store outside the project and the home
+// directory stands in the settings as a path of this machine, and install
+// warns of that.
+func TestClaudeCodeInstall_RelativeDB(t *testing.T) {
+	work := t.TempDir()
+	t.Chdir(work)
+	t.Setenv("HOME", t.TempDir())
+	if err := os.Mkdir(filepath.Join(work, "np"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(work, "np", ".claude", "settings.json")
+	r := cli(t, "", "claude-code", "install", "--dir", "np", "--db", "foo.db")
+	wantCode(t, r, exitOK)
+	abs := filepath.Join(work, "foo.db")
+	checkInstalledShape(t, readBytes(t, settings), "strata claude-code hook --db "+shellQuote(abs))
+	if want := "warning: " + filepath.Join("np", ".claude", "settings.json") + " names the store by a path of this machine, " + abs +
+		": it is outside the project and the home directory"; !strings.Contains(r.stderr, want) {
+		t.Errorf("install --dir np --db foo.db: stderr\n%s\nwithout %q", r.stderr, want)
+	}
+	// Inside the project, from the current directory: named from
+	// $CLAUDE_PROJECT_DIR, no warning.
+	r = cli(t, "", "claude-code", "install", "--dir", "np", "--db", filepath.Join("np", "data", "s.db"))
+	wantCode(t, r, exitOK)
+	checkInstalledShape(t, readBytes(t, settings), `strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/data/s.db`)
+	if strings.Contains(r.stderr, "path of this machine") {
+		t.Errorf("a store inside the project: stderr\n%s", r.stderr)
+	}
+	// --user: outside the home directory is a path of this machine.
+	r = cli(t, "", "claude-code", "install", "--user", "--db", "foo.db")
+	wantCode(t, r, exitOK)
+	if want := " names the store by a path of this machine, " + abs + ": it is outside the home directory, which the hooks name from $HOME"; !strings.Contains(r.stderr, want) {
+		t.Errorf("install --user --db foo.db: stderr\n%s\nwithout %q", r.stderr, want)
+	}
+}
+
+// Claude Code runs the hooks of every settings file it reads for a
+// session — the project's, its settings.local.json, the user's — so strata's
+// in two of them run twice, into two stores: install warns, naming the
+// other file and how to remove them there, and status lists every file
+// that holds them.
+func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
+	project := t.TempDir()
+	t.Chdir(project)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	user := filepath.Join(home, ".claude", "settings.json")
+	shown := filepath.Join(".claude", "settings.json")
+	local := filepath.Join(".claude", "settings.local.json")
+
+	r := cli(t, "", "claude-code", "install")
+	wantCode(t, r, exitOK)
+	if strings.Contains(r.stderr, "holds strata's hooks too") {
+		t.Errorf("the first install warns:\n%s", r.stderr)
+	}
+	r = cli(t, "", "claude-code", "install", "--user")
+	wantCode(t, r, exitOK)
+	if want := "warning: " + shown + " holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; strata claude-code uninstall removes them\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("install --user beside the project's: stderr\n%s\nwithout %q", r.stderr, want)
+	}
+	r = cli(t, "", "claude-code", "install")
+	wantCode(t, r, exitOK)
+	if want := "warning: " + user + " holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; strata claude-code uninstall --user removes them\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("install beside the user's: stderr\n%s\nwithout %q", r.stderr, want)
+	}
+	// One of strata's hooks in the project's local settings, which
+	// uninstall does not edit.
+	localText := `{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "strata claude-code hook --db /srv/mine.db"}]}]}}`
+	if err := os.WriteFile(local, []byte(localText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "", "claude-code", "install")
+	wantCode(t, r, exitOK)
+	if want := "warning: " + local + " holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; take them out of it by hand: uninstall edits settings.json only\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("install beside the local settings: stderr\n%s\nwithout %q", r.stderr, want)
+	}
+
+	st := statusOf(t)
+	if len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != user || len(st.Elsewhere[0].Hooks) != 2 ||
+		st.Elsewhere[1].Settings != local || len(st.Elsewhere[1].Hooks) != 1 || st.Elsewhere[1].Hooks[0].Command != "strata claude-code hook --db /srv/mine.db" {
+		t.Errorf("status: elsewhere %+v", st.Elsewhere)
+	}
+	out := mustCLI(t, "claude-code", "status")
+	want := "hooks: installed in " + shown + "\n" +
+		"  PreCompact: " + defaultHookCommand + "\n" +
+		"  SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"hooks: also in " + user + ", which Claude Code runs too; strata claude-code uninstall --user removes them\n" +
+		"  PreCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
+		"  SessionStart (matcher compact): strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
+		"hooks: also in " + local + ", which Claude Code runs too; take them out of it by hand: uninstall edits settings.json only\n" +
+		"  PreCompact: strata claude-code hook --db /srv/mine.db\n" +
+		"store: " + filepath.Join(".claude", "strata.db") + ": none yet (the hook makes it at the first compaction)\n"
+	if out != want {
+		t.Errorf("status:\n%s\nwant\n%s", out, want)
+	}
+	if st := statusOf(t, "--user"); len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != shown || st.Elsewhere[1].Settings != local {
+		t.Errorf("status --user: elsewhere %+v", st.Elsewhere)
+	}
+	// A local file that is not JSON is not the one status is about: it is
+	// left out, and status still answers.
+	if err := os.WriteFile(local, []byte("{,"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := statusOf(t); len(st.Elsewhere) != 1 || st.Elsewhere[0].Settings != user {
+		t.Errorf("status beside a broken local file: elsewhere %+v", st.Elsewhere)
+	}
+	// Once the user's are removed, the project's install is alone.
+	mustCLI(t, "claude-code", "uninstall", "--user")
+	if err := os.Remove(local); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "", "claude-code", "install")
+	wantCode(t, r, exitOK)
+	if strings.Contains(r.stderr, "holds strata's hooks too") {
+		t.Errorf("install alone warns:\n%s", r.stderr)
+	}
+	if st := statusOf(t); len(st.Elsewhere) != 0 {
+		t.Errorf("status: elsewhere %+v", st.Elsewhere)
+	}
+}
+
+// Uninstall speaks of the store only when the hook made it (or its log).
+func TestClaudeCodeUninstall_Store(t *testing.T) {
+	t.Parallel()
+	dir, _ := newProject(t, nil)
+	store := filepath.Join(dir, ".claude", "strata.db")
+	log := filepath.Join(dir, ".claude", "strata.log")
+	for _, tc := range []struct {
+		files []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{log}, "the hook's log stays: " + log + "; to delete it: rm -f " + log + "\n"},
+		{[]string{store, log}, "the store stays: " + store + "; to delete it: rm -f " + store + " " + log + "\n"},
+	} {
+		mustCLI(t, "claude-code", "install", "--dir", dir)
+		for _, f := range tc.files {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+		if tc.want == "" && strings.Contains(out, "stays") || !strings.HasSuffix(out, "nothing else is in it\n"+tc.want) {
+			t.Errorf("uninstall with %q there says:\n%s", tc.files, out)
+		}
+	}
 }
 
 // --user: the user's settings in $HOME, the store beside them, named from

@@ -32,13 +32,18 @@ type claudeStatusOptions struct {
 
 // claudeStatus is what `strata claude-code status --json` prints.
 type claudeStatus struct {
-	Settings    string                `json:"settings"`
-	Installed   bool                  `json:"installed"` // a hook of strata's under every event it hooks
-	Hooks       []claudeHook          `json:"hooks"`     // strata's hooks in the settings
-	Missing     []string              `json:"missing"`   // the events without one
-	Store       string                `json:"store"`     // the store the hooks write, or --db
-	StoreExists bool                  `json:"store_exists"`
-	Sessions    []claudeStatusSession `json:"sessions"`
+	Settings  string       `json:"settings"`
+	Installed bool         `json:"installed"` // a hook of strata's under every event it hooks
+	Hooks     []claudeHook `json:"hooks"`     // strata's hooks in the settings
+	Missing   []string     `json:"missing"`   // the events without one
+	// Elsewhere is strata's hooks in the other settings files Claude Code
+	// reads for the same sessions (the project's settings.local.json, the
+	// user's or the project's settings), each file that holds some: Claude
+	// Code runs those too.
+	Elsewhere   []claudeHooksElsewhere `json:"elsewhere"`
+	Store       string                 `json:"store"` // the store the hooks write, or --db
+	StoreExists bool                   `json:"store_exists"`
+	Sessions    []claudeStatusSession  `json:"sessions"`
 }
 
 // claudeStatusSession is a session of the store.
@@ -136,23 +141,31 @@ store, one line each: its events, the compactions of Claude Code's that
 its transcript recorded, strata's valid markers, the marker a resume
 serves (LATEST, - for none) and the facts its nodes carry at their
 boundary: the calls still open (OPEN), the failed calls, the keys
-rejected and superseded, the artifacts, and the active constraints.
+rejected and superseded, the artifacts, and the active constraints. After
+the hooks come strata's hooks in every other settings file Claude Code
+reads for the same sessions (the project's .claude/settings.local.json,
+~/.claude/settings.json; with --user the project's in the current
+directory), which Claude Code runs too, each with how to remove them.
 
 A store the hook has not made yet (before the first compaction) is said
 to be none yet; that, as hooks not installed, is a state, exit 0. The
 store is opened read-only, waiting at most --timeout for a hook that
-holds it.
+holds it; a damaged one is an error, exit 1, after the hooks are shown
+(with --json, no document).
 
 --json prints one document: {"settings", "installed", "hooks":[{"event",
-"matcher", "command"}], "missing", "store", "store_exists",
-"sessions":[{"id", "events", "compactions", "markers_valid",
-"markers_invalid", "refusals", "latest_marker", "boundary", "facts":
-{"unresolved", "failures", "rejected", "superseded", "failed_keys",
-"artifacts", "constraints"}, "last_time"}]}.`,
+"matcher", "command"}], "missing", "elsewhere":[{"settings", "hooks"}],
+"store", "store_exists", "sessions":[{"id", "events", "compactions",
+"markers_valid", "markers_invalid", "refusals", "latest_marker",
+"boundary", "facts": {"unresolved", "failures", "rejected", "superseded",
+"failed_keys", "artifacts", "constraints"}, "last_time"}]}.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTimeout(o.timeout); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("db") && o.db == "" {
+				return usagef("--db must not be empty: leave it out for the store the hooks write")
 			}
 			err := o.run(cmd.OutOrStdout())
 			if err != nil && o.db == "" && o.store != "" {
@@ -177,6 +190,9 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 		return err
 	}
 	st := claudeStatus{Settings: s.shown, Hooks: []claudeHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
+	if st.Elsewhere, err = strataHooksElsewhere(s); err != nil {
+		return err
+	}
 	text, _, _, err := readSettings(s)
 	if err != nil {
 		return err
@@ -205,6 +221,11 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	}
 	o.store = db
 	st.Store = s.show(db)
+	if !o.json {
+		// The hooks first: what the settings say stands whatever the store's
+		// state, a damaged one included.
+		st.printHooks(out, text != nil)
+	}
 	if _, err := os.Stat(db); postgres.IsURL(db) || err == nil {
 		st.StoreExists = true
 		if st.Sessions, err = o.sessions(db); err != nil {
@@ -216,7 +237,7 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	if o.json {
 		return writeJSON(out, st)
 	}
-	return st.print(out, text != nil)
+	return st.printStore(out)
 }
 
 // sessions reads the sessions of the store db, from one snapshot.
@@ -261,8 +282,9 @@ func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, 
 	return out, err
 }
 
-// print writes the status as text; settings says the settings file exists.
-func (st *claudeStatus) print(out io.Writer, settings bool) error {
+// printHooks writes the hooks part of the status as text; settings says
+// the settings file exists.
+func (st *claudeStatus) printHooks(out io.Writer, settings bool) {
 	switch {
 	case !settings:
 		fmt.Fprintf(out, "hooks: not installed: %s does not exist; strata claude-code install adds them\n", st.Settings)
@@ -276,6 +298,16 @@ func (st *claudeStatus) print(out io.Writer, settings bool) error {
 	for _, h := range st.Hooks {
 		fmt.Fprintf(out, "  %s: %s\n", eventName(h.Event, h.Matcher), h.Command)
 	}
+	for _, e := range st.Elsewhere {
+		fmt.Fprintf(out, "hooks: also in %s, which Claude Code runs too; %s\n", e.Settings, e.remove)
+		for _, h := range e.Hooks {
+			fmt.Fprintf(out, "  %s: %s\n", eventName(h.Event, h.Matcher), h.Command)
+		}
+	}
+}
+
+// printStore writes the store part of the status as text.
+func (st *claudeStatus) printStore(out io.Writer) error {
 	if !st.StoreExists {
 		fmt.Fprintf(out, "store: %s: none yet (the hook makes it at the first compaction)\n", st.Store)
 		return nil

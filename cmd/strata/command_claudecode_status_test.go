@@ -224,6 +224,10 @@ func TestClaudeCodeStatus(t *testing.T) {
 	if !strings.HasPrefix(r.stderr, "Error: ") {
 		t.Errorf("stderr: %s", r.stderr)
 	}
+	// What the settings say comes first, whatever the store's state.
+	if want := "hooks: installed in " + filepath.Join(dir, ".claude", "settings.json") + "\n  PreCompact: " + defaultHookCommand + "\n"; !strings.HasPrefix(r.stdout, want) || strings.Contains(r.stdout, "store:") {
+		t.Errorf("status of a file not a store: stdout\n%s\nwant first\n%s", r.stdout, want)
+	}
 	wantCode(t, cli(t, "", "claude-code", "status", "--dir", dir, "--timeout", "0s"), exitUsage)
 
 	// Hooks for one event only: partly installed.

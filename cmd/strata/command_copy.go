@@ -116,6 +116,8 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 		defer closeDB(dst, &err)
 	} else if !errors.Is(serr, fs.ErrNotExist) {
 		return errors.Wrap(serr, "copy: DST")
+	} else if err := checkParentDir(o.dst); err != nil {
+		return errors.Wrap(err, "copy: DST")
 	}
 	var res store.CopyResult
 	err = src.View(func(s *store.Snapshot) error {

@@ -78,6 +78,9 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 	if err := o.clear(); err != nil {
 		return err
 	}
+	if err := checkParentDir(o.db); err != nil {
+		return err
+	}
 	db, err := store.Open(o.db, store.Options{Create: true})
 	if err != nil {
 		return explainOpen(err)

@@ -74,7 +74,7 @@ stores and compacts them. The quirks met (renamed call ids, results for no
 open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
-(created if missing) in one atomic append, and compacted as replay compacts
+(created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
 them (the extractive summarizer; --every-tokens, --every, --every-events,
 --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
@@ -124,7 +124,7 @@ a FILE.`,
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic or claude-code (required)")
 	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
-	f.StringVar(&o.db, "db", "", "store and compact in this database (created if missing) instead of writing JSONL to stdout")
+	f.StringVar(&o.db, "db", "", "store and compact in this database (created if missing; its directory must exist) instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
 	f.BoolVar(&o.sidechains, "sidechains", false, "claude-code: keep the sub-agent (sidechain) records of a main session")
 	o.policyFlags.add(f)

@@ -153,7 +153,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", "", "the database file or postgres:// URL (created if missing): then every argument is a FILE")
+	f.StringVar(&o.db, "db", "", "the database file or postgres:// URL (created if missing; its directory must exist): then every argument is a FILE")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
 	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")

@@ -304,7 +304,7 @@ func TestServe_Usage(t *testing.T) {
 		{[]string{"serve", "--addr", "6060", db}, exitUsage, `--addr "6060": `},
 		{[]string{"serve", "--addr", "127.0.0.1:99999", db}, exitUsage, `--addr "127.0.0.1:99999": address 99999: invalid port`},
 		{[]string{"serve", "--timeout", "0s", db}, exitUsage, "--timeout must be positive"},
-		{[]string{"serve"}, exitUsage, "serve takes 1 argument(s) (DB), got 0"},
+		{[]string{"serve"}, exitUsage, "serve takes 1 argument (DB), got 0"},
 		{[]string{"serve", "--addr", "0.0.0.0:0", db}, exitUsage, "Error: --addr 0.0.0.0:0 is not a loopback address\nHint: serve on 127.0.0.1 or [::1], or set STRATA_DEBUG_TOKEN"},
 		{[]string{"serve", db + ".absent"}, exitError, "Error: "},
 	} {

@@ -3,9 +3,11 @@ package main
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/store"
 )
 
@@ -15,6 +17,11 @@ import (
 func openToWrite(path string, opts store.Options) (db *store.DB, fresh bool, err error) {
 	_, serr := os.Stat(path)
 	fresh = errors.Is(serr, fs.ErrNotExist)
+	if fresh {
+		if err := checkParentDir(path); err != nil {
+			return nil, false, err
+		}
+	}
 	opts.Create = true
 	db, err = store.Open(path, opts)
 	if err != nil {
@@ -39,4 +46,20 @@ func closeWritten(db *store.DB, fresh bool, err *error) {
 		}
 	}
 	closeDB(db, err)
+}
+
+// checkParentDir returns an error, with a hint naming the mkdir that makes
+// it, when the database file at path, which a command is to create, would
+// be in a directory that does not exist: a command creates the file, never
+// the directory, which a typo in the path would make too.
+func checkParentDir(path string) error {
+	if postgres.IsURL(path) {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return errors.WithHintf(errors.Newf("%s: the directory %s does not exist", path, dir),
+		"create it first: mkdir -p %s", shellQuote(dir))
 }

@@ -282,13 +282,27 @@ func requireSubcommands(cmd *cobra.Command) {
 	}
 }
 
-// exactArgs is cobra.ExactArgs with a usage error and the arguments named.
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments
+// taken and those given: "install takes no arguments, got 1 (extra)",
+// "serve takes 1 argument (DB), got 0".
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != len(names) {
-			return usagef("%s takes %d argument(s) (%s), got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
+		if len(args) == len(names) {
+			return nil
 		}
-		return nil
+		takes := "no arguments"
+		switch len(names) {
+		case 0:
+		case 1:
+			takes = "1 argument (" + names[0] + ")"
+		default:
+			takes = fmt.Sprintf("%d arguments (%s)", len(names), strings.Join(names, " "))
+		}
+		got := fmt.Sprint(len(args))
+		if len(args) > 0 {
+			got += " (" + strings.Join(args, " ") + ")"
+		}
+		return usagef("%s takes %s, got %s", cmd.Name(), takes, got)
 	}
 }
 

@@ -44,7 +44,16 @@ func TestMain(m *testing.M) {
 	os.Setenv(envMain, "1")
 	// A race-enabled child sleeps a second at exit, waiting for reports.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	os.Exit(m.Run())
+	// The commands read ~/.claude/settings.json (claude-code install and
+	// status): the tests see an empty home of their own, not the machine's.
+	home, err := os.MkdirTemp("", "strata-test-home-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("HOME", home)
+	code := m.Run()
+	_ = os.RemoveAll(home)
+	os.Exit(code)
 }
 
 // holdDatabase opens path for writing, says "ready" and holds it until

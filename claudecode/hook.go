@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -97,11 +95,7 @@ func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
 		r.Ignored = true
 		return r, nil
 	}
-	if rest, ok := strings.CutPrefix(in.TranscriptPath, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			in.TranscriptPath = filepath.Join(home, rest)
-		}
-	}
+	in.resolveTranscript()
 	t, err := openTranscript(in.TranscriptPath)
 	if err != nil {
 		return r, err

@@ -3,7 +3,9 @@ package claudecode
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -38,6 +40,27 @@ type Input struct {
 // left alone.
 func (in *Input) Handled() bool {
 	return in.HookEventName == EventPreCompact || in.HookEventName == EventSessionStart && in.Source == SourceCompact
+}
+
+// CheckTranscript opens in's transcript and closes it: whether Run can
+// read it, for a caller that would otherwise make the store first. A
+// transcript_path under "~/" is made the user's home's, as Run reads it.
+func (in *Input) CheckTranscript() error {
+	in.resolveTranscript()
+	t, err := openTranscript(in.TranscriptPath)
+	if err != nil {
+		return err
+	}
+	return t.Close()
+}
+
+// resolveTranscript makes a transcript_path under "~/" the user's home's.
+func (in *Input) resolveTranscript() {
+	if rest, ok := strings.CutPrefix(in.TranscriptPath, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			in.TranscriptPath = filepath.Join(home, rest)
+		}
+	}
 }
 
 // ReadInput reads one hook input from r (at most 1 MiB): a JSON object

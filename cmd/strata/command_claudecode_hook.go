@@ -93,8 +93,8 @@ put them in, nothing is made and the line goes to stderr.`,
 	f.StringVar(&o.log, "log", "", "the log file (default strata.log beside the store)")
 	f.IntVar(&o.budget, "budget", claudecode.DefaultBudget, fmt.Sprintf("the token budget of the injected state (at least %d)", claudecode.MinBudget))
 	f.DurationVar(&o.timeout, "timeout", defaultHookTimeout, "how long to wait for the store's lock, held by another hook")
-	// A hook never exits 2, which PreCompact reads as "do not compact":
-	// bad flags are logged like any failure, and the hook runs without them.
+	// A hook never exits 2, which PreCompact reads as "do not compact": a
+	// bad flag is logged like any failure, and the hook does nothing.
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		o.run(c, err)
 		return nil
@@ -170,6 +170,9 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		r := claudecode.Result{Input: in, Ignored: true}
 		return r.Line(), nil
 	}
+	if err := in.CheckTranscript(); err != nil {
+		return failed("reading the transcript", err) // before the store is made
+	}
 	if !strings.Contains(db, "://") {
 		// The resume command the injected state gives names the store
 		// wherever the agent runs it.
@@ -183,10 +186,11 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		}
 	}
 	st, err := store.Open(db, store.Options{Create: true, LockTimeout: o.timeout})
+	shown := shownDB(db) // a URL's password goes nowhere: not the log, not the context
 	if err != nil {
-		return failed("opening the store "+db, explain(cmd, explainOpen(err), db))
+		return failed("opening the store "+shown, explain(cmd, explainOpen(err), shown))
 	}
-	h, err := claudecode.New(st, claudecode.Options{Budget: o.budget, DB: db})
+	h, err := claudecode.New(st, claudecode.Options{Budget: o.budget, DB: shown})
 	if err != nil {
 		st.Close()
 		return failed("(setting up)", err)
@@ -196,7 +200,7 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		err = errors.Wrap(cerr, "closing the store")
 	}
 	if err != nil {
-		return failed("on "+db, explain(cmd, err, db))
+		return failed("on "+shown, explain(cmd, err, shown))
 	}
 	return r.Line(), r.Output
 }

@@ -295,20 +295,26 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 		setup func(t *testing.T, dir string) func()
 		made  bool   // setup ran a hook that made the store
 		want  string // its parts, between " … ", in the line; DIR the project
+		never string // what the line must not hold
+		store bool   // the hook made the store before it failed: the transcript opened
 	}{
 		{name: "bad stdin", want: "FAILED reading the hook input: not a JSON object",
 			stdin: func(string) string { return "PreCompact, please" }},
 		{name: "empty stdin", want: "FAILED reading the hook input",
 			stdin: func(string) string { return "" }},
-		{name: "garbage transcript", want: "PreCompact FAILED on ",
+		{name: "garbage transcript", want: "PreCompact FAILED on ", store: true,
 			stdin: func(dir string) string {
 				p := filepath.Join(dir, "garbage.jsonl")
 				os.WriteFile(p, []byte("\x00\x01 not a transcript\n{\"half\": \n"), 0o600)
 				return ccInput("PreCompact", ccFixtureSession, p, dir)
 			}},
-		{name: "missing transcript", want: "no such file or directory",
+		{name: "missing transcript", want: "FAILED reading the transcript: claudecode: opening the transcript: open DIR/none.jsonl: no such file or directory",
 			stdin: func(dir string) string {
 				return ccInput("PreCompact", ccFixtureSession, filepath.Join(dir, "none.jsonl"), dir)
+			}},
+		{name: "a URL's password", want: "FAILED opening the store postgres://agent:xxxxx@127.0.0.1:1/fleet", never: "secret",
+			args: func(string) []string {
+				return []string{"--db", "postgres://agent:secret@127.0.0.1:1/fleet?connect_timeout=5", "--timeout", "50ms"}
 			}},
 		// A damaged store: the hint the other commands give.
 		{name: "text for a store", want: "FAILED opening the store " + "DIR/.claude/strata.db: DIR/.claude/strata.db: invalid database: store: not a strata database (hint: DIR/.claude/strata.db is text)",
@@ -381,6 +387,12 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 				if !strings.Contains(log[0], part) {
 					t.Fatalf("log %q; want one line saying %q", log, want)
 				}
+			}
+			if c.never != "" && strings.Contains(log[0], c.never) {
+				t.Errorf("log %q holds %q", log, c.never)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".claude", "strata.db")); !c.made && !c.store && c.setup == nil && err == nil {
+				t.Error("a hook that failed made the store")
 			}
 		})
 	}

@@ -249,9 +249,12 @@ func (s *claudeSettings) storeOf(command string) (db string, ok bool) {
 
 // show returns a store as output names it: a file inside the project
 // as the settings are named (relative to the current directory without
-// --dir), any other as it is.
+// --dir), a URL without its password, any other as it is.
 func (s *claudeSettings) show(db string) string {
-	if s.project == "" || postgres.IsURL(db) || !filepath.IsAbs(db) {
+	if postgres.IsURL(db) {
+		return shownDB(db) // without its password
+	}
+	if s.project == "" || !filepath.IsAbs(db) {
 		return db
 	}
 	if rel, err := filepath.Rel(s.project, db); err == nil && filepath.IsLocal(rel) {
@@ -326,6 +329,10 @@ func readSettings(s *claudeSettings) (text []byte, target string, mode fs.FileMo
 	target, mode = s.path, 0o644
 	if t, err := filepath.EvalSymlinks(s.path); err == nil {
 		target = t
+	} else if fi, lerr := os.Lstat(s.path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		to, _ := os.Readlink(s.path)
+		return nil, "", 0, errors.WithHint(errors.Newf("%s is a link to %s, which does not exist", s.shown, to),
+			"make the file it names, or remove the link")
 	}
 	fi, err := os.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -634,7 +641,7 @@ func (o *claudeInstallOptions) uninstall(out io.Writer) error {
 	}
 	for _, db := range stores {
 		if postgres.IsURL(db) {
-			fmt.Fprintf(out, "the store stays: %s\n", db)
+			fmt.Fprintf(out, "the store stays: %s\n", s.show(db))
 			continue
 		}
 		shown, log := s.show(db), filepath.Join(filepath.Dir(db), claudeLogFile)

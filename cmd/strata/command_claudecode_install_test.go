@@ -440,6 +440,14 @@ func TestClaudeCodeInstall_DB(t *testing.T) {
 	if !strings.Contains(r.stderr, "warning: "+filepath.Join(dir, ".claude", "settings.json")+" holds the URL's password") {
 		t.Errorf("no warning of the password:\n%s", r.stderr)
 	}
+	if !strings.Contains(r.stdout, "store: postgres://agent:xxxxx@db.internal/fleet\n") {
+		t.Errorf("install's store line:\n%s", r.stdout)
+	}
+	r = cli(t, "", "claude-code", "uninstall", "--dir", dir)
+	wantCode(t, r, exitOK)
+	if !strings.Contains(r.stdout, "the store stays: postgres://agent:xxxxx@db.internal/fleet\n") {
+		t.Errorf("uninstall's store line:\n%s", r.stdout)
+	}
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--db", "http://127.0.0.1:6060/debug/strata"), exitUsage)
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--user"), exitUsage)
 }
@@ -669,6 +677,19 @@ func TestClaudeCodeInstall_User(t *testing.T) {
 	mustCLI(t, "claude-code", "uninstall", "--user")
 	if got := string(readBytes(t, dotfiles)); got != orig {
 		t.Errorf("install then uninstall --user: %q", got)
+	}
+
+	// A link to nothing is refused, and stays the link it is.
+	if err := os.Remove(dotfiles); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "claude-code", "install", "--user")
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "Error: "+settings+" is a link to "+dotfiles+", which does not exist\nHint: make the file it names, or remove the link") {
+		t.Errorf("install --user through a dangling link:\n%s", r.stderr)
+	}
+	if to, err := os.Readlink(settings); err != nil || to != dotfiles {
+		t.Errorf("the dangling link: %q %v", to, err)
 	}
 }
 

@@ -55,12 +55,28 @@ func (db *DB) BackupFile(path string) (n int64, err error) {
 		}
 		return fi.Size(), nil
 	}
-	if dst, err := os.Stat(path); err == nil {
-		if src, err := os.Stat(db.path); err == nil && os.SameFile(src, dst) {
-			return 0, errors.Newf("store: backup: %s is the database itself", path)
-		}
+	if err := db.refuseItself("backup", path); err != nil {
+		return 0, err
 	}
 	return WriteFileAtomic(path, 0o600, func(w io.Writer) (int64, error) { return db.Backup(w) })
+}
+
+// refuseItself returns an error, of op, when path names the database's own
+// file (os.SameFile): a file renamed over it would replace it under the
+// open database, whose later writes would go to the unlinked old one and
+// be lost. A database that is not a file has none.
+func (db *DB) refuseItself(op, path string) error {
+	if db.path == "" {
+		return nil
+	}
+	dst, err := os.Stat(path)
+	if err != nil {
+		return nil // no file there: nothing to replace
+	}
+	if src, err := os.Stat(db.path); err == nil && os.SameFile(src, dst) {
+		return errors.Newf("store: %s: %s is the database itself", op, path)
+	}
+	return nil
 }
 
 // WriteFileAtomic writes path through write into a temporary file beside

@@ -69,8 +69,8 @@ type CopyResult struct {
 // session byte for byte, or an unfinished copy of it. One the same in
 // every value (a copy made before) is left as it is (CopyResult.Present).
 // An unfinished copy — a session without its state record, whose events
-// are the first events of the session copied, byte for byte — is
-// completed: a copy stopped midway (ctx ended, an error, a kill) leaves the
+// are the first events of the session copied, byte for byte, and no
+// others — is completed: a copy stopped midway (ctx ended, an error, a kill) leaves the
 // session it was writing so, which every read of dst reports as damage (the
 // state missing). So the same copy run again, from a source that has not
 // changed since, completes what it stopped in and copies what it had not
@@ -78,6 +78,9 @@ type CopyResult struct {
 //
 // After the last transaction of each session, Copy reads it back from dst:
 // its state and its last event must be the bytes copied.
+//
+// An error of dst's — reading or writing it, damage in it — is marked
+// ErrDestination; one of the snapshot's is not.
 func (s *Snapshot) Copy(ctx context.Context, dst *DB, opts CopyOptions) (CopyResult, error) {
 	if err := dst.acquire(); err != nil {
 		return CopyResult{}, err
@@ -95,9 +98,13 @@ func (s *Snapshot) Copy(ctx context.Context, dst *DB, opts CopyOptions) (CopyRes
 // and given the name path only then — renamed over a file there when
 // replace is true, else linked to path, which must not exist. A failure,
 // an ended ctx, damage in the source, leaves path as it was and no
-// temporary file. Of a database that is not a bbolt file, it is the
+// temporary file. A path that is the database's own file is refused, as
+// BackupFile refuses it. Of a database that is not a bbolt file, it is the
 // backup (BackupFile).
 func (s *Snapshot) CopyFile(ctx context.Context, path string, replace bool, opts CopyOptions) (res CopyResult, err error) {
+	if err := s.db.refuseItself("copy", path); err != nil {
+		return CopyResult{}, err
+	}
 	err = boltfile.Build(path, boltfile.Options{}, replace, func(be *boltfile.Backend) error {
 		res, err = s.copyTo(ctx, be, opts)
 		return err
@@ -195,32 +202,40 @@ func (s *Snapshot) copyPlans(ids []string) ([]*copyPlan, error) {
 }
 
 // readDestination reads, in one transaction of dst, what it holds of each
-// session planned: nothing, the same session, an unfinished copy of it
-// (which the copy completes), or another session — a *SessionExistsError
-// naming every such one.
+// session planned, then compares it with the source: nothing, the same
+// session, an unfinished copy of it (which the copy completes), or another
+// session — a *SessionExistsError naming every such one. The source is
+// read outside dst's transaction, so that every error of that transaction
+// is the destination's (ErrDestination).
 func readDestination(dst backend.Backend, plans []*copyPlan) error {
-	var exists []string
+	held := make([]*destSession, len(plans))
 	err := dst.View(func(tx backend.Tx) error {
-		for _, p := range plans {
+		for i, p := range plans {
 			b, err := tx.Session(p.src.id)
+			if err == nil && b != nil {
+				held[i], err = readDestSession(b)
+			}
 			if err != nil {
 				return errors.Wrapf(err, "store: copy: the destination's session %q", p.src.id)
-			}
-			if b == nil {
-				continue
-			}
-			ok, err := p.against(b)
-			if err != nil {
-				return errors.Wrapf(err, "store: copy: the destination's session %q", p.src.id)
-			}
-			if !ok {
-				exists = append(exists, p.src.id)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return errors.Mark(err, ErrDestination)
+	}
+	var exists []string
+	for i, p := range plans {
+		if held[i] == nil {
+			continue
+		}
+		ok, err := p.against(held[i])
+		if err != nil {
+			return errors.Wrapf(err, "store: copy: session %q", p.src.id)
+		}
+		if !ok {
+			exists = append(exists, p.src.id)
+		}
 	}
 	if len(exists) > 0 {
 		return &SessionExistsError{IDs: exists}
@@ -228,56 +243,71 @@ func readDestination(dst backend.Backend, plans []*copyPlan) error {
 	return nil
 }
 
-// against reports whether b, the destination's session of p's id, may
-// stay: when it is p's session byte for byte (p.present), or an unfinished
-// copy of it — no state, and events that are p's first, byte for byte — in
-// which case p goes on after its events, and its records go.
-func (p *copyPlan) against(b backend.Session) (bool, error) {
-	st, err := b.State()
-	if err != nil || st != nil && !bytes.Equal(st, p.state) {
-		return false, err
-	}
-	have, sum, err := hashEvents(b, math.MaxUint64)
-	if err != nil || have > p.head {
-		return false, err
-	}
-	n, want, err := hashEvents(p.src.b, have)
-	if err != nil || n != have || sum != want {
-		return false, err
-	}
-	if st != nil {
-		if have != p.head {
-			return false, nil
-		}
-		p.present, err = sameRecords(p.src.b, b)
-		return p.present, err
-	}
-	p.resume, p.have = true, have
-	for t := backend.Table(1); t < backend.Tables; t++ {
-		err := b.Scan(t, nil, func(k, _ []byte) (bool, error) {
-			p.stale = append(p.stale, tableKey{t: t, k: bytes.Clone(k)})
-			return true, nil
-		})
-		if err != nil {
-			return false, err
-		}
-	}
-	return true, nil
+// destSession is what the destination holds of a session to copy.
+type destSession struct {
+	state  []byte            // its state record, nil when it has none
+	events uint64            // how many events it holds from seq 1, gapless
+	sum    [sha256.Size]byte // a hash of those (hashEvents)
+	more   bool              // an event past those: after a gap
+	// With a state: a hash of each table (hashTable). Without: the keys
+	// of its records, which a completed copy deletes.
+	tables [backend.Tables][sha256.Size]byte
+	keys   []tableKey
 }
 
-// sameRecords reports whether sessions a and b hold the same records in
-// every table.
-func sameRecords(a, b backend.Session) (bool, error) {
+// readDestSession reads b, a session of the destination, as against
+// compares it.
+func readDestSession(b backend.Session) (*destSession, error) {
+	st, err := b.State()
+	if err != nil {
+		return nil, err
+	}
+	d := &destSession{state: bytes.Clone(st)}
+	if d.events, d.sum, d.more, err = hashEvents(b, math.MaxUint64); err != nil {
+		return nil, err
+	}
 	for t := backend.Table(1); t < backend.Tables; t++ {
-		x, err := hashTable(a, t)
-		if err != nil {
-			return false, err
+		if st != nil {
+			d.tables[t], err = hashTable(b, t)
+		} else {
+			err = b.Scan(t, nil, func(k, _ []byte) (bool, error) {
+				d.keys = append(d.keys, tableKey{t: t, k: bytes.Clone(k)})
+				return true, nil
+			})
 		}
-		y, err := hashTable(b, t)
-		if err != nil || x != y {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// against reports whether d, the destination's session of p's id, may
+// stay: when it is p's session byte for byte (p.present), or an unfinished
+// copy of it — no state, and events that are p's first, byte for byte,
+// and no other — in which case p goes on after its events, and its
+// records go. A session without a state that holds an event past those
+// (after a gap) is no unfinished copy: the copy writes no event over it,
+// and deletes none.
+func (p *copyPlan) against(d *destSession) (bool, error) {
+	if d.more || d.events > p.head || d.state != nil && (d.events != p.head || !bytes.Equal(d.state, p.state)) {
+		return false, nil
+	}
+	n, sum, _, err := hashEvents(p.src.b, d.events)
+	if err != nil || n != d.events || sum != d.sum {
+		return false, err
+	}
+	if d.state == nil {
+		p.resume, p.have, p.stale = true, d.events, d.keys
+		return true, nil
+	}
+	for t := backend.Table(1); t < backend.Tables; t++ {
+		x, err := hashTable(p.src.b, t)
+		if err != nil || x != d.tables[t] {
 			return false, err
 		}
 	}
+	p.present = true
 	return true, nil
 }
 
@@ -294,11 +324,13 @@ func hashTable(b backend.Session, t backend.Table) (sum [sha256.Size]byte, err e
 }
 
 // hashEvents returns how many events b holds from seq 1 up to seq to,
-// gapless, and a hash of their seqs and bytes.
-func hashEvents(b backend.Session, to uint64) (n uint64, sum [sha256.Size]byte, err error) {
+// gapless, and a hash of their seqs and bytes; more says that b holds an
+// event up to to past them, after a gap.
+func hashEvents(b backend.Session, to uint64) (n uint64, sum [sha256.Size]byte, more bool, err error) {
 	h := sha256.New()
 	err = b.Events(1, to, func(seq uint64, v []byte) (bool, error) {
 		if seq != n+1 {
+			more = true
 			return false, nil
 		}
 		n = seq
@@ -306,7 +338,7 @@ func hashEvents(b backend.Session, to uint64) (n uint64, sum [sha256.Size]byte, 
 		return true, nil
 	})
 	h.Sum(sum[:0])
-	return n, sum, err
+	return n, sum, more, err
 }
 
 // hashValue adds to h n (a seq, a length) and v, framed.
@@ -435,7 +467,7 @@ func (c *copier) flush() error {
 		return nil
 	})
 	if err != nil {
-		return errors.Wrapf(err, "store: copy of session %q", c.id)
+		return errors.Mark(errors.Wrapf(err, "store: copy of session %q", c.id), ErrDestination)
 	}
 	c.created, c.finished = true, c.state != nil
 	c.res.Events += uint64(len(c.events))
@@ -458,7 +490,7 @@ func (c *copier) check(p *copyPlan) error {
 			return err
 		}
 	}
-	return c.dst.View(func(tx backend.Tx) error {
+	err := c.dst.View(func(tx backend.Tx) error {
 		b, err := tx.Session(p.src.id)
 		if err != nil {
 			return err
@@ -484,4 +516,5 @@ func (c *copier) check(p *copyPlan) error {
 		}
 		return nil
 	})
+	return errors.Mark(err, ErrDestination)
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -585,4 +586,116 @@ func TestCopy_UnfinishedThenSourceMoved(t *testing.T) {
 		t.Fatalf("the copy run again = %+v, %v", res, err)
 	}
 	sameCopy(t, src, dst)
+}
+
+// TestCopy_StrayEvent: a destination's session that holds an event past
+// the events it shares with the source, after a gap, is another session —
+// without a state (a copy stopped midway, then an event at seq 4) as with
+// one (a whole copy, then an event at seq 5): the copy is refused, naming
+// it, and writes nothing.
+func TestCopy_StrayEvent(t *testing.T) {
+	defer store.SetCopyBatch(2)()
+	src := dbtest.Open(t, store.Options{NoSync: true})
+	mustAppend(t, src, "s", prefix[:3]...)
+	copyTo := func(ctx context.Context, dst *store.DB, progress func(uint64, uint64)) (res store.CopyResult, err error) {
+		err = src.View(func(s *store.Snapshot) error {
+			res, err = s.Copy(ctx, dst, store.CopyOptions{Progress: progress})
+			return err
+		})
+		return res, err
+	}
+	for _, kind := range copyKinds {
+		t.Run(kind, func(t *testing.T) {
+			unfinished, _ := openKind(t, kind)
+			ctx, cancel := context.WithCancel(context.Background())
+			res, err := copyTo(ctx, unfinished, func(uint64, uint64) { cancel() })
+			cancel()
+			if !errors.Is(err, context.Canceled) || res.Unfinished != "s" {
+				t.Fatalf("the copy stopped after its first transaction = %+v, %v", res, err)
+			}
+			whole, _ := openKind(t, kind)
+			if _, err := copyTo(context.Background(), whole, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				dst  *store.DB
+				seq  uint64
+			}{{"unfinished", unfinished, 4}, {"whole", whole, 5}} {
+				if err := store.PutRecord(c.dst, "s", "l0", binary.BigEndian.AppendUint64(nil, c.seq), []byte("stray")); err != nil {
+					t.Fatal(err)
+				}
+				before := rawSessions(t, c.dst)
+				res, err := copyTo(context.Background(), c.dst, nil)
+				var se *store.SessionExistsError
+				if !errors.As(err, &se) || !slices.Equal(se.IDs, []string{"s"}) || res.Events != 0 || res.Unfinished != "" || len(res.Present) != 0 {
+					t.Errorf("%s, with an event at seq %d: Copy = %+v, %v; want a *SessionExistsError naming s", c.name, c.seq, res, err)
+				}
+				if !reflect.DeepEqual(rawSessions(t, c.dst), before) {
+					t.Errorf("%s: a refused copy changed the destination", c.name)
+				}
+			}
+		})
+	}
+}
+
+// TestCopyFile_Itself: CopyFile onto the database's own file — by its
+// path, or by another link to it — is refused, replace or not, and the
+// file stays the database's: what it appends after is in it.
+func TestCopyFile_Itself(t *testing.T) {
+	db, path := openKind(t, "file")
+	mustAppend(t, db, "s", prefix[:3]...)
+	link := filepath.Join(filepath.Dir(path), "link.db")
+	if err := os.Link(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, link} {
+		for _, replace := range []bool{false, true} {
+			err := db.View(func(s *store.Snapshot) error {
+				_, err := s.CopyFile(context.Background(), p, replace, store.CopyOptions{})
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), p+" is the database itself") {
+				t.Errorf("CopyFile onto %s, replace %v = %v, want it refused as the database itself", p, replace, err)
+			}
+		}
+	}
+	assertNoTemp(t, filepath.Dir(path), "link.db", "strata.db")
+	mustAppend(t, db, "s", prefix[3:]...)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := dbtest.Events(t, again, "s"); len(got) != len(prefix) {
+		t.Errorf("the file holds %d events of s after the refused copies, want %d", len(got), len(prefix))
+	}
+}
+
+// TestCopy_DestinationErrors: an error of the destination is marked
+// ErrDestination (a damaged session of it), one of the source is not (a
+// session the source lacks).
+func TestCopy_DestinationErrors(t *testing.T) {
+	src := dbtest.Open(t, store.Options{NoSync: true})
+	mustAppend(t, src, "s", prefix...)
+	dst, url := openKind(t, "postgres")
+	copyTo := func(opts store.CopyOptions) error {
+		return src.View(func(s *store.Snapshot) error {
+			_, err := s.Copy(context.Background(), dst, opts)
+			return err
+		})
+	}
+	if err := copyTo(store.CopyOptions{Sessions: []string{"absent"}}); !errors.Is(err, store.ErrSessionNotFound) || errors.Is(err, store.ErrDestination) {
+		t.Errorf("Copy of a session the source lacks = %v, want ErrSessionNotFound, not ErrDestination", err)
+	}
+	if err := copyTo(store.CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `UPDATE strata_events SET value = value || '\x00'::bytea WHERE session = 's' AND seq = 2`)
+	if err := copyTo(store.CopyOptions{}); !errors.Is(err, store.ErrCorrupt) || !errors.Is(err, store.ErrDestination) {
+		t.Errorf("Copy into a damaged destination = %v, want ErrCorrupt marked ErrDestination", err)
+	}
 }

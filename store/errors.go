@@ -69,6 +69,12 @@ var (
 	// cause of a *SessionExistsError) when the destination holds another
 	// session of an id they were to copy.
 	ErrSessionExists = errors.New("store: the destination holds the session already")
+	// ErrDestination marks an error of Snapshot.Copy and CopyFile that is
+	// the destination's — reading or writing it, damage in it — and not the
+	// snapshot's: errors.Is(err, ErrDestination) says which of the two
+	// databases an error (ErrCorrupt, say) is about. It adds nothing to the
+	// error's message.
+	ErrDestination = errors.New("store: the copy's destination")
 	// ErrBadOptions is returned by Open for contradictory options.
 	ErrBadOptions = errors.New("store: bad options")
 	// ErrPoisoned marks a write whose commit failed at the disk — an fsync

@@ -54,7 +54,10 @@ before — is left as it is ("present"). Into an existing DST, sessions are
 written in transactions of at most 1,024 values, a session's state last: a
 copy stopped midway (Ctrl-C, an error) leaves the session it was writing
 without its state — verify reports it, reads refuse it — and the same copy
-run again completes it ("completed") and copies the rest.`,
+run again completes it ("completed") and copies the rest. A DST session
+without its state is taken for such a copy only when its events are SRC's
+first, byte for byte, and it holds no others: else it is another session,
+refused.`,
 		Args: exactArgs("SRC", "DST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.src, o.dst = args[0], args[1]
@@ -111,13 +114,13 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 	var dst *store.DB
 	if _, serr := os.Stat(o.dst); postgres.IsURL(o.dst) || serr == nil {
 		if dst, err = store.Open(o.dst, store.Options{Create: postgres.IsURL(o.dst), LockTimeout: o.timeout}); err != nil {
-			return errors.Wrap(explainOpen(err), "copy: DST")
+			return aboutDB(o.dst, errors.Wrap(explainOpen(err), "copy: DST"))
 		}
 		defer closeDB(dst, &err)
 	} else if !errors.Is(serr, fs.ErrNotExist) {
-		return errors.Wrap(serr, "copy: DST")
+		return aboutDB(o.dst, errors.Wrap(serr, "copy: DST"))
 	} else if err := checkParentDir(o.dst); err != nil {
-		return errors.Wrap(err, "copy: DST")
+		return aboutDB(o.dst, errors.Wrap(err, "copy: DST"))
 	}
 	var res store.CopyResult
 	err = src.View(func(s *store.Snapshot) error {
@@ -143,6 +146,9 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 			default:
 				fmt.Fprintf(o.errOut, "copy: stopped after %d sessions copied whole\n", len(res.Sessions))
 			}
+		}
+		if errors.Is(err, store.ErrDestination) {
+			err = aboutDB(o.dst, err)
 		}
 		return o.explain(err, res)
 	}

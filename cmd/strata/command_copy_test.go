@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -243,21 +244,70 @@ func TestPostgres_Backup(t *testing.T) {
 }
 
 // TestPostgres_CopyDamaged: a row changed by SQL stops a copy out of
-// PostgreSQL with the damage named, and leaves no file.
+// PostgreSQL with the damage named, and leaves no file; a copy into it
+// too. The hint runs verify on the damaged database, SRC or DST.
 func TestPostgres_CopyDamaged(t *testing.T) {
 	url := pgtest.URL(t)
-	mustCLI(t, "copy", copySource(t), url)
+	file := copySource(t)
+	mustCLI(t, "copy", file, url)
 	pgtest.Exec(t, url, `UPDATE strata_events SET value = value || '\x00'::bytea WHERE session = 'mig' AND seq = 3`)
+	verifyURL := "Hint: the database is damaged; to list every problem it holds, run: strata verify " + shellQuote(url) + "\n"
 	dir := t.TempDir()
 	for _, cmd := range []string{"copy", "backup"} {
 		r := cli(t, "", cmd, url, filepath.Join(dir, "out.db"))
 		wantCode(t, r, exitError, cmd)
-		if !strings.Contains(r.stderr, `session "mig" l0 key 3`) || !strings.Contains(r.stderr, "strata verify") {
+		if !strings.Contains(r.stderr, `session "mig" l0 key 3`) || !strings.Contains(r.stderr, verifyURL) {
 			t.Errorf("%s: stderr %q", cmd, r.stderr)
 		}
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 			t.Errorf("%s of a damaged store left %v", cmd, ents)
 		}
+	}
+	r := cli(t, "", "copy", file, url)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, `session "mig" l0 key 3`) || !strings.Contains(r.stderr, verifyURL) || strings.Contains(r.stderr, "strata verify "+file) {
+		t.Errorf("copy into the damaged store: stderr %q", r.stderr)
+	}
+}
+
+// TestCopy_DSTHints: an error about DST gets the hints of DST — what the
+// file is — and none about SRC.
+func TestCopy_DSTHints(t *testing.T) {
+	t.Parallel()
+	src := tempDB(t)
+	mustCLI(t, "replay", "--db", src, writeFile(t, "s.jsonl", `{"session":"s","kind":"user","text":"hi"}`+"\n"))
+	dir := t.TempDir()
+	lite := filepath.Join(dir, "lite.db")
+	zeroed := filepath.Join(dir, "zeroed.db")
+	sub := filepath.Join(dir, "sub")
+	for path, data := range map[string][]byte{lite: append([]byte("SQLite format 3\x00"), make([]byte, 4096)...), zeroed: make([]byte, 8192)} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dst, hint string }{
+		{lite, "Hint: " + lite + " is a SQLite database\n"},
+		{zeroed, "Hint: " + zeroed + " is zero bytes where a database's first page belongs"},
+		{sub, ""},
+	} {
+		r := cli(t, "", "copy", src, c.dst)
+		wantCode(t, r, exitError, "copy", src, c.dst)
+		if !strings.Contains(r.stderr, "Error: copy: DST: "+c.dst) || !strings.Contains(r.stderr, c.hint) || strings.Contains(r.stderr, "Hint: "+src) {
+			t.Errorf("copy %s %s: stderr %q, want the hint %q", src, c.dst, r.stderr, c.hint)
+		}
+	}
+	// A DST another process holds: the hint names that process.
+	held := tempDB(t)
+	mustCLI(t, "copy", src, held)
+	pid := holdForWriting(t, held)
+	r := cli(t, "", "copy", "--timeout", "300ms", src, held)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stderr, "another process holds the database") || !strings.Contains(r.stderr, "Hint: --timeout waits longer") ||
+		runtime.GOOS == "linux" && !strings.Contains(r.stderr, fmt.Sprintf("Hint: held by process %d (", pid)) {
+		t.Errorf("copy into a held DST: stderr %q", r.stderr)
 	}
 }
 

@@ -84,7 +84,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ec.code
 	}
 	code := exitError
-	if db, ok := databaseOf(cmd); ok {
+	if db, ok := databaseOf(cmd, err); ok {
 		err = explain(cmd, err, db)
 	}
 	if isUsage(err) {
@@ -159,9 +159,35 @@ var writers = map[string]bool{"replay": true, "import": true, "demo": true, "cop
 var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
 	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true}
 
-// databaseOf returns the database a command reads or writes, as given: its
-// --db flag, or its first argument. ok is false for a command without one.
-func databaseOf(cmd *cobra.Command) (db string, ok bool) {
+// dbError marks an error as about the database db, where a command has two
+// (copy's DST): run explains it for db, not the command's database.
+type dbError struct {
+	db  string
+	err error
+}
+
+// Error implements error.
+func (e *dbError) Error() string { return e.err.Error() }
+
+// Unwrap returns the error marked.
+func (e *dbError) Unwrap() error { return e.err }
+
+// aboutDB marks err, when not nil, as about the database db.
+func aboutDB(db string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &dbError{db: db, err: err}
+}
+
+// databaseOf returns the database that err of cmd is about, as given: the
+// one aboutDB marked it with, else the command's own — its --db flag, or
+// its first argument. ok is false for a command without one.
+func databaseOf(cmd *cobra.Command, err error) (db string, ok bool) {
+	var de *dbError
+	if errors.As(err, &de) {
+		return de.db, true
+	}
 	if cmd == nil {
 		return "", false
 	}

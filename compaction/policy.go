@@ -182,10 +182,7 @@ func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
 // snapshot.
 func frame(db *store.DB, session string) (info store.Info, roots []store.RootSpan, err error) {
 	err = db.View(func(s *store.Snapshot) error {
-		if info, err = s.Info(session); err != nil {
-			return err
-		}
-		roots, err = s.RootSpans(session)
+		info, roots, err = s.Frame(session)
 		return err
 	})
 	return info, roots, err

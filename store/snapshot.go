@@ -159,6 +159,19 @@ func (s *Snapshot) Roots(session string) ([]tier.Node, error) {
 	return ss.rootNodes(^uint64(0))
 }
 
+// Frame returns session's Info and RootSpans, read together.
+func (s *Snapshot) Frame(session string) (Info, []RootSpan, error) {
+	if err := prefetch(s.tx, backend.Read{Session: session}, backend.Read{Session: session, Table: backend.Roots, Scan: true}); err != nil {
+		return Info{}, nil, err
+	}
+	info, err := s.Info(session)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	roots, err := s.RootSpans(session)
+	return info, roots, err
+}
+
 // RootSpan is a root of the frame as the frame records it: its node, the
 // seqs it covers and its depth, without the node itself.
 type RootSpan struct {

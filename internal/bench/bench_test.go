@@ -66,14 +66,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 // with extractive compaction every 40 events and by bare bbolt without
 // summaries. ns/op is per replay of all of them.
 func BenchmarkReplayReal(b *testing.B) {
-	dir := RealDir()
-	if dir == "" {
-		b.Skip("../shared/data/real is absent")
-	}
-	sessions, err := LoadReal(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sessions := realSessions(b)
 	b.Run(PeerStrata, func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
@@ -95,6 +88,20 @@ func BenchmarkReplayReal(b *testing.B) {
 			p.Close()
 		}
 	})
+}
+
+// realSessions returns the real sessions, or skips tb when they are
+// absent.
+func realSessions(tb testing.TB) []Session {
+	dir := RealDir()
+	if dir == "" {
+		tb.Skip("../shared/data/real is absent")
+	}
+	sessions, err := LoadReal(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sessions
 }
 
 func historySizes() []int {

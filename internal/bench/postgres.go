@@ -31,16 +31,13 @@ const PeerPostgresTable = "peer_events"
 // flushed. An append of several is a bulk load, in transactions of up to
 // PostgresLoadTx events: BEGIN, an INSERT per event, COMMIT, each a
 // statement of its own (PeerPostgres), or all of a transaction's sent in
-// one round trip, a pgx.Batch (PeerPostgresPipelined). The next seq of a
-// session is kept in memory, read once from the table: one writer per
-// session, as the scenarios append.
+// one round trip, a pgx.Batch (PeerPostgresPipelined). The last seq of a
+// session is kept in memory, read once from the table (heads).
 type PostgresPeer struct {
 	pool      *pgxpool.Pool
 	pipelined bool
 	encs      sync.Pool
-
-	mu    sync.Mutex
-	heads map[string]uint64
+	heads     heads
 }
 
 // PostgresLoadTx is the most events one transaction of a PostgresPeer's
@@ -74,7 +71,7 @@ func OpenPostgresPeer(name, url string, maxConns int) (*PostgresPeer, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &PostgresPeer{pool: pool, pipelined: name == PeerPostgresPipelined, heads: map[string]uint64{},
+	return &PostgresPeer{pool: pool, pipelined: name == PeerPostgresPipelined,
 		encs: sync.Pool{New: func() any { return NewEncoder() }}}, nil
 }
 
@@ -87,18 +84,14 @@ func (p *PostgresPeer) Name() string {
 }
 
 func (p *PostgresPeer) head(session string) (uint64, error) {
-	p.mu.Lock()
-	h, ok := p.heads[session]
-	p.mu.Unlock()
-	if ok {
-		return h, nil
-	}
-	var max *int64
-	err := p.pool.QueryRow(context.Background(), `SELECT max(seq) FROM `+PeerPostgresTable+` WHERE session = $1`, session).Scan(&max)
-	if err != nil || max == nil {
-		return 0, err
-	}
-	return uint64(*max), nil
+	return p.heads.get(session, func() (uint64, error) {
+		var max *int64
+		err := p.pool.QueryRow(context.Background(), `SELECT max(seq) FROM `+PeerPostgresTable+` WHERE session = $1`, session).Scan(&max)
+		if err != nil || max == nil {
+			return 0, err
+		}
+		return uint64(*max), nil
+	})
 }
 
 // Append implements Peer.
@@ -120,9 +113,7 @@ func (p *PostgresPeer) Append(session string, events ...tier.Event) error {
 			return fmt.Errorf("%s: session %s: %w", p.Name(), session, err)
 		}
 	}
-	p.mu.Lock()
-	p.heads[session] = head + uint64(len(events))
-	p.mu.Unlock()
+	p.heads.set(session, head+uint64(len(events)))
 	return nil
 }
 

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // The PostgreSQL scenarios: strata on PostgreSQL beside PostgresPeer, on
@@ -45,7 +50,7 @@ func TestMain(m *testing.M) {
 // openPG opens the named peer in the schema url names (created by
 // preparePG).
 func openPG(name, url string) (Peer, error) {
-	if name == PeerPostgres {
+	if name != PeerStrata {
 		return OpenPostgresPeer(name, url, pgSessions)
 	}
 	db, err := store.Open(url, store.Options{})
@@ -55,22 +60,22 @@ func openPG(name, url string) (Peer, error) {
 	return &StrataPeer{DB: db}, nil
 }
 
-// preparePG creates the named peer's tables in a new schema of b's and
+// preparePG creates the named peer's tables in a new schema of tb's and
 // returns its URL: what the processes of a run open.
-func preparePG(b *testing.B, name string) string {
-	url := pgtest.URL(b)
+func preparePG(tb testing.TB, name string) string {
+	url := pgtest.URL(tb)
 	var p Peer
 	var err error
-	if name == PeerPostgres {
+	if name != PeerStrata {
 		p, err = OpenPostgresPeer(name, url, 1)
 	} else {
 		p, err = OpenStrata(url, store.Options{})
 	}
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := p.Close(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return url
 }
@@ -262,34 +267,36 @@ func appendChild(spec string, in io.Reader, out io.Writer) error {
 }
 
 // BenchmarkPostgresReplayReal: the real sessions loaded in bulk — by
-// strata as `strata replay` does, under the default compaction policy,
-// and by the peer in transactions of up to PostgresLoadTx events, without
-// summaries. ns/op is per load of all of them.
+// strata as `strata replay` does, under the default compaction policy (and
+// under scenario 3's, every 40 events), and by the peers in transactions
+// of up to PostgresLoadTx events, without summaries. ns/op is per load of
+// all of them; compactions/op counts strata's.
 func BenchmarkPostgresReplayReal(b *testing.B) {
-	dir := RealDir()
-	if dir == "" {
-		b.Skip("../shared/data/real is absent")
-	}
-	sessions, err := LoadReal(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	sessions := realSessions(b)
 	n := Count(sessions)
-	b.Run(PeerStrata, func(b *testing.B) {
-		b.ReportAllocs()
-		var total time.Duration
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			url := pgtest.URL(b)
-			b.StartTimer()
-			d, _, err := ReplayStrataWith(url, sessions, store.Options{}, compaction.DefaultPolicy)
-			if err != nil {
-				b.Fatal(err)
+	for _, pol := range []struct {
+		name   string
+		policy compaction.Policy
+	}{{PeerStrata, compaction.DefaultPolicy}, {PeerStrata + " every 40 events", ReplayPolicy}} {
+		b.Run(pol.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var total time.Duration
+			committed := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				url := pgtest.URL(b)
+				b.StartTimer()
+				d, c, err := ReplayStrataWith(url, sessions, store.Options{}, pol.policy)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += d
+				committed += c
 			}
-			total += d
-		}
-		b.ReportMetric(float64(n*b.N)/total.Seconds(), "events/s")
-	})
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "events/s")
+			b.ReportMetric(float64(committed)/float64(b.N), "compactions/op")
+		})
+	}
 	for _, name := range []string{PeerPostgres, PeerPostgresPipelined} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -343,5 +350,121 @@ func benchmarkPostgresResume(b *testing.B, policy compaction.Policy) {
 				}
 			}
 		})
+	}
+}
+
+// TestPostgresSmoke runs every PostgreSQL scenario at a tiny size, so that
+// the benchmarks keep working, and checks that the peers store the msgpack
+// strata stores. It asserts no timing.
+func TestPostgresSmoke(t *testing.T) {
+	s := Synth("smoke", 40, 3)
+	urls := map[string]string{}
+	for _, name := range []string{PeerStrata, PeerPostgres, PeerPostgresPipelined} {
+		url := preparePG(t, name)
+		urls[name] = url
+		// Two appending processes' worth, in this one: appendChild.
+		for first := 0; first < 4; first += 2 {
+			var out strings.Builder
+			spec := strings.Join([]string{name, url, strconv.Itoa(first), "2", "5"}, "\t")
+			if err := appendChild(spec, strings.NewReader("go\n"), &out); err != nil || out.String() != "ready\ndone\n" {
+				t.Fatalf("%s: append child: %q, %v", name, out.String(), err)
+			}
+		}
+		if n, err := storedEvents(name, url, 4); err != nil || n != 20 {
+			t.Fatalf("%s holds %d events of 20 (%v)", name, n, err)
+		}
+		p, err := openPG(name, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadPeer(p, []Session{s}, 7); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// strata's event records are the bench encoder's msgpack, and so are
+	// the peers' rows, Opener aside (strata sets it; the peers do not
+	// track calls).
+	ctx := context.Background()
+	en := NewEncoder()
+	bodies := func(url, query string) map[uint64][]byte {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uint64][]byte{}
+		for rows.Next() {
+			var seq int64
+			var v []byte
+			if err := rows.Scan(&seq, &v); err != nil {
+				t.Fatal(err)
+			}
+			out[uint64(seq)] = v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	stored := bodies(urls[PeerStrata], `SELECT seq, value FROM strata_events WHERE session = 'smoke'`)
+	db, err := store.Open(urls[PeerStrata], store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	err = db.View(func(sn *store.Snapshot) error {
+		return sn.Events("smoke", 1, uint64(len(s.Events)), func(e tier.Event) error {
+			want := s.Events[e.Seq-1]
+			want.Opener = e.Opener
+			if enc := en.Encode(&want, e.Seq); !bytes.Equal(stored[e.Seq], enc) {
+				t.Errorf("seq %d: strata stores %x, the peers' encoder %x", e.Seq, stored[e.Seq], enc)
+			}
+			n++
+			return nil
+		})
+	})
+	if err != nil || n != len(s.Events) {
+		t.Fatalf("compared %d events of %d: %v", n, len(s.Events), err)
+	}
+	for _, name := range []string{PeerPostgres, PeerPostgresPipelined} {
+		got := bodies(urls[name], `SELECT seq, body FROM `+PeerPostgresTable+` WHERE session = 'smoke'`)
+		for i := range s.Events {
+			seq := uint64(i + 1)
+			if enc := en.Encode(&s.Events[i], seq); !bytes.Equal(got[seq], enc) {
+				t.Errorf("%s seq %d: stores %x, want %x", name, seq, got[seq], enc)
+			}
+		}
+	}
+	if dir := RealDir(); dir != "" {
+		real, err := LoadReal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, c, err := ReplayStrataWith(pgtest.URL(t), real[:3], store.Options{}, compaction.DefaultPolicy); err != nil || c == 0 {
+			t.Fatalf("replay: %d committed, %v", c, err)
+		}
+	}
+	url := pgtest.URL(t)
+	if err := BuildHistoryWith(url, 300, BoundedPolicy); err != nil {
+		t.Fatal(err)
+	}
+	hdb, err := store.Open(url, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hdb.Close()
+	if info, err := hdb.Info("history"); err != nil || info.Head != 300 || info.Roots > BoundedRoots {
+		t.Fatalf("history: %+v, %v", info, err)
+	}
+	if _, err := hdb.Resume("history", store.Latest); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -46,9 +46,7 @@
 // next read, or with the COMMIT; what the store knows it will read — the
 // sessions and ledger entries of a group commit's appends, the span and
 // roots a compaction's commit checks — goes in one round trip
-// (backend.Prefetcher), its locks taken in order; and a read transaction's
-// ROLLBACK is sent with the next transaction's first statements, its
-// connection kept for it (one at a time, for a millisecond at most).
+// (backend.Prefetcher), its locks taken in order.
 //
 // # Caveats
 //

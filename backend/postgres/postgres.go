@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -61,15 +60,6 @@ type Backend struct {
 	where    string // "database D on HOST:PORT schema S", for errors
 	schema   string
 	lockBase uint64 // the FNV-1a state after the schema's part of a lock key
-
-	// A connection whose read transaction ended, its ROLLBACK not yet
-	// sent: the next transaction sends it with its first statements
-	// (park).
-	parkMu    sync.Mutex
-	parked    *pgxpool.Conn
-	parkTimer *time.Timer
-	parkFor   time.Duration // parkDelay
-	closed    bool
 }
 
 var (
@@ -128,7 +118,7 @@ func Open(url string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "postgres: %s", where)
 	}
-	b := &Backend{pool: pool, opts: opts, where: where, parkFor: parkDelay}
+	b := &Backend{pool: pool, opts: opts, where: where}
 	if err := b.open(); err != nil {
 		pool.Close()
 		return nil, err
@@ -310,66 +300,8 @@ func (b *Backend) FormatVersion() int { return SchemaVersion }
 
 // Close closes the pool's connections; transactions must have ended.
 func (b *Backend) Close() error {
-	b.parkMu.Lock()
-	b.closed = true
-	if b.parkTimer != nil {
-		b.parkTimer.Stop()
-	}
-	b.parkMu.Unlock()
-	b.unparkIdle()
 	b.pool.Close()
 	return nil
-}
-
-// parkDelay is how long a connection stays parked at most.
-const parkDelay = time.Millisecond
-
-// park keeps conn, whose read transaction ended, for the next transaction
-// to send its ROLLBACK with that transaction's first statements — one
-// round trip where there would be two. One connection is parked at a
-// time, for parkDelay at most: after that, or when another is parked
-// already, it is rolled back and returned to the pool. A parked
-// transaction only reads: what it holds is its snapshot.
-func (b *Backend) park(conn *pgxpool.Conn) {
-	b.parkMu.Lock()
-	if b.parked == nil && !b.closed {
-		b.parked = conn
-		if b.parkTimer == nil {
-			b.parkTimer = time.AfterFunc(b.parkFor, b.unparkIdle)
-		} else {
-			b.parkTimer.Reset(b.parkFor)
-		}
-		b.parkMu.Unlock()
-		return
-	}
-	b.parkMu.Unlock()
-	release(conn)
-}
-
-// unpark takes the parked connection, or returns nil.
-func (b *Backend) unpark() *pgxpool.Conn {
-	b.parkMu.Lock()
-	defer b.parkMu.Unlock()
-	c := b.parked
-	b.parked = nil
-	return c
-}
-
-// unparkIdle rolls back the parked connection, if any, and returns it to
-// the pool.
-func (b *Backend) unparkIdle() {
-	if c := b.unpark(); c != nil {
-		release(c)
-	}
-}
-
-// release rolls back conn's transaction, if it is in one, and returns it
-// to the pool (which closes one it could not bring back out of it).
-func release(conn *pgxpool.Conn) {
-	if c := conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
-		_, _ = conn.Exec(context.Background(), "ROLLBACK")
-	}
-	conn.Release()
 }
 
 // code returns the SQLSTATE of a server's error, or "".
@@ -494,15 +426,11 @@ func (b *Backend) attempt(fn func(backend.Tx) error, locks *[]int64) error {
 // sent with its first statement.
 func (b *Backend) begin(writable bool, locks []int64) (*tx, error) {
 	ctx := context.Background()
-	conn := b.unpark()
-	rollback := conn != nil
-	if conn == nil {
-		var err error
-		if conn, err = b.pool.Acquire(ctx); err != nil {
-			return nil, errors.Wrapf(err, "postgres: %s", b.where)
-		}
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return nil, errors.Wrapf(err, "postgres: %s", b.where)
 	}
-	t := &tx{b: b, ctx: ctx, conn: conn, writable: writable, rollback: rollback}
+	t := &tx{b: b, ctx: ctx, conn: conn, writable: writable}
 	if writable {
 		t.begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
 		for _, k := range locks {

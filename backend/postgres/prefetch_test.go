@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -230,75 +229,5 @@ func TestPrefetch_DamageIsTheReadsError(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// A read transaction's connection is parked, and the next transaction
-// sends its ROLLBACK: it reads what was committed meanwhile, a write
-// transaction commits on it, and a parked connection the server closed is
-// replaced.
-func TestPark(t *testing.T) {
-	b, url := openBackend(t)
-	b.parkFor = time.Hour // parked until the next transaction takes it
-	fill(t, b)
-	state := func() string {
-		t.Helper()
-		var st []byte
-		err := b.View(func(tx backend.Tx) error {
-			s, err := tx.Session("s")
-			if err == nil {
-				st, err = s.State()
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(st)
-	}
-	parked := func() uint32 {
-		t.Helper()
-		b.parkMu.Lock()
-		defer b.parkMu.Unlock()
-		if b.parked == nil {
-			t.Fatal("no connection is parked after a read transaction")
-		}
-		return b.parked.Conn().PgConn().PID()
-	}
-	if st := state(); st != "state" {
-		t.Fatalf("state %q", st)
-	}
-	parked()
-	put := func(v string) {
-		t.Helper()
-		err := b.Update(func(tx backend.Tx) error {
-			s, err := tx.Session("s")
-			if err == nil {
-				err = s.PutState([]byte(v))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("second") // on the parked connection: its snapshot is gone
-	if st := state(); st != "second" {
-		t.Fatalf("state %q after a commit, want second", st)
-	}
-	pgtest.Exec(t, url, fmt.Sprintf(`SELECT pg_terminate_backend(%d)`, parked()))
-	if st := state(); st != "second" {
-		t.Fatalf("state %q on a new connection, want second", st)
-	}
-	put("third")
-	if st := state(); st != "third" {
-		t.Fatalf("state %q, want third", st)
-	}
-	pid := parked()
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := pgtest.QueryInt(t, url, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state <> 'idle'`, pid); n != 0 {
-		t.Fatalf("the parked connection is still in its transaction after Close")
 	}
 }

@@ -35,7 +35,6 @@ type tx struct {
 	ctx      context.Context
 	conn     *pgxpool.Conn
 	writable bool
-	rollback bool   // the connection is in a read transaction that ended (Backend.park): ROLLBACK first
 	begin    string // the BEGIN statement, until it is sent
 	pending  []stmt // writes and locks not yet sent
 	broken   error  // a statement failed: the transaction is lost
@@ -65,9 +64,8 @@ var _ backend.Tx = (*tx)(nil)
 func (t *tx) Writable() bool { return t.writable }
 
 // send runs a round trip: the BEGIN (the first time), the pending writes,
-// then reads. A failure of the first round trip's connection — or a
-// connection the server closed, such as a parked one (Backend.park) — is
-// retried on another connection: nothing of the transaction was committed.
+// then reads. A failure of the first round trip's connection is retried
+// on another connection: nothing of the transaction reached the server.
 func (t *tx) send(reads ...stmt) error {
 	if t.broken != nil {
 		return t.broken
@@ -75,10 +73,10 @@ func (t *tx) send(reads ...stmt) error {
 	for n := 1; ; n++ {
 		err := t.roundTrip(reads, false)
 		if err == nil {
-			t.rollback, t.begin, t.pending, t.sent = false, "", t.pending[:0], true
+			t.begin, t.pending, t.sent = "", t.pending[:0], true
 			return nil
 		}
-		if t.sent || n == 3 || !connFailed(err) && !t.conn.Conn().IsClosed() {
+		if t.sent || n == 3 || !connFailed(err) {
 			t.broken = err
 			return err
 		}
@@ -89,18 +87,14 @@ func (t *tx) send(reads ...stmt) error {
 			t.broken = errors.Wrapf(aerr, "postgres: %s", t.b.where)
 			return t.broken
 		}
-		t.conn, t.rollback = conn, false
+		t.conn = conn
 	}
 }
 
-// roundTrip sends the ROLLBACK of the connection's last transaction and
-// the BEGIN if not yet sent, the pending writes, reads, and with commit a
-// COMMIT, and reads their results.
+// roundTrip sends the BEGIN if not yet sent, the pending writes, reads,
+// and with commit a COMMIT, and reads their results.
 func (t *tx) roundTrip(reads []stmt, commit bool) error {
 	var batch pgx.Batch
-	if t.rollback {
-		batch.Queue("ROLLBACK")
-	}
 	if t.begin != "" {
 		batch.Queue(t.begin)
 	}
@@ -122,11 +116,6 @@ func (t *tx) roundTrip(reads []stmt, commit bool) error {
 }
 
 func (t *tx) results(br pgx.BatchResults, reads []stmt, commit bool) error {
-	if t.rollback {
-		if _, err := br.Exec(); err != nil {
-			return errors.Wrapf(err, "postgres: %s: rollback", t.b.where)
-		}
-	}
 	if t.begin != "" {
 		if _, err := br.Exec(); err != nil {
 			return errors.Wrapf(err, "postgres: %s: begin", t.b.where)
@@ -208,20 +197,17 @@ func (t *tx) commit() error {
 }
 
 // end rolls back a transaction not committed — its connection is still in
-// it — and returns the connection to the pool; a read transaction's
-// connection is parked instead (Backend.park), its ROLLBACK sent with the
-// next transaction's first statements.
+// it — and returns the connection to the pool (which closes one it could
+// not bring back out of it).
 func (t *tx) end() {
-	conn := t.conn
-	if conn == nil {
+	if t.conn == nil {
 		return
 	}
+	if c := t.conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+		_, _ = t.conn.Exec(t.ctx, "ROLLBACK")
+	}
+	t.conn.Release()
 	t.conn = nil
-	if c := conn.Conn(); !t.writable && !c.IsClosed() && c.PgConn().TxStatus() == 'T' {
-		t.b.park(conn)
-		return
-	}
-	release(conn)
 }
 
 // lock returns the statement that takes session id's lock, and whether

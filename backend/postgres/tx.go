@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"math"
@@ -393,12 +394,29 @@ func (t *tx) Prefetch(reads []backend.Read) error {
 	if t.writable {
 		slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(t.b.lockKey(a), t.b.lockKey(b)) })
 	}
-	rs := make([]sessionRead, len(ids))
+	taken := true
 	var stmts []stmt
-	for i, id := range ids {
-		stmts = append(stmts, t.readSession(id, &rs[i])...)
+	if t.writable {
+		stmts = t.lockAll(ids, &taken)
+	}
+	rows := map[string]*sessionRead{}
+	if len(ids) > 0 {
+		stmts = append(stmts, stmt{sql: sqlSessionsIn, args: []any{ids}, rows: func(r pgx.Rows) error {
+			clear(rows)
+			for r.Next() {
+				var id string
+				var x sessionRead
+				if err := r.Scan(&id, &x.state, &x.crc); err != nil {
+					return err
+				}
+				x.found = true
+				rows[id] = &x
+			}
+			return nil
+		}})
 	}
 	var fs []*fetch
+	gets := map[backend.Table]*getMany{}
 	seen := map[fetchPlace]bool{}
 	for _, r := range reads {
 		place := fetchPlace{r.Session, r.Table, string(r.Key), r.Key == nil, r.Scan, r.Last, r.From, r.To}
@@ -406,9 +424,25 @@ func (t *tx) Prefetch(reads []backend.Read) error {
 			continue
 		}
 		seen[place] = true
-		if f, st, ok := t.fetch(r); ok {
-			fs = append(fs, f)
+		f, st, ok := t.fetch(r)
+		switch {
+		case !ok:
+			continue
+		case st.sql == "": // a record: with the others of its table
+			g := gets[r.Table]
+			if g == nil {
+				g = &getMany{t: r.Table}
+				gets[r.Table] = g
+			}
+			g.add(f)
+		default:
 			stmts = append(stmts, st)
+		}
+		fs = append(fs, f)
+	}
+	for tb := backend.Table(1); tb < backend.Tables; tb++ {
+		if g := gets[tb]; g != nil {
+			stmts = append(stmts, g.stmt())
 		}
 	}
 	if len(stmts) == 0 {
@@ -417,8 +451,13 @@ func (t *tx) Prefetch(reads []backend.Read) error {
 	if err := t.send(stmts...); err != nil {
 		return err
 	}
-	for i, id := range ids {
-		if err := t.opened(id, &rs[i]); err != nil {
+	for _, id := range ids {
+		r := rows[id]
+		if r == nil {
+			r = &sessionRead{}
+		}
+		r.taken = taken
+		if err := t.opened(id, r); err != nil {
 			return err
 		}
 	}
@@ -428,6 +467,89 @@ func (t *tx) Prefetch(reads []backend.Read) error {
 		}
 	}
 	return nil
+}
+
+// lockAll returns the statements that take the locks of ids, in
+// increasing key order (as lock does, one statement for those it waits
+// for and one for those it only tries), and sets *taken to whether every
+// lock tried was taken.
+func (t *tx) lockAll(ids []string, taken *bool) []stmt {
+	var tries, waits []int64
+	for _, id := range ids {
+		k := t.b.lockKey(id)
+		t.want = append(t.want, k)
+		switch {
+		case t.held[k]:
+		case len(t.held) == 0 || k > t.top:
+			t.hold(k)
+			waits = append(waits, k)
+		default:
+			tries = append(tries, k) // held once the round trip says so (opened)
+		}
+	}
+	var stmts []stmt
+	if len(tries) > 0 {
+		stmts = append(stmts, stmt{sql: sqlTryLocks, args: []any{tries}, rows: func(r pgx.Rows) error {
+			*taken = false
+			for r.Next() {
+				if err := r.Scan(taken); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	}
+	if len(waits) > 0 {
+		stmts = append(stmts, stmt{sql: sqlLocks, args: []any{waits}, rows: func(r pgx.Rows) error {
+			for r.Next() {
+			}
+			return nil
+		}})
+	}
+	return stmts
+}
+
+// getMany is one statement reading the records of table t that fetches
+// name.
+type getMany struct {
+	t         backend.Table
+	sessions  []string
+	keys      [][]byte
+	bySession map[string][]*fetch
+}
+
+func (g *getMany) add(f *fetch) {
+	g.sessions = append(g.sessions, f.Session)
+	g.keys = append(g.keys, f.Key)
+	if g.bySession == nil {
+		g.bySession = map[string][]*fetch{}
+	}
+	g.bySession[f.Session] = append(g.bySession[f.Session], f)
+}
+
+// stmt returns the statement, which marks each fetch found or not.
+func (g *getMany) stmt() stmt {
+	_, q, _ := tableOf(g.t)
+	return stmt{sql: q.getMany, args: []any{g.sessions, g.keys}, rows: func(r pgx.Rows) error {
+		for _, fs := range g.bySession {
+			for _, f := range fs {
+				f.found = false
+			}
+		}
+		for r.Next() {
+			var session string
+			var x row
+			if err := r.Scan(&session, &x.key, &x.v, &x.crc); err != nil {
+				return err
+			}
+			for _, f := range g.bySession[session] {
+				if bytes.Equal(f.Key, x.key) {
+					f.found, f.x = true, x
+				}
+			}
+		}
+		return nil
+	}}
 }
 
 // fetchPlace tells two Reads apart.
@@ -448,7 +570,8 @@ type fetch struct {
 	page  []row // a first page
 }
 
-// fetch returns the statement of read r, or false when it has none: it
+// fetch returns the statement of read r — none for a record, read with
+// the others of its table (getMany) — or false when it reads nothing: it
 // reads only a session, one known to be absent, or something its call
 // refuses or has read already.
 func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
@@ -473,7 +596,7 @@ func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 		return f, stmt{sql: q.scan, args: []any{r.Session, f.Key, scanPage}, rows: readRows(&f.page)}, true
 	}
 	f.Key = nonNil(r.Key)
-	return f, stmt{sql: q.get, args: []any{r.Session, f.Key}, rows: readOne(&f.found, &f.x)}, true
+	return f, stmt{}, true // read with the others of its table (getMany)
 }
 
 // keep records what f read, for the calls that ask for it.

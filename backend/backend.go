@@ -135,14 +135,14 @@ type Session interface {
 
 // Prefetcher is a Tx that reads ahead: Prefetch reads together — in one
 // round trip to a server — the sessions and records that reads names, so
-// that the Session and Get calls that ask for them next answer from
-// memory. It reads them as those calls would, where they would (in a write
-// transaction, after taking each session's lock), and reports only what
-// breaks the transaction: a read it could not make is made again by the
-// call that asks for it, and what a read found wrong (a damaged record, an
-// id the backend refuses) is that call's error. A backend whose reads are
-// local need not implement it; the store calls it where it knows what an
-// operation of many sessions will read.
+// that the calls that ask for them next (Session, Get, Scan, Last, Events)
+// answer from memory, until the transaction writes what they read. It
+// reads them as those calls would (in a write transaction, after taking
+// each session's lock), and reports only what breaks the transaction: a
+// read it does not make is made by the call that asks for it, and what a
+// read found wrong (a damaged record, an id the backend refuses) is that
+// call's error. A backend whose reads are local need not implement it;
+// the store calls it where it knows what it is about to read.
 type Prefetcher interface {
 	Prefetch(reads []Read) error
 }

@@ -182,7 +182,10 @@ func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
 // snapshot.
 func frame(db *store.DB, session string) (info store.Info, roots []store.RootSpan, err error) {
 	err = db.View(func(s *store.Snapshot) error {
-		info, roots, err = s.Frame(session)
+		if roots, err = s.RootSpans(session); err != nil { // the session with them
+			return err
+		}
+		info, err = s.Info(session)
 		return err
 	})
 	return info, roots, err

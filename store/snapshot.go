@@ -159,19 +159,6 @@ func (s *Snapshot) Roots(session string) ([]tier.Node, error) {
 	return ss.rootNodes(^uint64(0))
 }
 
-// Frame returns session's Info and RootSpans, read together.
-func (s *Snapshot) Frame(session string) (Info, []RootSpan, error) {
-	if err := prefetch(s.tx, backend.Read{Session: session}, backend.Read{Session: session, Table: backend.Roots, Scan: true}); err != nil {
-		return Info{}, nil, err
-	}
-	info, err := s.Info(session)
-	if err != nil {
-		return Info{}, nil, err
-	}
-	roots, err := s.RootSpans(session)
-	return info, roots, err
-}
-
 // RootSpan is a root of the frame as the frame records it: its node, the
 // seqs it covers and its depth, without the node itself.
 type RootSpan struct {
@@ -184,6 +171,10 @@ type RootSpan struct {
 // reading their nodes: what a compaction policy needs to decide, at the
 // cost of the frame alone (a deep root's claims can be megabytes).
 func (s *Snapshot) RootSpans(session string) ([]RootSpan, error) {
+	// The session and its roots in one round trip, where reads are one.
+	if err := prefetch(s.tx, backend.Read{Session: session}, backend.Read{Session: session, Table: backend.Roots, Scan: true}); err != nil {
+		return nil, err
+	}
 	ss, err := s.sess(session)
 	if err != nil {
 		return nil, err

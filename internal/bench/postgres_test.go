@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +36,12 @@ var pgPeers = []string{PeerStrata, PeerPostgres}
 
 // envChild makes the test binary an appending process of
 // BenchmarkPostgresAppendProcesses: "PEER\tURL\tFIRST\tSESSIONS\tEVENTS".
-const envChild = "STRATA_BENCH_PG_CHILD"
+// With envChildProfile naming a directory, each appending process writes
+// the CPU profile of its appends there, as PID.prof.
+const (
+	envChild        = "STRATA_BENCH_PG_CHILD"
+	envChildProfile = "STRATA_BENCH_PG_CPUPROFILE"
+)
 
 func TestMain(m *testing.M) {
 	if v := os.Getenv(envChild); v != "" {
@@ -258,6 +265,17 @@ func appendChild(spec string, in io.Reader, out io.Writer) error {
 	fmt.Fprintln(out, "ready")
 	if _, err := bufio.NewReader(in).ReadString('\n'); err != nil {
 		return err
+	}
+	if dir := os.Getenv(envChildProfile); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d.prof", os.Getpid())))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if _, err := AppendConcurrent(p, sessions); err != nil {
 		return err

@@ -133,6 +133,33 @@ type Session interface {
 	Last(t Table, below []byte) (k, v []byte, err error)
 }
 
+// Prefetcher is a Tx that reads ahead: Prefetch reads together — in one
+// round trip to a server — the sessions and records that reads names, so
+// that the calls that ask for them next (Session, Get, Scan, Last, Events)
+// answer from memory, until the transaction writes what they read. It
+// reads them as those calls would (in a write transaction, after taking
+// each session's lock), and reports only what breaks the transaction: a
+// read it does not make is made by the call that asks for it, and what a
+// read found wrong (a damaged record, an id the backend refuses) is that
+// call's error. A backend whose reads are local need not implement it;
+// the store calls it where it knows what it is about to read.
+type Prefetcher interface {
+	Prefetch(reads []Read) error
+}
+
+// Read names what Prefetch reads in session Session: the session itself
+// (its state), when it names nothing else; the record at Key of Table; the
+// records Scan of Table from Key reads first (Scan); the record Last of
+// Table below Key returns (Last); or the events Events from From to To
+// reads first (To ≥ From ≥ 1).
+type Read struct {
+	Session    string
+	Table      Table
+	Key        []byte
+	Scan, Last bool
+	From, To   uint64
+}
+
 // Snapshotter is a read transaction that can copy the whole backend as one
 // file: the bbolt file's backup. Size is the copy's length.
 type Snapshotter interface {

@@ -182,10 +182,10 @@ func (p Policy) PlanDigest(db *store.DB, session string) (*store.Plan, error) {
 // snapshot.
 func frame(db *store.DB, session string) (info store.Info, roots []store.RootSpan, err error) {
 	err = db.View(func(s *store.Snapshot) error {
-		if info, err = s.Info(session); err != nil {
+		if roots, err = s.RootSpans(session); err != nil { // the session with them
 			return err
 		}
-		roots, err = s.RootSpans(session)
+		info, err = s.Info(session)
 		return err
 	})
 	return info, roots, err

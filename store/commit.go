@@ -376,10 +376,36 @@ func (ss *sess) checkCurrent(st *stateRec, p *Plan) (tier.Depth, error) {
 	return 0, errors.AssertionFailedf("plan kind %d", p.Kind)
 }
 
+// reads returns what committing p reads (commitIn), for a backend that
+// reads ahead (backend.Prefetcher): the session, the span's events, the
+// roots, and the nodes and markers of the roots it replaces, with the
+// checkpoint index after them.
+func (p *Plan) reads() []backend.Read {
+	id := p.Session
+	from, to := p.From, p.To
+	if p.Kind == PlanDigest && p.seal != nil {
+		from, to = p.seal.from, p.seal.to // the raw events after the first root
+	}
+	reads := []backend.Read{{Session: id}, {Session: id, From: from, To: to}, {Session: id, Table: backend.Roots, Scan: true}}
+	for _, n := range p.Replaces {
+		reads = append(reads, backend.Read{Session: id, Table: backend.Nodes, Key: u64(n)}, backend.Read{Session: id, Table: backend.Markers, Key: u64(n)})
+	}
+	if len(p.Replaces) > 0 {
+		reads = append(reads, backend.Read{Session: id, Table: backend.CheckpointIndex, Key: checkpoint.IndexKey(p.From, 0), Scan: true})
+	}
+	return reads
+}
+
 // accept writes the node of p, valid against required, and everything its
 // commit changes; spanBytes is the size of an L1 span's events in a resumed
 // context.
 func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, unchecked bool, required *tier.Required, spanBytes uint64, res *CommitResult) error {
+	// The roots before the node's span, read before anything is written:
+	// with the node, the prefix of its checkpoint.
+	prefix, err := ss.roots(p.From - 1)
+	if err != nil {
+		return err
+	}
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
 		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash,
@@ -460,14 +486,11 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	if err := ss.putMarker(&m); err != nil {
 		return err
 	}
-	prefix, err := ss.roots(n.From)
-	if err != nil {
-		return err
+	ids := make([]uint64, 0, len(prefix)+1)
+	for _, r := range prefix {
+		ids = append(ids, r.Node)
 	}
-	ids := make([]uint64, len(prefix))
-	for i, r := range prefix {
-		ids[i] = r.Node
-	}
+	ids = append(ids, n.ID)
 	ck, err := ss.putCheckpoint(st, n.To, ids, fmt.Sprintf("node %d committed", n.ID))
 	if err != nil {
 		return err

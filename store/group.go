@@ -195,6 +195,32 @@ func lingering(batch []*writeReq) bool {
 	return true
 }
 
+// batchReads returns what the writes of batch read first, for prefetch:
+// each one's session; for an append, the ledger entries and refs its
+// events name (prepareAppend); for a compaction's commit, what Plan.reads
+// names.
+func batchReads(batch []*writeReq) []backend.Read {
+	var reads []backend.Read
+	for _, req := range batch {
+		if c := req.commit; c != nil {
+			reads = append(reads, c.p.reads()...)
+			continue
+		}
+		reads = append(reads, backend.Read{Session: req.session})
+		for i := range req.events {
+			e := &req.events[i]
+			for _, r := range e.Refs() {
+				t, _ := ledgerTable(r.Class)
+				reads = append(reads, backend.Read{Session: req.session, Table: t, Key: []byte(r.Name)})
+			}
+			if e.Ref != "" {
+				reads = append(reads, backend.Read{Session: req.session, Table: backend.Refs, Key: []byte(e.Ref)})
+			}
+		}
+	}
+	return reads
+}
+
 // errNothingWritten rolls back a batch whose writes were all refused.
 var errNothingWritten = errors.New("store: nothing written")
 
@@ -210,12 +236,19 @@ var errNothingWritten = errors.New("store: nothing written")
 func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	start := time.Now()
 	err := db.update(func(tx backend.Tx) error {
+		fetched := 0 // the writes whose reads are prefetched
 		for i := 0; ; i++ {
 			if i == len(batch) {
 				var more bool
 				if batch, more = db.gather(batch, wait); !more {
 					break
 				}
+			}
+			if i == fetched {
+				if err := prefetch(tx, batchReads(batch[i:])...); err != nil {
+					return err
+				}
+				fetched = len(batch)
 			}
 			req := batch[i]
 			req.err, req.res = nil, AppendResult{}

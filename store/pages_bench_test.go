@@ -42,7 +42,7 @@ func BenchmarkReplayPages(b *testing.B) {
 				}
 				return nil
 			})
-			_, _, err := bench.ReplayStrataWith(path, sessions, store.Options{NoSync: true})
+			_, _, err := bench.ReplayStrataWith(path, sessions, store.Options{NoSync: true}, bench.ReplayPolicy)
 			clear()
 			if err != nil {
 				b.Fatal(err)

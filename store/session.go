@@ -15,6 +15,7 @@ import (
 type sess struct {
 	id string
 	b  backend.Session
+	tx backend.Tx
 }
 
 // findSess returns session id inside tx, or nil when it does not exist.
@@ -23,7 +24,16 @@ func findSess(tx backend.Tx, id string) (*sess, error) {
 	if err != nil || b == nil {
 		return nil, err
 	}
-	return &sess{id: id, b: b}, nil
+	return &sess{id: id, b: b, tx: tx}, nil
+}
+
+// prefetch reads what reads names in one round trip, when tx reads over a
+// network (backend.Prefetcher); the reads that follow answer from it.
+func prefetch(tx backend.Tx, reads ...backend.Read) error {
+	if pf, ok := tx.(backend.Prefetcher); ok && len(reads) > 0 {
+		return pf.Prefetch(reads)
+	}
+	return nil
 }
 
 // openSess returns session id inside tx, or ErrSessionNotFound.
@@ -44,7 +54,7 @@ func createSess(tx backend.Tx, id string) (*sess, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "store: creating session %q", id)
 	}
-	s := &sess{id: id, b: b}
+	s := &sess{id: id, b: b, tx: tx}
 	st := stateRec{V: recordVersion}
 	if _, err := s.putCheckpoint(&st, 0, nil, "session start"); err != nil {
 		return nil, err

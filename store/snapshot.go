@@ -171,6 +171,10 @@ type RootSpan struct {
 // reading their nodes: what a compaction policy needs to decide, at the
 // cost of the frame alone (a deep root's claims can be megabytes).
 func (s *Snapshot) RootSpans(session string) ([]RootSpan, error) {
+	// The session and its roots in one round trip, where reads are one.
+	if err := prefetch(s.tx, backend.Read{Session: session}, backend.Read{Session: session, Table: backend.Roots, Scan: true}); err != nil {
+		return nil, err
+	}
 	ss, err := s.sess(session)
 	if err != nil {
 		return nil, err

@@ -48,7 +48,10 @@
 // write is run again by Update).
 //
 // Statements go in pipelined round trips (tx.go): a write is sent with the
-// next read, or with the COMMIT.
+// next read, or with the COMMIT; what the store knows it will read — the
+// sessions and ledger entries of a group commit's appends, the span and
+// roots a compaction's commit checks — goes in one round trip
+// (backend.Prefetcher), its locks taken in order.
 //
 // # Caveats
 //

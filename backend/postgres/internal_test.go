@@ -148,6 +148,13 @@ func TestResults_CommitUnknown(t *testing.T) {
 // back and runs again with both locks taken in order — no deadlock, and
 // both commit.
 func TestUpdate_LockOrder(t *testing.T) {
+	t.Run("Session", func(t *testing.T) { testLockOrder(t, false) })
+	t.Run("Prefetch", func(t *testing.T) { testLockOrder(t, true) })
+}
+
+// testLockOrder is TestUpdate_LockOrder, the second transaction taking
+// the lock below the one it holds by Session or by Prefetch.
+func testLockOrder(t *testing.T, prefetch bool) {
 	url := pgtest.URL(t)
 	open := func() *Backend {
 		b, err := Open(url, Options{Create: true})
@@ -215,6 +222,11 @@ func TestUpdate_LockOrder(t *testing.T) {
 			}
 			if runs2 == 1 {
 				close(hiHeld)
+			}
+			if prefetch {
+				if err := tx.(backend.Prefetcher).Prefetch([]backend.Read{{Session: lo}, {Session: lo, Table: backend.Audit, Key: []byte("t2")}}); err != nil {
+					return err
+				}
 			}
 			return put(tx, lo, "t2")
 		})

@@ -111,7 +111,7 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 
 // tableSQL is the SQL of one table's reads and writes, made once.
 type tableSQL struct {
-	get, put, del, scan, last, lastBelow string
+	get, getMany, put, del, scan, last, lastBelow string
 }
 
 var recordSQL = func() (q [backend.Tables]tableSQL) {
@@ -122,6 +122,8 @@ var recordSQL = func() (q [backend.Tables]tableSQL) {
 		}
 		q[t] = tableSQL{
 			get: `SELECT value, crc FROM ` + n + ` WHERE session = $1 AND key = $2`,
+			getMany: `SELECT session, key, value, crc FROM ` + n + `
+				WHERE (session, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))`,
 			put: `INSERT INTO ` + n + ` (session, key, value, crc) VALUES ($1, $2, $3, $4)
 				ON CONFLICT (session, key) DO UPDATE SET value = excluded.value, crc = excluded.crc`,
 			del:       `DELETE FROM ` + n + ` WHERE session = $1 AND key = $2`,
@@ -135,17 +137,21 @@ var recordSQL = func() (q [backend.Tables]tableSQL) {
 
 // The SQL of the sessions and the events.
 const (
-	sqlLock      = `SELECT pg_advisory_xact_lock($1)`
-	sqlTryLock   = `SELECT pg_try_advisory_xact_lock($1)`
-	sqlSession   = `SELECT state, state_crc FROM ` + sessionsTable + ` WHERE id = $1`
-	sqlCreate    = `INSERT INTO ` + sessionsTable + ` (id) VALUES ($1)`
-	sqlPutState  = `UPDATE ` + sessionsTable + ` SET state = $2, state_crc = $3, updated_at = now() WHERE id = $1`
-	sqlSessions  = `SELECT id FROM ` + sessionsTable + ` WHERE id > $1 ORDER BY id LIMIT $2`
-	sqlEvent     = `SELECT value, crc FROM ` + eventsTable + ` WHERE session = $1 AND seq = $2`
-	sqlEvents    = `SELECT seq, value, crc FROM ` + eventsTable + ` WHERE session = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`
-	sqlPutEvent  = `INSERT INTO ` + eventsTable + ` (session, seq, value, crc) VALUES ($1, $2, $3, $4)`
-	sqlVersion   = `SELECT max(version) FROM ` + versionTable
-	sqlHasSchema = `SELECT current_schema(), current_database(),
+	sqlLock    = `SELECT pg_advisory_xact_lock($1)`
+	sqlTryLock = `SELECT pg_try_advisory_xact_lock($1)`
+	// Many locks in one statement, taken in the array's order.
+	sqlLocks      = `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`
+	sqlTryLocks   = `SELECT bool_and(pg_try_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
+	sqlSessionsIn = `SELECT id, state, state_crc FROM ` + sessionsTable + ` WHERE id = ANY($1::text[])`
+	sqlSession    = `SELECT state, state_crc FROM ` + sessionsTable + ` WHERE id = $1`
+	sqlCreate     = `INSERT INTO ` + sessionsTable + ` (id) VALUES ($1)`
+	sqlPutState   = `UPDATE ` + sessionsTable + ` SET state = $2, state_crc = $3, updated_at = now() WHERE id = $1`
+	sqlSessions   = `SELECT id FROM ` + sessionsTable + ` WHERE id > $1 ORDER BY id LIMIT $2`
+	sqlEvent      = `SELECT value, crc FROM ` + eventsTable + ` WHERE session = $1 AND seq = $2`
+	sqlEvents     = `SELECT seq, value, crc FROM ` + eventsTable + ` WHERE session = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq LIMIT $4`
+	sqlPutEvent   = `INSERT INTO ` + eventsTable + ` (session, seq, value, crc) VALUES ($1, $2, $3, $4)`
+	sqlVersion    = `SELECT max(version) FROM ` + versionTable
+	sqlHasSchema  = `SELECT current_schema(), current_database(),
 		to_regclass(quote_ident(current_schema()) || '.` + versionTable + `') IS NOT NULL,
 		to_regclass(quote_ident(current_schema()) || '.` + sessionsTable + `') IS NOT NULL`
 	sqlMigrated = `INSERT INTO ` + versionTable + ` (version, applied_by) VALUES ($1, $2)`

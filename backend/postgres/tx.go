@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -354,30 +356,52 @@ func (t *tx) Session(id string) (backend.Session, error) {
 		}
 		return s, nil
 	}
-	var reads []stmt
-	taken := true
-	if t.writable {
-		reads = t.lock(id, &taken)
+	var r sessionRead
+	if err := t.send(t.readSession(id, &r)...); err != nil {
+		return nil, err
 	}
-	var found bool
-	var state []byte
-	var crc *int64
-	reads = append(reads, stmt{sql: sqlSession, args: []any{id}, rows: func(r pgx.Rows) error {
-		found, state, crc = false, nil, nil
-		for r.Next() {
-			found = true
-			if err := r.Scan(&state, &crc); err != nil {
+	if err := t.opened(id, &r); err != nil {
+		return nil, err
+	}
+	if s := t.sessions[id]; s != nil {
+		return s, nil
+	}
+	return nil, nil
+}
+
+// sessionRead is what the statements of readSession read.
+type sessionRead struct {
+	taken, found bool
+	state        []byte
+	crc          *int64
+}
+
+// readSession returns the statements that read session id's row into r,
+// after taking its lock in a write transaction.
+func (t *tx) readSession(id string, r *sessionRead) []stmt {
+	var reads []stmt
+	r.taken = true
+	if t.writable {
+		reads = t.lock(id, &r.taken)
+	}
+	return append(reads, stmt{sql: sqlSession, args: []any{id}, rows: func(rows pgx.Rows) error {
+		r.found, r.state, r.crc = false, nil, nil
+		for rows.Next() {
+			r.found = true
+			if err := rows.Scan(&r.state, &r.crc); err != nil {
 				return err
 			}
 		}
 		return nil
 	}})
-	if err := t.send(reads...); err != nil {
-		return nil, err
-	}
-	if !taken {
+}
+
+// opened records session id as readSession read it: the lock held, the
+// session (or its absence) known.
+func (t *tx) opened(id string, r *sessionRead) error {
+	if !r.taken {
 		t.broken = errors.Wrapf(errLockOrder, "session %q", id)
-		return nil, t.broken
+		return t.broken
 	}
 	if t.writable {
 		t.hold(t.b.lockKey(id))
@@ -385,14 +409,259 @@ func (t *tx) Session(id string) (backend.Session, error) {
 	if t.sessions == nil {
 		t.sessions = map[string]*session{}
 	}
-	if !found {
+	if !r.found {
 		t.sessions[id] = nil
-		return nil, nil
+		return nil
 	}
 	s := t.newSession(id)
-	s.state, s.stateCRC = state, crc
+	s.state, s.stateCRC = r.state, r.crc
 	t.sessions[id] = s
-	return s, nil
+	return nil
+}
+
+// Prefetch implements backend.Prefetcher: one round trip takes the lock
+// (in a write transaction, in increasing order) and reads the row of every
+// session of reads not read yet, then makes every other read. Get, Scan,
+// Last and Events answer from what it read, until their table is written.
+func (t *tx) Prefetch(reads []backend.Read) error {
+	if t.broken != nil {
+		return t.broken
+	}
+	var ids []string
+	for _, r := range reads {
+		if _, ok := t.sessions[r.Session]; !ok && checkID(r.Session) == nil {
+			ids = append(ids, r.Session)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if t.writable {
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(t.b.lockKey(a), t.b.lockKey(b)) })
+	}
+	taken := true
+	var stmts []stmt
+	if t.writable {
+		stmts = t.lockAll(ids, &taken)
+	}
+	rows := map[string]*sessionRead{}
+	if len(ids) > 0 {
+		stmts = append(stmts, stmt{sql: sqlSessionsIn, args: []any{ids}, rows: func(r pgx.Rows) error {
+			clear(rows)
+			for r.Next() {
+				var id string
+				var x sessionRead
+				if err := r.Scan(&id, &x.state, &x.crc); err != nil {
+					return err
+				}
+				x.found = true
+				rows[id] = &x
+			}
+			return nil
+		}})
+	}
+	var fs []*fetch
+	gets := map[backend.Table]*getMany{}
+	seen := map[fetchPlace]bool{}
+	for _, r := range reads {
+		place := fetchPlace{r.Session, r.Table, string(r.Key), r.Key == nil, r.Scan, r.Last, r.From, r.To}
+		if seen[place] {
+			continue
+		}
+		seen[place] = true
+		f, st, ok := t.fetch(r)
+		switch {
+		case !ok:
+			continue
+		case st.sql == "": // a record: with the others of its table
+			g := gets[r.Table]
+			if g == nil {
+				g = &getMany{t: r.Table}
+				gets[r.Table] = g
+			}
+			g.add(f)
+		default:
+			stmts = append(stmts, st)
+		}
+		fs = append(fs, f)
+	}
+	for tb := backend.Table(1); tb < backend.Tables; tb++ {
+		if g := gets[tb]; g != nil {
+			stmts = append(stmts, g.stmt())
+		}
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if err := t.send(stmts...); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		r := rows[id]
+		if r == nil {
+			r = &sessionRead{}
+		}
+		r.taken = taken
+		if err := t.opened(id, r); err != nil {
+			return err
+		}
+	}
+	for _, f := range fs {
+		if s := t.sessions[f.Session]; s != nil {
+			s.keep(f)
+		}
+	}
+	return nil
+}
+
+// lockAll returns the statements that take the locks of ids, in
+// increasing key order (as lock does, one statement for those it waits
+// for and one for those it only tries), and sets *taken to whether every
+// lock tried was taken.
+func (t *tx) lockAll(ids []string, taken *bool) []stmt {
+	var tries, waits []int64
+	for _, id := range ids {
+		k := t.b.lockKey(id)
+		t.want = append(t.want, k)
+		switch {
+		case t.held[k]:
+		case len(t.held) == 0 || k > t.top:
+			t.hold(k)
+			waits = append(waits, k)
+		default:
+			tries = append(tries, k) // held once the round trip says so (opened)
+		}
+	}
+	var stmts []stmt
+	if len(tries) > 0 {
+		stmts = append(stmts, stmt{sql: sqlTryLocks, args: []any{tries}, rows: func(r pgx.Rows) error {
+			*taken = false
+			for r.Next() {
+				if err := r.Scan(taken); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	}
+	if len(waits) > 0 {
+		stmts = append(stmts, stmt{sql: sqlLocks, args: []any{waits}, rows: func(r pgx.Rows) error {
+			for r.Next() {
+			}
+			return nil
+		}})
+	}
+	return stmts
+}
+
+// getMany is one statement reading the records of table t that fetches
+// name.
+type getMany struct {
+	t         backend.Table
+	sessions  []string
+	keys      [][]byte
+	bySession map[string][]*fetch
+}
+
+func (g *getMany) add(f *fetch) {
+	g.sessions = append(g.sessions, f.Session)
+	g.keys = append(g.keys, f.Key)
+	if g.bySession == nil {
+		g.bySession = map[string][]*fetch{}
+	}
+	g.bySession[f.Session] = append(g.bySession[f.Session], f)
+}
+
+// stmt returns the statement, which marks each fetch found or not.
+func (g *getMany) stmt() stmt {
+	_, q, _ := tableOf(g.t)
+	return stmt{sql: q.getMany, args: []any{g.sessions, g.keys}, rows: func(r pgx.Rows) error {
+		for _, fs := range g.bySession {
+			for _, f := range fs {
+				f.found = false
+			}
+		}
+		for r.Next() {
+			var session string
+			var x row
+			if err := r.Scan(&session, &x.key, &x.v, &x.crc); err != nil {
+				return err
+			}
+			for _, f := range g.bySession[session] {
+				if bytes.Equal(f.Key, x.key) {
+					f.found, f.x = true, x
+				}
+			}
+		}
+		return nil
+	}}
+}
+
+// fetchPlace tells two Reads apart.
+type fetchPlace struct {
+	session    string
+	t          backend.Table
+	key        string
+	nilKey     bool
+	scan, last bool
+	from, to   uint64
+}
+
+// fetch is a read of Prefetch other than a session's row, and what it read.
+type fetch struct {
+	backend.Read
+	found bool
+	x     row   // a record
+	page  []row // a first page
+}
+
+// fetch returns the statement of read r — none for a record, read with
+// the others of its table (getMany) — or false when it reads nothing: it
+// reads only a session, one known to be absent, or something its call
+// refuses or has read already.
+func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
+	s, known := t.sessions[r.Session]
+	if r.Table == 0 && (r.From == 0 || r.To < r.From) || known && s == nil || checkID(r.Session) != nil {
+		return nil, stmt{}, false
+	}
+	f := &fetch{Read: r}
+	if r.Table == 0 {
+		f.To = min(r.To, math.MaxInt64)
+		return f, stmt{sql: sqlEvents, args: []any{r.Session, int64(f.From), int64(f.To), eventsPage}, rows: readEvents(&f.page)}, true
+	}
+	_, q, err := tableOf(r.Table)
+	if err != nil || len(r.Key) > MaxKeyBytes || known && !r.Scan && !r.Last && s.holds(r.Table, r.Key) {
+		return nil, stmt{}, false
+	}
+	switch {
+	case r.Last:
+		return f, lastStmt(q, r.Session, r.Key, &f.page), true // a nil Key: below nothing
+	case r.Scan:
+		f.Key = nonNil(r.Key)
+		return f, stmt{sql: q.scan, args: []any{r.Session, f.Key, scanPage}, rows: readRows(&f.page)}, true
+	}
+	f.Key = nonNil(r.Key)
+	return f, stmt{}, true // read with the others of its table (getMany)
+}
+
+// keep records what f read, for the calls that ask for it.
+func (s *session) keep(f *fetch) {
+	switch {
+	case f.Table == 0:
+		s.keepPage(pageKey{op: 'e', key: string(seqKey(f.From)), to: f.To}, f.page)
+	case f.Last:
+		s.keepPage(lastKey(f.Table, f.Key), f.page)
+	case f.Scan:
+		s.keepPage(pageKey{op: 's', t: f.Table, key: string(f.Key)}, f.page)
+	case !s.holds(f.Table, f.Key):
+		if s.fetched == nil {
+			s.fetched = map[fetchKey]*row{}
+		}
+		var v *row
+		if f.found {
+			v = &f.x
+		}
+		s.fetched[fetchKey{f.Table, string(f.Key)}] = v
+	}
 }
 
 // CreateSession implements backend.Tx.
@@ -427,6 +696,72 @@ type session struct {
 	crc      uint32 // sessionCRC(id)
 	state    []byte // as read with the session, or as last put
 	stateCRC *int64
+	fetched  map[fetchKey]*row // records Prefetch read (nil: none), not written since
+	pages    map[pageKey][]row // first pages of reads Prefetch made, their table not written since
+}
+
+// fetchKey is the place of a record Prefetch read.
+type fetchKey struct {
+	t   backend.Table
+	key string
+}
+
+// pageKey names the first page of a read of rows: of Scan of table t from
+// key, of Last of table t below key (to 1; to 0: below nothing), or of
+// Events (t 0) from seq key to seq to.
+type pageKey struct {
+	op  byte // 's' Scan, 'l' Last, 'e' Events
+	t   backend.Table
+	key string
+	to  uint64
+}
+
+// lastKey is the pageKey of Last of table t below below.
+func lastKey(t backend.Table, below []byte) pageKey {
+	if below == nil {
+		return pageKey{op: 'l', t: t}
+	}
+	return pageKey{op: 'l', t: t, key: string(below), to: 1}
+}
+
+// The first page of a paged read, in rows.
+const (
+	eventsPage = 256
+	scanPage   = 32
+)
+
+func (s *session) keepPage(k pageKey, page []row) {
+	if s.pages == nil {
+		s.pages = map[pageKey][]row{}
+	}
+	s.pages[k] = page
+}
+
+// firstPage returns into *page the first page of read k if Prefetch read
+// it, and whether it did.
+func (s *session) firstPage(k pageKey, page *[]row) bool {
+	p, ok := s.pages[k]
+	if ok {
+		*page = append((*page)[:0], p...)
+	}
+	return ok
+}
+
+// wrote forgets what Prefetch read of table t (0: the events) and, for a
+// record, at key.
+func (s *session) wrote(t backend.Table, key []byte) {
+	delete(s.fetched, fetchKey{t, string(key)})
+	for k := range s.pages {
+		if k.t == t {
+			delete(s.pages, k)
+		}
+	}
+}
+
+// holds reports whether Prefetch read the record at key of table t.
+func (s *session) holds(t backend.Table, key []byte) bool {
+	_, ok := s.fetched[fetchKey{t, string(key)}]
+	return ok
 }
 
 var _ backend.Session = (*session)(nil)
@@ -499,27 +834,17 @@ func (s *session) Event(seq uint64) ([]byte, error) {
 	if seq == 0 || seq > math.MaxInt64 {
 		return nil, nil
 	}
-	var v []byte
-	var crc int64
+	var x row
 	found := false
-	err := s.t.send(stmt{sql: sqlEvent, args: []any{s.id, int64(seq)}, rows: func(r pgx.Rows) error {
-		found = false
-		for r.Next() {
-			found = true
-			if err := r.Scan(&v, &crc); err != nil {
-				return err
-			}
-		}
-		return nil
-	}})
+	err := s.t.send(stmt{sql: sqlEvent, args: []any{s.id, int64(seq)}, rows: readOne(&found, &x)})
 	if err != nil || !found {
 		return nil, err
 	}
 	key := seqKey(seq)
-	if err := checkSum(placeCRC(s.crc, eventsTable, key), v, crc); err != nil {
+	if err := checkSum(placeCRC(s.crc, eventsTable, key), x.v, x.crc); err != nil {
 		return nil, damage(s.id, eventsTable, "l0", key, err)
 	}
-	return v, nil
+	return x.v, nil
 }
 
 // row is a row read: a key (or a seq), its value and checksum.
@@ -533,14 +858,13 @@ type row struct {
 // Events implements backend.Session: in pages of growing size.
 func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, error)) error {
 	from, to = max(from, 1), min(to, math.MaxInt64)
-	limit := 256
+	limit := eventsPage
 	var page []row
-	for from <= to {
-		err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: collect(&page, func(r pgx.Rows, x *row) error {
-			return r.Scan(&x.seq, &x.v, &x.crc)
-		})})
-		if err != nil {
-			return err
+	for first := true; from <= to; first = false {
+		if !first || !s.firstPage(pageKey{op: 'e', key: string(seqKey(from)), to: to}, &page) {
+			if err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: readEvents(&page)}); err != nil {
+				return err
+			}
 		}
 		for _, x := range page {
 			key := seqKey(uint64(x.seq))
@@ -559,6 +883,12 @@ func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, e
 	return nil
 }
 
+// readEvents returns a rows handler that reads (seq, value, crc) rows into
+// *page.
+func readEvents(page *[]row) func(pgx.Rows) error {
+	return collect(page, func(r pgx.Rows, x *row) error { return r.Scan(&x.seq, &x.v, &x.crc) })
+}
+
 // PutEvent implements backend.Session.
 func (s *session) PutEvent(seq uint64, v []byte) error {
 	if err := s.writable(); err != nil {
@@ -569,14 +899,15 @@ func (s *session) PutEvent(seq uint64, v []byte) error {
 	}
 	v = nonNil(v)
 	key := seqKey(seq)
+	s.wrote(0, nil)
 	s.t.pending = append(s.t.pending, stmt{sql: sqlPutEvent,
 		args:    []any{s.id, int64(seq), v, checksum(placeCRC(s.crc, eventsTable, key), v)},
 		session: s.id, bucket: "l0", key: key})
 	return nil
 }
 
-// table returns the SQL table and statements of t.
-func (s *session) table(t backend.Table) (recordTable, *tableSQL, error) {
+// tableOf returns the SQL table and statements of t.
+func tableOf(t backend.Table) (recordTable, *tableSQL, error) {
 	if t == 0 || t >= backend.Tables || recordTables[t].name == "" {
 		return recordTable{}, nil, errors.AssertionFailedf("postgres: table %d has no SQL table", t)
 	}
@@ -618,33 +949,47 @@ func readRows(page *[]row) func(pgx.Rows) error {
 
 // Get implements backend.Session.
 func (s *session) Get(t backend.Table, key []byte) ([]byte, error) {
-	rt, q, err := s.table(t)
+	rt, q, err := tableOf(t)
 	if err != nil {
 		return nil, err
 	}
 	key = nonNil(key)
-	var x row
-	found := false
-	err = s.t.send(stmt{sql: q.get, args: []any{s.id, key}, rows: func(r pgx.Rows) error {
-		found = false
+	x, ok := s.fetched[fetchKey{t, string(key)}]
+	if !ok {
+		x = &row{}
+		found := false
+		if err := s.t.send(stmt{sql: q.get, args: []any{s.id, key}, rows: readOne(&found, x)}); err != nil {
+			return nil, err
+		}
+		if !found {
+			x = nil
+		}
+	}
+	if x == nil {
+		return nil, nil
+	}
+	x.key = key
+	return s.record(rt, t, x)
+}
+
+// readOne returns a rows handler that reads a (value, crc) row into x,
+// and whether there was one into *found.
+func readOne(found *bool, x *row) func(pgx.Rows) error {
+	return func(r pgx.Rows) error {
+		*found = false
 		for r.Next() {
-			found = true
+			*found = true
 			if err := r.Scan(&x.v, &x.crc); err != nil {
 				return err
 			}
 		}
 		return nil
-	}})
-	if err != nil || !found {
-		return nil, err
 	}
-	x.key = key
-	return s.record(rt, t, &x)
 }
 
 // Put implements backend.Session.
 func (s *session) Put(t backend.Table, key, v []byte) error {
-	rt, q, err := s.table(t)
+	rt, q, err := tableOf(t)
 	if err != nil {
 		return err
 	}
@@ -655,6 +1000,7 @@ func (s *session) Put(t backend.Table, key, v []byte) error {
 		return errors.Newf("postgres: session %q %s: a key of %d bytes (at most %d)", s.id, t, len(key), MaxKeyBytes)
 	}
 	key, v = nonNil(key), nonNil(v)
+	s.wrote(t, key)
 	s.t.pending = append(s.t.pending, stmt{sql: q.put, args: []any{s.id, key, v, checksum(placeCRC(s.crc, rt.name, key), v)},
 		session: s.id, bucket: t.String(), key: key})
 	return nil
@@ -662,7 +1008,7 @@ func (s *session) Put(t backend.Table, key, v []byte) error {
 
 // Delete implements backend.Session.
 func (s *session) Delete(t backend.Table, key []byte) error {
-	_, q, err := s.table(t)
+	_, q, err := tableOf(t)
 	if err != nil {
 		return err
 	}
@@ -670,22 +1016,25 @@ func (s *session) Delete(t backend.Table, key []byte) error {
 		return err
 	}
 	key = nonNil(key)
+	s.wrote(t, key)
 	s.t.pending = append(s.t.pending, stmt{sql: q.del, args: []any{s.id, key}, session: s.id, bucket: t.String(), key: key})
 	return nil
 }
 
 // Scan implements backend.Session: in pages of growing size.
 func (s *session) Scan(t backend.Table, from []byte, fn func(k, v []byte) (bool, error)) error {
-	rt, q, err := s.table(t)
+	rt, q, err := tableOf(t)
 	if err != nil {
 		return err
 	}
 	from = nonNil(from)
-	limit := 32
+	limit := scanPage
 	var page []row
-	for {
-		if err := s.t.send(stmt{sql: q.scan, args: []any{s.id, from, limit}, rows: readRows(&page)}); err != nil {
-			return err
+	for first := true; ; first = false {
+		if !first || !s.firstPage(pageKey{op: 's', t: t, key: string(from)}, &page) {
+			if err := s.t.send(stmt{sql: q.scan, args: []any{s.id, from, limit}, rows: readRows(&page)}); err != nil {
+				return err
+			}
 		}
 		for i := range page {
 			v, err := s.record(rt, t, &page[i])
@@ -705,19 +1054,29 @@ func (s *session) Scan(t backend.Table, from []byte, fn func(k, v []byte) (bool,
 	}
 }
 
+// lastStmt is the statement of Last of q's table below below, reading its
+// row into *page.
+func lastStmt(q *tableSQL, session string, below []byte, page *[]row) stmt {
+	if below == nil {
+		return stmt{sql: q.last, args: []any{session}, rows: readRows(page)}
+	}
+	return stmt{sql: q.lastBelow, args: []any{session, below}, rows: readRows(page)}
+}
+
 // Last implements backend.Session.
 func (s *session) Last(t backend.Table, below []byte) (k, v []byte, err error) {
-	rt, q, err := s.table(t)
+	rt, q, err := tableOf(t)
 	if err != nil {
 		return nil, nil, err
 	}
 	var page []row
-	st := stmt{sql: q.last, args: []any{s.id}, rows: readRows(&page)}
-	if below != nil {
-		st = stmt{sql: q.lastBelow, args: []any{s.id, below}, rows: readRows(&page)}
+	if !s.firstPage(lastKey(t, below), &page) {
+		if err := s.t.send(lastStmt(q, s.id, below, &page)); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err := s.t.send(st); err != nil || len(page) == 0 {
-		return nil, nil, err
+	if len(page) == 0 {
+		return nil, nil, nil
 	}
 	if v, err = s.record(rt, t, &page[0]); err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 )
 
@@ -63,25 +64,24 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 }
 
 // BenchmarkReplayReal is scenario 3: the real sessions replayed, by strata
-// with extractive compaction every 40 events and by bare bbolt without
-// summaries. ns/op is per replay of all of them.
+// with extractive compaction every 40 events (and under the default
+// policy, on size) and by bare bbolt without summaries. ns/op is per
+// replay of all of them.
 func BenchmarkReplayReal(b *testing.B) {
-	dir := RealDir()
-	if dir == "" {
-		b.Skip("../shared/data/real is absent")
-	}
-	sessions, err := LoadReal(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run(PeerStrata, func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, _, err := ReplayStrata(filepath.Join(b.TempDir(), "strata.db"), sessions); err != nil {
-				b.Fatal(err)
+	sessions := realSessions(b)
+	for _, pol := range []struct {
+		name   string
+		policy compaction.Policy
+	}{{PeerStrata, ReplayPolicy}, {PeerStrata + " default policy", compaction.DefaultPolicy}} {
+		b.Run(pol.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := ReplayStrataWith(filepath.Join(b.TempDir(), "strata.db"), sessions, store.Options{}, pol.policy); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 	b.Run(PeerBolt, func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
@@ -95,6 +95,20 @@ func BenchmarkReplayReal(b *testing.B) {
 			p.Close()
 		}
 	})
+}
+
+// realSessions returns the real sessions, or skips tb when they are
+// absent.
+func realSessions(tb testing.TB) []Session {
+	dir := RealDir()
+	if dir == "" {
+		tb.Skip("../shared/data/real is absent")
+	}
+	sessions, err := LoadReal(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sessions
 }
 
 func historySizes() []int {

@@ -3,7 +3,10 @@
 // pure-Go driver modernc.org/sqlite (WAL, synchronous=FULL and NORMAL), each
 // storing the same events, msgpack-encoded exactly as strata encodes them,
 // with the same durability (one fsync'd commit per acknowledged append;
-// SQLite NORMAL is shown as the usual weaker setting).
+// SQLite NORMAL is shown as the usual weaker setting). On PostgreSQL,
+// strata is measured beside PostgresPeer, a table with one INSERT per event
+// on the same server; those benchmarks (BenchmarkPostgres*) skip unless
+// STRATA_TEST_POSTGRES names a server.
 //
 // The scenarios are functions of this package, so that the Go benchmarks
 // (bench_test.go, with b.ReportAllocs) and the comparison table

@@ -167,8 +167,39 @@ type sqlitePeer struct {
 	ins  *sql.Stmt
 	pool sync.Pool
 
-	mu    sync.Mutex
-	heads map[string]uint64 // the last seq of each session, read once from the table
+	heads heads
+}
+
+// heads is the last seq of each session of a peer's table, read from the
+// table once: one writer per session, as the scenarios append.
+type heads struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+// get returns session's last seq, read by read the first time.
+func (h *heads) get(session string, read func() (uint64, error)) (uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v, ok := h.m[session]; ok {
+		return v, nil
+	}
+	v, err := read()
+	if err != nil {
+		return 0, err
+	}
+	if h.m == nil {
+		h.m = map[string]uint64{}
+	}
+	h.m[session] = v
+	return v, nil
+}
+
+// set records session's last seq.
+func (h *heads) set(session string, v uint64) {
+	h.mu.Lock()
+	h.m[session] = v
+	h.mu.Unlock()
 }
 
 func openSQLite(path, synchronous string) (*sqlitePeer, error) {
@@ -208,7 +239,7 @@ func openSQLite(path, synchronous string) (*sqlitePeer, error) {
 	case "OFF":
 		name = "SQLite WAL OFF"
 	}
-	return &sqlitePeer{db: db, name: name, path: path, ins: ins, heads: map[string]uint64{},
+	return &sqlitePeer{db: db, name: name, path: path, ins: ins,
 		pool: sync.Pool{New: func() any { return NewEncoder() }}}, nil
 }
 
@@ -216,17 +247,11 @@ func openSQLite(path, synchronous string) (*sqlitePeer, error) {
 func (p *sqlitePeer) Name() string { return p.name }
 
 func (p *sqlitePeer) head(session string) (uint64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if h, ok := p.heads[session]; ok {
-		return h, nil
-	}
-	var h sql.NullInt64
-	if err := p.db.QueryRow(`SELECT MAX(seq) FROM events WHERE session = ?`, session).Scan(&h); err != nil {
-		return 0, err
-	}
-	p.heads[session] = uint64(h.Int64)
-	return uint64(h.Int64), nil
+	return p.heads.get(session, func() (uint64, error) {
+		var h sql.NullInt64
+		err := p.db.QueryRow(`SELECT MAX(seq) FROM events WHERE session = ?`, session).Scan(&h)
+		return uint64(h.Int64), err
+	})
 }
 
 // Append implements Peer.
@@ -257,9 +282,7 @@ func (p *sqlitePeer) Append(session string, events ...tier.Event) error {
 			return err
 		}
 	}
-	p.mu.Lock()
-	p.heads[session] = head + uint64(len(events))
-	p.mu.Unlock()
+	p.heads.set(session, head+uint64(len(events)))
 	return nil
 }
 

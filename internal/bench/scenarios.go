@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -70,17 +71,19 @@ var ReplayPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFo
 // background (compaction.Background) while the next session is appended. It returns the
 // time taken and the number of compactions committed.
 func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
-	return ReplayStrataWith(path, sessions, store.Options{})
+	return ReplayStrataWith(path, sessions, store.Options{}, ReplayPolicy)
 }
 
-// ReplayStrataWith is ReplayStrata with opts.
-func ReplayStrataWith(path string, sessions []Session, opts store.Options) (time.Duration, int, error) {
+// ReplayStrataWith is ReplayStrata with opts, compacting under policy.
+// path may be a postgres:// URL.
+func ReplayStrataWith(path string, sessions []Session, opts store.Options, policy compaction.Policy) (time.Duration, int, error) {
 	p, err := OpenStrata(path, opts)
 	if err != nil {
 		return 0, 0, err
 	}
-	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: ReplayPolicy})
+	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: policy})
 	if err != nil {
+		p.Close()
 		return 0, 0, err
 	}
 	committed := 0
@@ -111,11 +114,17 @@ func ReplayStrataWith(path string, sessions []Session, opts store.Options) (time
 // ReplayPeer loads sessions into p in the same batches as ReplayStrata,
 // without summaries.
 func ReplayPeer(p Peer, sessions []Session) (time.Duration, error) {
+	return LoadPeer(p, sessions, ReplayBatch)
+}
+
+// LoadPeer loads sessions into p, each in appends of up to batch
+// consecutive events, and returns the time taken.
+func LoadPeer(p Peer, sessions []Session, batch int) (time.Duration, error) {
 	start := time.Now()
 	for i := range sessions {
 		s := &sessions[i]
-		for from := 0; from < len(s.Events); from += ReplayBatch {
-			if err := p.Append(s.ID, s.Events[from:min(from+ReplayBatch, len(s.Events))]...); err != nil {
+		for from := 0; from < len(s.Events); from += batch {
+			if err := p.Append(s.ID, s.Events[from:min(from+batch, len(s.Events))]...); err != nil {
 				return 0, err
 			}
 		}
@@ -138,7 +147,9 @@ const BoundedRoots = 4
 // bulk load (NoSync, appends of 1,000 events, one fsync at the end).
 func BuildHistory(path string, n int) error { return BuildHistoryWith(path, n, HistoryPolicy) }
 
-// BuildHistoryWith is BuildHistory under policy.
+// BuildHistoryWith is BuildHistory under policy. path may be a
+// postgres:// URL: the load then runs with synchronous_commit off, and
+// its last commit is flushed by the server's next checkpoint or flush.
 func BuildHistoryWith(path string, n int, policy compaction.Policy) error {
 	p, err := OpenStrata(path, store.Options{NoSync: true})
 	if err != nil {
@@ -157,7 +168,7 @@ func BuildHistoryWith(path string, n int, policy compaction.Policy) error {
 			return err
 		}
 	}
-	if err := p.Close(); err != nil {
+	if err := p.Close(); err != nil || postgres.IsURL(path) {
 		return err
 	}
 	return syncFile(path)

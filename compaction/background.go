@@ -11,38 +11,59 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// Background appends on the caller's goroutine and compacts on one of its
-// own: each Append queues a Run of its session, and the caller goes on
-// with its next append while the compaction plans and summarizes. A
+// DefaultBackgroundRuns is Options.BackgroundRuns's default.
+const DefaultBackgroundRuns = 8
+
+// Background appends on the caller's goroutine and compacts on goroutines
+// of its own: each Append queues a Run of its session, and the caller goes
+// on with its next append while the compaction plans and summarizes. Runs
+// of different sessions are made at once, up to Options.BackgroundRuns of
+// them, so that their commits share the store's group commits; a
 // compaction's commit made while an append is in flight shares that
-// append's transaction and fsync (store.Options.CommitWait), so a bulk
+// append's transaction and fsync too (store.Options.CommitWait), so a bulk
 // load pays about one commit per append instead of one per append and one
 // per compaction.
 //
 // Append is meant to be called from one goroutine (it is safe from
 // several, but the order of reports across sessions is then that of the
 // appends as they land). The compactions, and the order in which report
-// sees them, are those of calling Run after each append on one goroutine: Runs go in the order of
-// the appends (where compactions fall depends only on the events, not on
-// when Run looks), and an Append to a session waits for the Run its
+// sees them, are those of calling Run after each append on one goroutine: a
+// session's Runs go one at a time in the order of its appends (where
+// compactions fall depends only on the events, not on when Run looks),
+// their results are reported in the order the Runs were queued, whichever
+// finishes first, and an Append to a session waits for the Run its
 // previous Append queued when another session's Run is queued after that
 // one — else that Run, seeing the new events too, reports what the next
-// would have, in the same order. The first error stops the queue: later
-// Runs are not made, and Append and Close return it.
+// would have, in the same order. The first error stops it: Runs not begun
+// by then are not made (those being made beside the failed one finish and
+// are reported), and Append and Close return it. The Summarizer is called
+// from several goroutines at once, for different sessions.
 type Background struct {
 	c      *Compactor
 	ctx    context.Context
 	report func(session string, rs []Result)
+	runs   int // Runs made at once at most
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when a Run finishes or the worker stops
-	queue    []string   // sessions waiting for their Run, in order
-	last     string     // the session queued last
-	pending  map[string]int
-	inAppend int // Appends past their checks, whose Run is not queued yet
-	closed   bool
-	err      error
-	done     chan struct{}
+	mu        sync.Mutex
+	cond      *sync.Cond // signalled when a Run finishes or the Background stops
+	queue     []*queued  // Runs not reported yet, in the order queued
+	running   map[string]bool
+	busy      int  // Runs being made
+	reporting bool // a goroutine is calling report
+	last      string
+	pending   map[string]int // Runs queued and not finished, per session
+	inAppend  int            // Appends past their checks, whose Run is not queued yet
+	closed    bool
+	err       error
+	workers   sync.WaitGroup
+}
+
+// queued is a Run of session waiting to be made, being made, or made and
+// waiting for the Runs queued before it to be reported.
+type queued struct {
+	session        string
+	started, ended bool
+	rs             []Result
 }
 
 // ErrStopped marks the error Append returns when an earlier Run failed:
@@ -50,13 +71,17 @@ type Background struct {
 var ErrStopped = errors.New("compaction: stopped by an earlier compaction's error")
 
 // Background starts a Background over c. report, if not nil, is called
-// with the results of each Run, on the Background's goroutine, in the order
-// the Runs were queued (so report must not call Append: an Append that
-// waits for a Run would wait for itself). Close must be called to stop it.
+// with the results of each Run, on one of the Background's goroutines,
+// one call at a time, in the order the Runs were queued (so report must
+// not call Append: an Append that waits for a Run would wait for itself).
+// Close must be called to stop it.
 func (c *Compactor) Background(ctx context.Context, report func(session string, rs []Result)) *Background {
-	b := &Background{c: c, ctx: ctx, report: report, pending: map[string]int{}, done: make(chan struct{})}
+	runs := c.opts.BackgroundRuns
+	if runs <= 0 {
+		runs = DefaultBackgroundRuns
+	}
+	b := &Background{c: c, ctx: ctx, report: report, runs: runs, running: map[string]bool{}, pending: map[string]int{}}
 	b.cond = sync.NewCond(&b.mu)
-	go b.work()
 	return b
 }
 
@@ -96,9 +121,10 @@ func (b *Background) Append(session string, events ...tier.Event) (store.AppendR
 	b.mu.Lock()
 	b.inAppend--
 	if err == nil {
-		b.queue = append(b.queue, session)
+		b.queue = append(b.queue, &queued{session: session})
 		b.last = session
 		b.pending[session]++
+		b.start()
 	}
 	b.cond.Broadcast()
 	b.mu.Unlock()
@@ -108,47 +134,103 @@ func (b *Background) Append(session string, events ...tier.Event) (store.AppendR
 // Close waits for the Appends in progress and every queued Run, and stops
 // the Background. It returns the first error a Run met.
 func (b *Background) Close() error {
+	restore := b.c.db.NoCommitWait() // no append comes from here any more
+	defer restore()
 	b.mu.Lock()
 	b.closed = true
-	b.cond.Broadcast()
+	for b.inAppend > 0 {
+		b.cond.Wait()
+	}
 	b.mu.Unlock()
-	restore := b.c.db.NoCommitWait() // no append comes from here any more
-	<-b.done
-	restore()
+	b.workers.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.err
 }
 
+// start starts a worker when a Run can be made and fewer than runs are
+// being made. The caller holds mu.
+func (b *Background) start() {
+	if b.busy < b.runs && b.next() != nil {
+		b.busy++
+		b.workers.Add(1)
+		go b.work()
+	}
+}
+
+// next returns the first Run not begun whose session has no Run being
+// made, or nil. The caller holds mu.
+func (b *Background) next() *queued {
+	if b.err != nil {
+		return nil
+	}
+	for _, q := range b.queue {
+		if !q.started && !b.running[q.session] {
+			return q
+		}
+	}
+	return nil
+}
+
+// work makes Runs while there is one to make, and reports those made, in
+// the order queued.
 func (b *Background) work() {
-	defer close(b.done)
+	defer b.workers.Done()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		for len(b.queue) == 0 && (!b.closed || b.inAppend > 0) {
-			b.cond.Wait()
+		q := b.next()
+		if q == nil {
+			b.busy--
+			b.deliver()
+			return
 		}
-		if len(b.queue) == 0 {
-			return // closed, and no Append in progress
-		}
-		session := b.queue[0]
-		b.queue = b.queue[1:]
-		failed := b.err != nil
+		q.started = true
+		b.running[q.session] = true
+		b.start() // another Run may be made beside this one
 		b.mu.Unlock()
-		var rs []Result
-		var err error
-		if !failed {
-			rs, err = b.c.Run(b.ctx, session)
-			if b.report != nil && len(rs) > 0 {
-				b.report(session, rs)
-			}
-		}
+		rs, err := b.c.Run(b.ctx, q.session)
 		b.mu.Lock()
 		if err != nil && b.err == nil {
-			b.err = errors.Wrapf(err, "compacting session %q", session)
+			b.err = errors.Wrapf(err, "compacting session %q", q.session)
 		}
-		b.pending[session]--
-		if b.pending[session] == 0 {
-			delete(b.pending, session)
+		q.rs, q.ended = rs, true
+		delete(b.running, q.session)
+		if b.pending[q.session]--; b.pending[q.session] == 0 {
+			delete(b.pending, q.session)
 		}
 		b.cond.Broadcast()
+		b.deliver()
 	}
+}
+
+// deliver reports the Runs made at the head of the queue, unless another
+// goroutine is doing so. When the Background has stopped on an error, the
+// Runs never begun are dropped. The caller holds mu; deliver releases it
+// while report runs.
+func (b *Background) deliver() {
+	if b.reporting {
+		return
+	}
+	b.reporting = true
+	for len(b.queue) > 0 {
+		q := b.queue[0]
+		if !q.ended {
+			if q.started || b.err == nil {
+				break
+			}
+			// Never to be made: the Background stopped.
+			if b.pending[q.session]--; b.pending[q.session] == 0 {
+				delete(b.pending, q.session)
+			}
+		}
+		b.queue = b.queue[1:]
+		if b.report != nil && len(q.rs) > 0 {
+			b.mu.Unlock()
+			b.report(q.session, q.rs)
+			b.mu.Lock()
+		}
+	}
+	b.reporting = false
+	b.cond.Broadcast()
 }

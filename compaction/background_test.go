@@ -127,41 +127,50 @@ func sameAsSequential(t *testing.T, order []string, runs [][]tier.Event) {
 	verifyClean(t, bgDB)
 }
 
-// TestBackground_ErrorStops: a Run's error stops the queue. The Append
-// after it appends nothing and returns it (marked ErrStopped), and Close
-// returns it; the sessions queued behind the failed Run are not compacted.
+// TestBackground_ErrorStops: a Run's error stops the Background. The
+// Append after it appends nothing and returns it (marked ErrStopped), and
+// Close returns it; a Run being made beside the failed one is made and
+// reported, and a Run queued and not begun is not made.
 func TestBackground_ErrorStops(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	boom := errors.New("model down")
+	entered := make(chan string, 4)
+	hold := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
 	failing := summarizerFunc{name: "flaky", fn: func(in *compaction.Input) (compaction.Output, error) {
+		if h := hold[in.Session]; h != nil {
+			entered <- in.Session
+			<-h
+		}
 		if in.Session == "b" {
 			return compaction.Output{}, boom
 		}
 		return compaction.Extractive{}.Summarize(context.Background(), in)
 	}}
-	c := newCompactor(t, db, compaction.Options{Summarizer: failing, Policy: compaction.Policy{EveryEvents: 2}})
-	release := make(chan struct{})
+	c := newCompactor(t, db, compaction.Options{Summarizer: failing, Policy: compaction.Policy{EveryEvents: 2}, BackgroundRuns: 2})
 	reported := map[string]int{}
 	bg := c.Background(context.Background(), func(id string, rs []compaction.Result) {
 		reported[id] += len(rs)
-		if id == "a" {
-			<-release // hold the queue until "b" and "c" are behind "a"
-		}
 	})
 	evs := func() []tier.Event {
 		return []tier.Event{{Kind: tier.KindUser, Text: "u"}, {Kind: tier.KindAssistant, Text: "a"}}
 	}
-	for _, id := range []string{"a", "b", "c"} {
+	for _, id := range []string{"a", "b"} {
 		if _, err := bg.Append(id, evs()...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	close(release)
+	<-entered
+	<-entered // a's and b's Runs are both being made: c's waits
+	if _, err := bg.Append("c", evs()...); err != nil {
+		t.Fatal(err)
+	}
+	close(hold["b"])
 	// "b" failed: appending to it again waits for its Run, then refuses.
 	_, err := bg.Append("b", evs()...)
 	if !errors.Is(err, compaction.ErrStopped) || !errors.Is(err, boom) {
 		t.Fatalf("Append after the failure = %v, want ErrStopped and the summarizer's error", err)
 	}
+	close(hold["a"])
 	if err := bg.Close(); !errors.Is(err, boom) {
 		t.Fatalf("Close = %v, want the summarizer's error", err)
 	}
@@ -169,10 +178,60 @@ func TestBackground_ErrorStops(t *testing.T) {
 		t.Errorf("session b holds %d events, want the 2 appended before the failure", got)
 	}
 	if reported["a"] != 1 || reported["c"] != 0 {
-		t.Errorf("reported %v, want a's compaction and nothing of c (queued behind the failure)", reported)
+		t.Errorf("reported %v, want a's compaction and nothing of c (not begun when b failed)", reported)
 	}
 	if r := roots(t, db, "c"); len(r) != 0 {
-		t.Errorf("session c was compacted after the queue stopped: %v", r)
+		t.Errorf("session c was compacted after the Background stopped: %v", r)
+	}
+}
+
+// TestBackground_SessionsAtOnce: Runs of different sessions are made at
+// once, a session's one at a time, and the reports come in the order the
+// Runs were queued whichever finishes first.
+func TestBackground_SessionsAtOnce(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	entered := make(chan string, 16)
+	hold := map[string]chan struct{}{"x": make(chan struct{}), "y": make(chan struct{})}
+	var inX atomic.Int32
+	blocking := summarizerFunc{name: "blocking", fn: func(in *compaction.Input) (compaction.Output, error) {
+		if in.Session == "x" && inX.Add(1) > 1 {
+			return compaction.Output{}, errors.New("two Runs of x at once")
+		}
+		defer func() {
+			if in.Session == "x" {
+				inX.Add(-1)
+			}
+		}()
+		entered <- in.Session
+		<-hold[in.Session]
+		return compaction.Extractive{}.Summarize(context.Background(), in)
+	}}
+	c := newCompactor(t, db, compaction.Options{Summarizer: blocking, Policy: compaction.Policy{EveryEvents: 2}})
+	var order []string
+	bg := c.Background(context.Background(), func(id string, rs []compaction.Result) {
+		for _, r := range rs {
+			order = append(order, fmt.Sprintf("%s %d..%d", id, r.From, r.To))
+		}
+	})
+	two := func() []tier.Event {
+		return []tier.Event{{Kind: tier.KindUser, Text: "u"}, {Kind: tier.KindAssistant, Text: "a"}}
+	}
+	for _, id := range []string{"x", "x", "y"} {
+		if _, err := bg.Append(id, two()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{<-entered: true, <-entered: true} // x's and y's Runs, both held
+	if !got["x"] || !got["y"] {
+		t.Fatalf("Runs entered %v, want x's and y's at once", got)
+	}
+	close(hold["y"]) // y's Run finishes first; its report waits for x's
+	close(hold["x"])
+	if err := bg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"x 1..2", "x 3..4", "y 1..2"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("reports %q, want %q", order, want)
 	}
 }
 

@@ -86,6 +86,9 @@ type Options struct {
 	// at compaction time, from the raw log, while it is resident. false =
 	// a refusal stands and resume falls back to the checkpoint.
 	Repair bool
+	// BackgroundRuns is how many sessions' Runs a Background makes at
+	// once; 0 means DefaultBackgroundRuns, 1 one Run at a time.
+	BackgroundRuns int
 }
 
 // Compactor runs compactions on a store under a policy.

@@ -105,7 +105,7 @@ func ExampleCompactor() {
 
 // ExampleCompactor_Background is the same agent loop with compaction off
 // the agent's path: each Append returns once its events are durable, and
-// the Compactor runs on the Background's goroutine, in append order.
+// the Compactor runs on the Background's goroutines, in append order.
 func ExampleCompactor_Background() {
 	dir, err := os.MkdirTemp("", "strata-example")
 	if err != nil {

@@ -38,7 +38,8 @@ type Output struct {
 // Summarizer makes a summary node's content. Implementations must not
 // retain Input after returning. A Summarizer backed by a model should put
 // every required claim in Output.Claims: the store refuses a summary that
-// misses one.
+// misses one. It must be safe for concurrent use: a Background calls it
+// for several sessions at once (Options.BackgroundRuns).
 type Summarizer interface {
 	// Name is recorded on every node it makes.
 	Name() string

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // The hook events and the SessionStart source the hook acts on.
@@ -78,7 +79,7 @@ func ReadInput(r io.Reader) (Input, error) {
 	}
 	var in Input
 	if err := json.Unmarshal(b, &in); err != nil {
-		return Input{}, errors.Wrapf(ErrBadInput, "not a JSON object (%v): %q", err, clipText(string(b), 80))
+		return Input{}, errors.Wrapf(ErrBadInput, "not a JSON object (%v): %q", err, tier.ClipTo(string(b), 80))
 	}
 	switch {
 	case in.HookEventName == "":
@@ -92,10 +93,10 @@ func ReadInput(r io.Reader) (Input, error) {
 	case in.Cwd == "":
 		return in, errors.Wrapf(ErrBadInput, "%s without a cwd", in.HookEventName)
 	case !filepath.IsAbs(in.Cwd):
-		return in, errors.Wrapf(ErrBadInput, "cwd %q is not an absolute path", clipText(in.Cwd, 80))
+		return in, errors.Wrapf(ErrBadInput, "cwd %q is not an absolute path", tier.ClipTo(in.Cwd, 80))
 	}
 	if err := store.CheckSession(in.SessionID); err != nil {
-		return in, errors.Wrapf(ErrBadInput, "session_id %q: %v", clipText(in.SessionID, 80), err)
+		return in, errors.Wrapf(ErrBadInput, "session_id %q: %v", tier.ClipTo(in.SessionID, 80), err)
 	}
 	return in, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/internal/shell"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -121,7 +122,7 @@ func clipped[V any](s []V, text func(*V) *string) []V {
 	out := slices.Clone(s)
 	for i := range out {
 		p := text(&out[i])
-		*p = clipText(*p, maxFactText)
+		*p = tier.ClipTo(*p, maxFactText)
 	}
 	return out
 }
@@ -150,7 +151,7 @@ func (s *State) Render(db string, budget int) Rendered {
 	var b strings.Builder
 	b.WriteString("# strata: the state at Claude Code's compaction\n")
 	fmt.Fprintf(&b, "Computed by strata from the raw transcript, not from a summary: what session %s implies at seq %d, where Claude Code compacted it.\n", oneLine(s.Session), s.Boundary)
-	resume := fmt.Sprintf("strata resume --db %s --session %s", shellQuote(db), shellQuote(s.Session))
+	resume := fmt.Sprintf("strata resume --db %s --session %s", shell.Quote(db), shell.Quote(s.Session))
 	if s.Marker != 0 {
 		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s) prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",
 			resume, s.Marker, s.Marker, s.SHA256, s.Bytes, s.Events)

@@ -1,23 +1,9 @@
 package claudecode
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/strata-go/strata/internal/shell"
-	"github.com/strata-go/strata/tier"
 )
-
-// clipText returns s cut to at most n bytes on a rune boundary, saying how
-// many bytes are left out.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := tier.TruncateUTF8(s, n)
-	return fmt.Sprintf("%s…(%d more bytes)", cut, len(s)-len(cut))
-}
 
 // oneLine quotes s if it holds a line break or a control character, so
 // that it stays on its line.
@@ -27,5 +13,3 @@ func oneLine(s string) string {
 	}
 	return s
 }
-
-func shellQuote(s string) string { return shell.Quote(s) }

@@ -99,12 +99,15 @@ const (
 
 // clip returns s cut to about clipBytes bytes, at a rune boundary, with
 // the number of bytes left out.
-func clip(s string) string { return clipTo(s, clipBytes) }
+func clip(s string) string { return ClipTo(s, clipBytes) }
 
 // clipDetail returns a Detail cut like clip, to maxDetailBytes.
-func clipDetail(s string) string { return clipTo(s, maxDetailBytes) }
+func clipDetail(s string) string { return ClipTo(s, maxDetailBytes) }
 
-func clipTo(s string, n int) string {
+// ClipTo returns s cut to at most n bytes at a rune boundary, followed by
+// the number of bytes left out: "abc…(120 more bytes)". s of n bytes or
+// fewer is returned as it is.
+func ClipTo(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

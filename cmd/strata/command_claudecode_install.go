@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/claudecode"
 )
 
 // claudeHookEvents are the Claude Code hook events strata's hook runs on,
@@ -46,8 +47,6 @@ const (
 	// settings (the file, the hooks object, an event's list), so that
 	// uninstall removes exactly that and leaves what was there before.
 	claudeInstallRecord = "strata-install.json"
-	claudeStoreFile     = "strata.db"
-	claudeLogFile       = "strata.log" // the hook's log, beside the store
 )
 
 // claudeSettings is one of Claude Code's settings files and what strata's
@@ -194,7 +193,7 @@ func strataHooksElsewhere(s *claudeSettings) ([]claudeHooksElsewhere, error) {
 func (s *claudeSettings) hookDB(db string) (arg, machine string, err error) {
 	switch {
 	case db == "":
-		db = filepath.Join(s.dir, claudeStoreFile)
+		db = filepath.Join(s.dir, claudecode.StoreName)
 	case isURL(db):
 		return "", "", usagef("--db %s is a debug handler's URL, which only reads: the hook writes to its store, a file or a postgres:// URL", db)
 	case postgres.IsURL(db):
@@ -644,8 +643,8 @@ func (o *claudeInstallOptions) uninstall(out io.Writer) error {
 			fmt.Fprintf(out, "the store stays: %s\n", s.show(db))
 			continue
 		}
-		shown, log := s.show(db), filepath.Join(filepath.Dir(db), claudeLogFile)
-		shownLog := filepath.Join(filepath.Dir(shown), claudeLogFile)
+		shown, log := s.show(db), filepath.Join(filepath.Dir(db), claudecode.LogName)
+		shownLog := filepath.Join(filepath.Dir(shown), claudecode.LogName)
 		switch {
 		case fileExists(db):
 			fmt.Fprintf(out, "the store stays: %s; to delete it: rm -f %s %s\n", shown, shellQuote(shown), shellQuote(shownLog))

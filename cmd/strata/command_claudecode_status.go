@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
@@ -197,7 +198,7 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db := filepath.Join(s.dir, claudeStoreFile)
+	db := filepath.Join(s.dir, claudecode.StoreName)
 	if text != nil {
 		h, err := parseClaudeHooks(s.shown, text)
 		if err != nil {

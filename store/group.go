@@ -245,7 +245,7 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 				}
 			}
 			if i == fetched {
-				if err := prefetch(tx, batchReads(batch[i:])...); err != nil {
+				if err := prefetch(tx, func() []backend.Read { return batchReads(batch[i:]) }); err != nil {
 					return err
 				}
 				fetched = len(batch)

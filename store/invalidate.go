@@ -40,13 +40,15 @@ func (ss *sess) invalidateCheckpoints(from uint64, why string, version uint64, r
 	if err != nil {
 		return err
 	}
-	reads := make([]backend.Read, 0, len(keys))
-	for _, k := range keys {
-		if len(k) == 16 {
-			reads = append(reads, backend.Read{Session: ss.id, Table: backend.Checkpoints, Key: k[8:]})
+	if err := prefetch(ss.tx, func() []backend.Read {
+		reads := make([]backend.Read, 0, len(keys))
+		for _, k := range keys {
+			if len(k) == 16 {
+				reads = append(reads, backend.Read{Session: ss.id, Table: backend.Checkpoints, Key: k[8:]})
+			}
 		}
-	}
-	if err := prefetch(ss.tx, reads...); err != nil {
+		return reads
+	}); err != nil {
 		return err
 	}
 	for _, k := range keys {

@@ -132,11 +132,13 @@ func (db *DB) PlanFold(session string, first uint64, k int, budget int) (*Plan, 
 		}
 		run := roots[i : i+k]
 		p := &Plan{Kind: PlanFold, Depth: run[0].Depth + 1, To: run[k-1].To}
-		reads := make([]backend.Read, len(run))
-		for j, r := range run {
-			reads[j] = backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(r.Node)}
-		}
-		if err := prefetch(ss.tx, reads...); err != nil {
+		if err := prefetch(ss.tx, func() []backend.Read {
+			reads := make([]backend.Read, len(run))
+			for j, r := range run {
+				reads[j] = backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(r.Node)}
+			}
+			return reads
+		}); err != nil {
 			return nil, err
 		}
 		for _, r := range run {
@@ -333,11 +335,13 @@ func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
 		return span{}, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
 	}
 	// The span's events and the root before it (openBefore), together.
-	reads := []backend.Read{{Session: ss.id, From: from, To: to}}
-	if from > 1 {
-		reads = append(reads, backend.Read{Session: ss.id, Table: backend.Roots, Key: u64(from), Last: true})
-	}
-	if err := prefetch(ss.tx, reads...); err != nil {
+	if err := prefetch(ss.tx, func() []backend.Read {
+		reads := []backend.Read{{Session: ss.id, From: from, To: to}}
+		if from > 1 {
+			reads = append(reads, backend.Read{Session: ss.id, Table: backend.Roots, Key: u64(from), Last: true})
+		}
+		return reads
+	}); err != nil {
 		return span{}, err
 	}
 	before, node, err := ss.openBefore(from)

@@ -27,11 +27,16 @@ func findSess(tx backend.Tx, id string) (*sess, error) {
 	return &sess{id: id, b: b, tx: tx}, nil
 }
 
-// prefetch reads what reads names in one round trip, when tx reads over a
-// network (backend.Prefetcher); the reads that follow answer from it.
-func prefetch(tx backend.Tx, reads ...backend.Read) error {
-	if pf, ok := tx.(backend.Prefetcher); ok && len(reads) > 0 {
-		return pf.Prefetch(reads)
+// prefetch reads what reads returns in one round trip, when tx reads over
+// a network (backend.Prefetcher); the reads that follow answer from it.
+// reads is called only then: a file's transaction (bbolt) builds no list.
+func prefetch(tx backend.Tx, reads func() []backend.Read) error {
+	pf, ok := tx.(backend.Prefetcher)
+	if !ok {
+		return nil
+	}
+	if rs := reads(); len(rs) > 0 {
+		return pf.Prefetch(rs)
 	}
 	return nil
 }

@@ -172,7 +172,9 @@ type RootSpan struct {
 // cost of the frame alone (a deep root's claims can be megabytes).
 func (s *Snapshot) RootSpans(session string) ([]RootSpan, error) {
 	// The session and its roots in one round trip, where reads are one.
-	if err := prefetch(s.tx, backend.Read{Session: session}, backend.Read{Session: session, Table: backend.Roots, Scan: true}); err != nil {
+	if err := prefetch(s.tx, func() []backend.Read {
+		return []backend.Read{{Session: session}, {Session: session, Table: backend.Roots, Scan: true}}
+	}); err != nil {
 		return nil, err
 	}
 	ss, err := s.sess(session)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata"
+	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 )
@@ -66,6 +67,11 @@ sessions. DB may also be given as --db DB.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.db == "" {
 				return usagef("--db must not be empty")
+			}
+			if postgres.IsURL(o.db) || isURL(o.db) {
+				// The demo replaces only an earlier demo's file: a
+				// server's schema may hold anyone's sessions.
+				return usagef("demo writes a database file, not %s: give it a path", shownDB(o.db))
 			}
 			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},

@@ -107,6 +107,15 @@ func TestDemo_RefusesAnotherDatabase(t *testing.T) {
 	if b, _ := os.ReadFile(notDB); string(b) != "not a database\n" {
 		t.Error("demo changed a file that is not a database")
 	}
+
+	// A server's schema may hold anyone's sessions: demo takes only a file.
+	for _, url := range []string{"postgres://agent:secret@127.0.0.1:1/fleet", "http://127.0.0.1:6060/debug/strata"} {
+		r = cli(t, "", "demo", url)
+		wantCode(t, r, exitUsage, "demo", url)
+		if !strings.Contains(r.stderr, "Error: demo writes a database file, not ") || strings.Contains(r.stderr, "secret") {
+			t.Errorf("demo %s:\n%s", url, r.stderr)
+		}
+	}
 }
 
 func TestDemo_EmbedsTheFixtures(t *testing.T) {

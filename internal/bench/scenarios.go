@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,14 +75,27 @@ func ReplayStrata(path string, sessions []Session) (time.Duration, int, error) {
 	return ReplayStrataWith(path, sessions, store.Options{}, ReplayPolicy)
 }
 
+// BackgroundRunsEnv names the environment variable that sets the replays'
+// compaction.Options.BackgroundRuns (unset: the default): how the table of
+// Runs at once in docs/performance.md is measured.
+const BackgroundRunsEnv = "STRATA_BENCH_BACKGROUND_RUNS"
+
 // ReplayStrataWith is ReplayStrata with opts, compacting under policy.
 // path may be a postgres:// URL.
 func ReplayStrataWith(path string, sessions []Session, opts store.Options, policy compaction.Policy) (time.Duration, int, error) {
+	runs := 0
+	if v := os.Getenv(BackgroundRunsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, 0, fmt.Errorf("%s=%q: want a count of Runs, 1 or more", BackgroundRunsEnv, v)
+		}
+		runs = n
+	}
 	p, err := OpenStrata(path, opts)
 	if err != nil {
 		return 0, 0, err
 	}
-	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: policy})
+	comp, err := compaction.NewCompactor(p.DB, compaction.Options{Summarizer: compaction.Extractive{}, Policy: policy, BackgroundRuns: runs})
 	if err != nil {
 		p.Close()
 		return 0, 0, err

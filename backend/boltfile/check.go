@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // Check implements backend.Checker: the structure of the file, below what
@@ -385,7 +386,7 @@ func (c *checker) sessionRecords(id string, b *bolt.Bucket) {
 		}
 		return n <= maxProblems
 	}
-	crc := sessionCRC(id)
+	crc := placecrc.Session(id)
 	var tables [backend.Tables]bool
 	cur := b.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // Every value stored is an envelope: the payload, then a 5-byte trailer,
@@ -35,32 +37,16 @@ const (
 	codeEvent byte = 0xF2
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// lenCRC continues crc with b, prefixed with its length.
-func lenCRC(crc uint32, b []byte) uint32 {
-	var n [binary.MaxVarintLen64]byte
-	crc = crc32.Update(crc, castagnoli, n[:binary.PutUvarint(n[:], uint64(len(b)))])
-	return crc32.Update(crc, castagnoli, b)
-}
-
-// sessionCRC is the CRC of a session's part of the identity.
-func sessionCRC(id string) uint32 {
-	var n [binary.MaxVarintLen64]byte
-	crc := crc32.Update(0, castagnoli, n[:binary.PutUvarint(n[:], uint64(len(id)))])
-	return crc32.Update(crc, castagnoli, []byte(id))
-}
-
-// identity is the CRC of a record's identity: its session's (sessionCRC),
+// identity is the CRC of a record's identity: its session's (placecrc.Session),
 // its table's code and its key.
 func identity(session uint32, code byte, key []byte) uint32 {
-	return lenCRC(crc32.Update(session, castagnoli, []byte{code}), key)
+	return placecrc.Len(crc32.Update(session, placecrc.Table, []byte{code}), key)
 }
 
 // seal returns the envelope of payload v at identity id, appended to v:
 // in v's own array when it has the room.
 func seal(id uint32, v []byte) []byte {
-	crc := crc32.Update(id, castagnoli, v)
+	crc := crc32.Update(id, placecrc.Table, v)
 	return append(v, byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc), envelopeVersion)
 }
 
@@ -76,7 +62,7 @@ func unseal(id uint32, raw []byte) ([]byte, error) {
 		return nil, errors.Newf("envelope version %d", v)
 	}
 	stored := binary.BigEndian.Uint32(raw[n:])
-	if crc := crc32.Update(id, castagnoli, raw[:n]); crc != stored {
+	if crc := crc32.Update(id, placecrc.Table, raw[:n]); crc != stored {
 		return nil, errors.Newf("checksum mismatch: stored %08x, computed %08x (damaged value, or damaged key or session name)", stored, crc)
 	}
 	return raw[:n:n], nil
@@ -101,7 +87,7 @@ var (
 // maxMetaBytes bounds the meta record a file may claim.
 const maxMetaBytes = 4 << 10
 
-var metaIdentity = identity(sessionCRC(""), codeMeta, keyVersion)
+var metaIdentity = identity(placecrc.Session(""), codeMeta, keyVersion)
 
 func encodeMeta(r metaRecord) ([]byte, error) {
 	b, err := msgpack.Marshal(&r)
@@ -138,7 +124,7 @@ func decodeOldMeta(raw []byte) (int, error) {
 	if raw[0] != 1 || raw[1] != 1 || int(binary.BigEndian.Uint32(raw[2:])) != len(raw)-header {
 		return 0, errors.New("old meta record with a bad envelope")
 	}
-	crc := crc32.Update(crc32.Checksum(raw[:6], castagnoli), castagnoli, raw[header:])
+	crc := crc32.Update(crc32.Checksum(raw[:6], placecrc.Table), placecrc.Table, raw[header:])
 	if crc != binary.BigEndian.Uint32(raw[6:]) {
 		return 0, errors.New("old meta record: checksum mismatch")
 	}

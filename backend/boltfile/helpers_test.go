@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // newDB creates a database in a temporary directory.
@@ -175,5 +176,5 @@ func setHook(t *testing.T, fn func(step string) error) {
 	t.Cleanup(func() { testHook.Store(nil) })
 }
 
-func crc32Checksum(b []byte) uint32         { return crc32.Checksum(b, castagnoli) }
-func crc32Update(c uint32, b []byte) uint32 { return crc32.Update(c, castagnoli, b) }
+func crc32Checksum(b []byte) uint32         { return crc32.Checksum(b, placecrc.Table) }
+func crc32Update(c uint32, b []byte) uint32 { return crc32.Update(c, placecrc.Table, b) }

@@ -11,6 +11,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // The layout (doc.go): event keys, the state's, the Open table's.
@@ -257,7 +258,7 @@ type session struct {
 	id     string
 	b      *bolt.Bucket
 	at     at
-	crc    uint32 // sessionCRC(id)
+	crc    uint32 // placecrc.Session(id)
 	tables [backend.Tables]*table
 }
 
@@ -269,7 +270,7 @@ type table struct {
 }
 
 func (t *tx) newSession(id string, b *bolt.Bucket, where at) *session {
-	return &session{t: t, id: id, b: b, at: where, crc: sessionCRC(id)}
+	return &session{t: t, id: id, b: b, at: where, crc: placecrc.Session(id)}
 }
 
 // ID implements backend.Session.

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // maxProblems bounds the problems Check reports per session: a badly
@@ -153,7 +154,7 @@ func (c *checker) events() error {
 		}
 		for _, x := range page {
 			key := seqKey(uint64(x.seq))
-			if err := checkSum(placeCRC(sessionCRC(x.session), eventsTable, key), x.v, x.crc); err != nil {
+			if err := checkSum(placeCRC(placecrc.Session(x.session), eventsTable, key), x.v, x.crc); err != nil {
 				c.damaged(x.session, eventsTable, "l0", key, err)
 			}
 		}
@@ -186,7 +187,7 @@ func (c *checker) records(tb backend.Table) error {
 			return err
 		}
 		for _, x := range page {
-			if err := checkSum(placeCRC(sessionCRC(x.session), rt.name, x.key), x.v, x.crc); err != nil {
+			if err := checkSum(placeCRC(placecrc.Session(x.session), rt.name, x.key), x.v, x.crc); err != nil {
 				c.damaged(x.session, rt.name, tb.String(), x.key, err)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"hash/crc32"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // Every row holds, beside its value, the CRC32C (Castagnoli) of the value's
@@ -14,26 +16,14 @@ import (
 // an SQL UPDATE, or a row moved to another session, seq or key, reads as
 // damage at that place — never as another record's data.
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// lenCRC continues crc with b, prefixed with its length.
-func lenCRC(crc uint32, b []byte) uint32 {
-	var n [binary.MaxVarintLen64]byte
-	crc = crc32.Update(crc, castagnoli, n[:binary.PutUvarint(n[:], uint64(len(b)))])
-	return crc32.Update(crc, castagnoli, b)
-}
-
-// sessionCRC is the CRC of a session's part of a place.
-func sessionCRC(id string) uint32 { return lenCRC(0, []byte(id)) }
-
-// placeCRC is the CRC of a place: a session's (sessionCRC), a table's name
+// placeCRC is the CRC of a place: a session's (placecrc.Session), a table's name
 // and a key.
 func placeCRC(session uint32, table string, key []byte) uint32 {
-	return lenCRC(lenCRC(session, []byte(table)), key)
+	return placecrc.Len(placecrc.Len(session, []byte(table)), key)
 }
 
 // checksum is the crc column of value v at place (placeCRC).
-func checksum(place uint32, v []byte) int64 { return int64(crc32.Update(place, castagnoli, v)) }
+func checksum(place uint32, v []byte) int64 { return int64(crc32.Update(place, placecrc.Table, v)) }
 
 // checkSum returns an error unless crc is the checksum of v at place.
 func checkSum(place uint32, v []byte, crc int64) error {

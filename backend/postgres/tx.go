@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/backend/internal/placecrc"
 )
 
 // A transaction holds one connection of the pool. Its statements go in
@@ -686,14 +687,14 @@ func (t *tx) CreateSession(id string) (backend.Session, error) {
 }
 
 func (t *tx) newSession(id string) *session {
-	return &session{t: t, id: id, crc: sessionCRC(id)}
+	return &session{t: t, id: id, crc: placecrc.Session(id)}
 }
 
 // session is one session's records inside a transaction.
 type session struct {
 	t        *tx
 	id       string
-	crc      uint32 // sessionCRC(id)
+	crc      uint32 // placecrc.Session(id)
 	state    []byte // as read with the session, or as last put
 	stateCRC *int64
 	fetched  map[fetchKey]*row // records Prefetch read (nil: none), not written since

@@ -138,22 +138,21 @@ func (s *claudeSettings) others() ([]otherSettings, error) {
 	return slices.DeleteFunc(out, func(o otherSettings) bool { return o.s.path == s.path }), nil
 }
 
-// strataHooksIn returns strata's hooks in the settings file s (none when
-// there is no file).
-func strataHooksIn(s *claudeSettings) ([]claudeHook, error) {
+// strataHooksIn returns strata's hooks in the settings file s, and
+// whether the file exists (none when it does not).
+func strataHooksIn(s *claudeSettings) (hooks []claudeHook, exists bool, err error) {
 	text, _, _, err := readSettings(s)
 	if err != nil || text == nil {
-		return nil, err
+		return nil, false, err
 	}
 	h, err := parseClaudeHooks(s.shown, text)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	var out []claudeHook
 	for _, e := range h.strata {
-		out = append(out, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
+		hooks = append(hooks, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
 	}
-	return out, nil
+	return hooks, true, nil
 }
 
 // claudeHooksElsewhere is strata's hooks in another settings file than the
@@ -175,7 +174,7 @@ func strataHooksElsewhere(s *claudeSettings) ([]claudeHooksElsewhere, error) {
 	}
 	out := []claudeHooksElsewhere{}
 	for _, o := range others {
-		if hooks, err := strataHooksIn(o.s); err == nil && len(hooks) > 0 {
+		if hooks, _, err := strataHooksIn(o.s); err == nil && len(hooks) > 0 {
 			out = append(out, claudeHooksElsewhere{Settings: o.s.shown, Hooks: hooks, remove: o.remove})
 		}
 	}

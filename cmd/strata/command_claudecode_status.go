@@ -194,21 +194,15 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	if st.Elsewhere, err = strataHooksElsewhere(s); err != nil {
 		return err
 	}
-	text, _, _, err := readSettings(s)
+	hooks, exists, err := strataHooksIn(s)
 	if err != nil {
 		return err
 	}
+	st.Hooks = append(st.Hooks, hooks...)
 	db := filepath.Join(s.dir, claudecode.StoreName)
-	if text != nil {
-		h, err := parseClaudeHooks(s.shown, text)
-		if err != nil {
-			return err
-		}
-		for i, e := range h.strata {
-			st.Hooks = append(st.Hooks, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
-			if named, ok := s.storeOf(e.command.str); ok && i == 0 {
-				db = named
-			}
+	if len(hooks) > 0 {
+		if named, ok := s.storeOf(hooks[0].Command); ok {
+			db = named
 		}
 	}
 	for _, ev := range claudeHookEvents {
@@ -225,7 +219,7 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	if !o.json {
 		// The hooks first: what the settings say stands whatever the store's
 		// state, a damaged one included.
-		st.printHooks(out, text != nil)
+		st.printHooks(out, exists)
 	}
 	if _, err := os.Stat(db); postgres.IsURL(db) || err == nil {
 		st.StoreExists = true

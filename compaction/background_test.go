@@ -235,6 +235,44 @@ func TestBackground_SessionsAtOnce(t *testing.T) {
 	}
 }
 
+// TestBackground_RunsAtMost: with BackgroundRuns 2, the Runs of three
+// sessions are made two at a time: while two are held in the summarizer,
+// the third begins only after one of them is let go.
+func TestBackground_RunsAtMost(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	entered := make(chan string, 3)
+	release := make(chan struct{}, 3)
+	var in, most atomic.Int32
+	held := summarizerFunc{name: "held", fn: func(x *compaction.Input) (compaction.Output, error) {
+		n := in.Add(1)
+		defer in.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		entered <- x.Session
+		<-release
+		return compaction.Extractive{}.Summarize(context.Background(), x)
+	}}
+	c := newCompactor(t, db, compaction.Options{Summarizer: held, Policy: compaction.Policy{EveryEvents: 2}, BackgroundRuns: 2})
+	bg := c.Background(context.Background(), nil)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := bg.Append(id, tier.Event{Kind: tier.KindUser, Text: "u"}, tier.Event{Kind: tier.KindAssistant, Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-entered
+	<-entered // two Runs held
+	release <- struct{}{}
+	<-entered // the third, once one is let go
+	release <- struct{}{}
+	release <- struct{}{}
+	if err := bg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m != 2 {
+		t.Errorf("at most %d Runs at once, want 2", m)
+	}
+}
+
 // TestBackground_CloseWaitsForAppends: Close waits for an Append in
 // progress and makes its Run; an Append after Close appends nothing.
 func TestBackground_CloseWaitsForAppends(t *testing.T) {

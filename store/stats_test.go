@@ -93,6 +93,11 @@ func TestStats_Counts(t *testing.T) {
 		if st.FileBytes != fi.Size() || st.FileBytesPerEvent != float64(fi.Size())/float64(total.Events) {
 			t.Errorf("file bytes %d (file %d), per event %v", st.FileBytes, fi.Size(), st.FileBytesPerEvent)
 		}
+		if st.TableBytes != 0 || st.TableBytesPerEvent != 0 {
+			t.Errorf("a file's table bytes %d, per event %v", st.TableBytes, st.TableBytesPerEvent)
+		}
+	} else if st.FileBytes != 0 || st.TableBytes <= 0 || st.TableBytesPerEvent != float64(st.TableBytes)/float64(total.Events) {
+		t.Errorf("PostgreSQL: file bytes %d, table bytes %d, per event %v", st.FileBytes, st.TableBytes, st.TableBytesPerEvent)
 	}
 	var raw uint64
 	for _, s := range st.Sessions {

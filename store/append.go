@@ -129,7 +129,7 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 			if l.Open == nil {
 				l = tier.NewLedger()
 			}
-			if err := s.loadLedgerEntry(l, r); err != nil {
+			if err := s.loadLedgerEntry(l, r, false); err != nil {
 				return nil, err
 			}
 		}
@@ -266,7 +266,13 @@ func (p *preparedAppend) write(tx backend.Tx) (AppendResult, error) {
 	return res, s.putState(&st)
 }
 
-func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
+// loadLedgerEntry loads the ledger entry r names into l, if the session
+// holds one; with text, its text too, which only the event that made it
+// holds (ledgerText). An append loads none: Apply replaces a disposition,
+// a constraint or an artifact whole, and of a disposition reads only its
+// state and seq — reading each entry's event would be a read per entry
+// in the append's transaction (a round trip on PostgreSQL).
+func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref, text bool) error {
 	name, t := ledgerTable(r.Class)
 	key := []byte(r.Name)
 	var err error
@@ -280,7 +286,7 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassDisposition:
 		var v tier.Disposition
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			if v.Reason, err = s.ledgerText(name, key, v.Reason, v.Seq, func(e *tier.Event) bool {
+			if v.Reason, err = s.ledgerText(name, key, v.Reason, v.Seq, text, func(e *tier.Event) bool {
 				return e.Kind == v.State && e.Kind.IsDisposition() && e.By == v.By ||
 					v.State == tier.KindFailed && e.Kind == tier.KindToolResult && e.Failed && v.By == "" ||
 					v.State == tier.StateSucceeded && e.Kind == tier.KindToolResult && !e.Failed && v.By == ""
@@ -291,7 +297,7 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassConstraint:
 		var v tier.Constraint
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, func(e *tier.Event) bool {
+			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, text, func(e *tier.Event) bool {
 				return e.Kind == tier.KindConstraint
 			}); err == nil {
 				l.Constraints[r.Name] = v
@@ -300,7 +306,7 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 	case tier.ClassArtifact:
 		var v tier.Artifact
 		if found, err = s.get(name, t, key, &v); found && err == nil {
-			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, func(e *tier.Event) bool {
+			if v.Text, err = s.ledgerText(name, key, v.Text, v.Seq, text, func(e *tier.Event) bool {
 				return e.Kind == tier.KindArtifact
 			}); err == nil {
 				l.Artifacts[r.Name] = v
@@ -316,12 +322,17 @@ func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref) error {
 // event, and its text is that event's, so the record is a few dozen bytes
 // where a policy text of kilobytes would take pages of its own — and the
 // event must be one that makes this entry: its key, and a kind ok accepts.
-func (s *sess) ledgerText(name backend.Table, key []byte, stored string, seq uint64, ok func(*tier.Event) bool) (string, error) {
+// Without read it checks only the record (it holds no text, names an
+// event) and returns "".
+func (s *sess) ledgerText(name backend.Table, key []byte, stored string, seq uint64, read bool, ok func(*tier.Event) bool) (string, error) {
 	if stored != "" {
 		return "", corrupt(s.id, name.String(), key, errors.New("the record holds a text, which only its event holds"))
 	}
 	if seq == 0 {
 		return "", corrupt(s.id, name.String(), key, errors.New("the record names no event"))
+	}
+	if !read {
+		return "", nil
 	}
 	e, _, err := s.event(seq)
 	if err != nil {

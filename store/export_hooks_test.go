@@ -47,7 +47,7 @@ func WriteGroup(db *DB, ws ...GroupWrite) []GroupResult {
 		}
 	}
 	db.commitMu.Lock()
-	db.commitBatch(batch, nil)
+	db.commitBatch(batch, false)
 	db.commitMu.Unlock()
 	out := make([]GroupResult, len(ws))
 	for i, req := range batch {

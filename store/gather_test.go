@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -60,8 +61,8 @@ func mustAppendA(t *testing.T, db *DB) {
 }
 
 // TestGather_OneCommitCarriesTheAppendersComingBack: three appenders were
-// active at the last commit; the first one back waits in the committer's
-// transaction for the other two, and one commit carries all three.
+// active at the last commit; the first one back waits in the committer
+// for the other two, and one commit carries all three.
 func TestGather_OneCommitCarriesTheAppendersComingBack(t *testing.T) {
 	db, commits, waits := gatherFixture(t, time.Minute, 3)
 	first := appendAsync(db, "a")
@@ -82,6 +83,39 @@ func TestGather_OneCommitCarriesTheAppendersComingBack(t *testing.T) {
 	}
 	if got := db.active.Load(); got != 3 {
 		t.Errorf("active = %d after a commit of three appends, want 3", got)
+	}
+}
+
+// TestGather_WaitsBeforeTheTransaction: the committer waits for company
+// before its write transaction begins, so that the transaction's first
+// reads are every write's (on PostgreSQL, one round trip) and no write
+// transaction is held while nobody writes: another one runs meanwhile.
+// Were the wait inside the committer's transaction, the update below would
+// wait GroupWait's minute for it (a slow failure), and the append would be
+// done by then.
+func TestGather_WaitsBeforeTheTransaction(t *testing.T) {
+	db, commits, waits := gatherFixture(t, time.Minute, 2)
+	first := appendAsync(db, "a")
+	<-waits // the committer holds a's append and waits for company
+	if err := db.update(func(backend.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the append was done (%v) before the write transaction beside its wait", err)
+	default:
+	}
+	if n := len(commits); n != 1 {
+		t.Errorf("%d transactions committed during the wait, want 1 (the update's)", n)
+	}
+	second := appendAsync(db, "b")
+	for i, done := range []chan error{first, second} {
+		if err := <-done; err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if n := len(commits); n != 2 {
+		t.Errorf("%d transactions, want 2: the update's and one carrying both appends", n)
 	}
 }
 

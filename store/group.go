@@ -39,7 +39,7 @@ func (db *DB) submit(req *writeReq) {
 	// Not when the last group commit released other appenders: they are
 	// coming back, and the committer gathers them (Options.GroupWait).
 	if !req.linger && db.queued.Load() == 0 && db.active.Load() <= 1 && db.commitMu.TryLock() {
-		db.commitBatch([]*writeReq{req}, nil)
+		db.commitBatch([]*writeReq{req}, false)
 		db.commitMu.Unlock()
 		db.release()
 		return
@@ -86,49 +86,56 @@ func (db *DB) committer() {
 			}
 			wait.Stop()
 		}
-		batch = db.commitBatch(batch, wait)
+		batch = db.gather(batch, wait)
+		db.commitBatch(batch, true)
 		db.queued.Add(-int32(len(batch)))
 		db.queuedApp.Add(-int32(appendsIn(batch)))
 		db.commitMu.Unlock()
 	}
 }
 
-// gather waits for the next write to add to batch, for the appenders the
-// last group commit released to come back with their next append, so that
-// one commit carries them all (Options.GroupWait). Without it, 64
-// goroutines appending in a loop split into a commit of the first one back
-// and a commit of the 63 that came while it synced: half the fsyncs carry
-// one append. It waits while batch holds fewer appends than were active at
-// the last commit — those it carried and those queued behind it — and only
-// as long as they keep coming: each wait is GroupWait, or a quarter of the
-// last commit's duration when that is shorter, so a wait that finds nobody
-// costs little beside the commit itself. A single appender is never kept
-// waiting: one is as many as were active. The committer calls it inside
-// the write transaction, once it has written what batch holds: the writes
-// that arrive meanwhile are prepared while the others come back.
-// ok is false when there is nothing more to wait for.
-func (db *DB) gather(batch []*writeReq, t *time.Timer) (_ []*writeReq, ok bool) {
+// gather adds to batch the appenders the last group commit released as
+// they come back with their next append, so that one commit carries them
+// all (Options.GroupWait). Without it, 64 goroutines appending in a loop
+// split into a commit of the first one back and a commit of the 63 that
+// came while it synced: half the fsyncs carry one append. It waits while
+// batch holds fewer appends than were active at the last commit — those
+// it carried and those queued behind it — and only as long as they keep
+// coming: each wait is GroupWait, or a quarter of the last commit's
+// duration when that is shorter, so a wait that finds nobody costs little
+// beside the commit itself. A single appender is never kept waiting: one
+// is as many as were active.
+//
+// It waits before the write transaction begins, so that the transaction's
+// first reads are every write's: on PostgreSQL one round trip takes every
+// session's lock and reads its rows (backend.Prefetcher), where a write
+// arriving after the first reads would need a round trip and statements
+// of its own in the transaction, holding its locks meanwhile.
+func (db *DB) gather(batch []*writeReq, t *time.Timer) []*writeReq {
 	gap := min(db.opts.GroupWait, time.Duration(db.lastCommit.Load())/4)
-	if gap <= 0 || t == nil || appendsIn(batch) >= int(db.active.Load()) ||
-		len(batch) >= db.opts.MaxBatch || db.noWait.Load() != 0 {
-		return batch, false
-	}
-	if more := db.fill(batch); len(more) > len(batch) {
-		return more, true
-	}
-	_ = hook("gather") // a step tests wait on; it cannot fail
-	t.Reset(gap)
-	defer t.Stop()
-	select {
-	case r, ok := <-db.writes:
-		if !ok {
-			return batch, false
+	for gap > 0 && appendsIn(batch) < int(db.active.Load()) &&
+		len(batch) < db.opts.MaxBatch && db.noWait.Load() == 0 {
+		if more := db.fill(batch); len(more) > len(batch) {
+			batch = more
+			continue
 		}
-		return db.fill(append(batch, r)), true
-	case <-db.nudge:
-	case <-t.C:
+		_ = hook("gather") // a step tests wait on; it cannot fail
+		t.Reset(gap)
+		select {
+		case r, ok := <-db.writes:
+			t.Stop()
+			if !ok {
+				return batch
+			}
+			batch = db.fill(append(batch, r))
+		case <-db.nudge:
+			t.Stop()
+			return batch
+		case <-t.C:
+			return batch
+		}
 	}
-	return batch, false
+	return batch
 }
 
 // appendsIn counts the appends of batch.
@@ -224,33 +231,21 @@ func batchReads(batch []*writeReq) []backend.Read {
 // errNothingWritten rolls back a batch whose writes were all refused.
 var errNothingWritten = errors.New("store: nothing written")
 
-// commitBatch commits batch in one write transaction, in order, and
-// returns it with the writes gather added (with a nil wait, none). A write
+// commitBatch commits batch in one write transaction, in order. A write
 // refused before it wrote anything fails alone; a write that fails
 // half-way rolls the whole transaction back, and every write of the batch
 // fails. The transaction's function may run more than once (a backend
 // retries a transaction another process's conflicted with): each run
 // starts every write afresh — its result and error reset, an append from
-// its events as given, a commit from its plan — and a run that gathered
-// writes keeps them for the next.
-func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
+// its events as given, a commit from its plan. queued says the batch came
+// through the committer, its appends counted in queuedApp.
+func (db *DB) commitBatch(batch []*writeReq, queued bool) {
 	start := time.Now()
 	err := db.update(func(tx backend.Tx) error {
-		fetched := 0 // the writes whose reads are prefetched
-		for i := 0; ; i++ {
-			if i == len(batch) {
-				var more bool
-				if batch, more = db.gather(batch, wait); !more {
-					break
-				}
-			}
-			if i == fetched {
-				if err := prefetch(tx, func() []backend.Read { return batchReads(batch[i:]) }); err != nil {
-					return err
-				}
-				fetched = len(batch)
-			}
-			req := batch[i]
+		if err := prefetch(tx, func() []backend.Read { return batchReads(batch) }); err != nil {
+			return err
+		}
+		for _, req := range batch {
 			req.err, req.res = nil, AppendResult{}
 			if c := req.commit; c != nil {
 				if err := db.commitIn(tx, c); err != nil {
@@ -308,7 +303,7 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 	db.lastCommit.Store(int64(time.Since(start)))
 	n := int32(appendsIn(batch))
 	pending := db.queuedApp.Load()
-	if wait != nil {
+	if queued {
 		pending -= n // the committer's batch is counted in queuedApp
 	}
 	db.active.Store(n + pending)
@@ -322,5 +317,4 @@ func (db *DB) commitBatch(batch []*writeReq, wait *time.Timer) []*writeReq {
 		}
 		close(req.done)
 	}
-	return batch
 }

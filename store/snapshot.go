@@ -298,7 +298,7 @@ func (ss *sess) ledger() (*tier.Ledger, error) {
 	for _, c := range []tier.Class{tier.ClassOpen, tier.ClassDisposition, tier.ClassConstraint, tier.ClassArtifact} {
 		name, _ := ledgerTable(c)
 		err := ss.scan(name, nil, func(k, _ []byte) (bool, error) {
-			return true, ss.loadLedgerEntry(l, tier.Ref{Class: c, Name: string(k)})
+			return true, ss.loadLedgerEntry(l, tier.Ref{Class: c, Name: string(k)}, true)
 		})
 		if err != nil {
 			return nil, err

@@ -132,10 +132,11 @@ func (db *DB) PlanFold(session string, first uint64, k int, budget int) (*Plan, 
 		}
 		run := roots[i : i+k]
 		p := &Plan{Kind: PlanFold, Depth: run[0].Depth + 1, To: run[k-1].To}
+		// The roots' nodes with the span they cover (readSpan).
 		if err := prefetch(ss.tx, func() []backend.Read {
-			reads := make([]backend.Read, len(run))
-			for j, r := range run {
-				reads[j] = backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(r.Node)}
+			reads := ss.spanReads(run[0].From, run[k-1].To)
+			for _, r := range run {
+				reads = append(reads, backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(r.Node)})
 			}
 			return reads
 		}); err != nil {
@@ -181,6 +182,14 @@ func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
 		}
 		if len(roots) < 2 {
 			return nil, errors.Wrapf(ErrNothingToCompact, "%d roots: nothing to digest", len(roots))
+		}
+		// Both roots' nodes with the raw events of the second's span.
+		if err := prefetch(ss.tx, func() []backend.Read {
+			return []backend.Read{{Session: ss.id, Table: backend.Nodes, Key: u64(roots[0].Node)},
+				{Session: ss.id, Table: backend.Nodes, Key: u64(roots[1].Node)},
+				{Session: ss.id, From: roots[1].From, To: roots[1].To}}
+		}); err != nil {
+			return nil, err
 		}
 		first, err := ss.nodeRecord(roots[0].Node)
 		if err != nil {
@@ -280,6 +289,14 @@ func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), b
 	defer db.release()
 	var p *Plan
 	err := db.view(func(tx backend.Tx) error {
+		// The session and its roots in one round trip, where reads are
+		// one: every plan reads the frame, and a span's plan the root
+		// before it (spanReads).
+		if err := prefetch(tx, func() []backend.Read {
+			return []backend.Read{{Session: session}, {Session: session, Table: backend.Roots, Scan: true}}
+		}); err != nil {
+			return err
+		}
 		ss, err := openSess(tx, session)
 		if err != nil {
 			return err
@@ -334,14 +351,7 @@ func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
 	if from < 1 || to < from || to > st.Head {
 		return span{}, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
 	}
-	// The span's events and the root before it (openBefore), together.
-	if err := prefetch(ss.tx, func() []backend.Read {
-		reads := []backend.Read{{Session: ss.id, From: from, To: to}}
-		if from > 1 {
-			reads = append(reads, backend.Read{Session: ss.id, Table: backend.Roots, Key: u64(from), Last: true})
-		}
-		return reads
-	}); err != nil {
+	if err := prefetch(ss.tx, func() []backend.Read { return ss.spanReads(from, to) }); err != nil {
 		return span{}, err
 	}
 	before, node, err := ss.openBefore(from)
@@ -349,6 +359,20 @@ func (ss *sess) readSpan(st *stateRec, from, to uint64) (span, error) {
 		return span{}, err
 	}
 	return ss.readSpanAfter(st, from, to, before, node)
+}
+
+// spanReads returns what readSpan reads, for prefetch: the events from..to,
+// and the root before them with its node (openBefore). The node is named
+// from the roots, which plan read ahead.
+func (ss *sess) spanReads(from, to uint64) []backend.Read {
+	reads := []backend.Read{{Session: ss.id, From: from, To: to}}
+	if from > 1 {
+		reads = append(reads, backend.Read{Session: ss.id, Table: backend.Roots, Key: u64(from), Last: true})
+		if roots, err := ss.roots(from - 1); err == nil && len(roots) > 0 { // an error is openBefore's to report
+			reads = append(reads, backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(roots[len(roots)-1].Node)})
+		}
+	}
+	return reads
 }
 
 // readSpanAfter is readSpan with what was open before the span given, as

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/tier"
@@ -40,6 +41,18 @@ func (db *DB) Resume(session string, markerID uint64) (ctx *checkpoint.Context, 
 
 // Resume is DB.Resume inside a snapshot.
 func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context, error) {
+	// Where reads are round trips: the session, its roots and the marker
+	// asked for in one, then what resuming from the marker reads in
+	// another (prefetchFrom).
+	if err := prefetch(s.tx, func() []backend.Read {
+		reads := []backend.Read{{Session: session}, {Session: session, Table: backend.Roots, Scan: true}}
+		if markerID != Latest && markerID != LatestUnchecked {
+			reads = append(reads, backend.Read{Session: session, Table: backend.Markers, Key: u64(markerID)})
+		}
+		return reads
+	}); err != nil {
+		return nil, err
+	}
 	ss, err := s.sess(session)
 	if err != nil {
 		return nil, err
@@ -64,11 +77,22 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 			} else if r != nil {
 				ctx.Reason = refusalReason(r)
 			}
-		} else if m, err = ss.marker(roots[len(roots)-1].Node); err != nil {
-			return nil, damaged(err, ss.id, "roots", u64(roots[len(roots)-1].From), "the last root's marker")
+		} else {
+			// The last root's marker, with what resuming from it reads:
+			// a root's marker's boundary is the root's end.
+			last := roots[len(roots)-1]
+			if err := ss.prefetchFrom(last.Node, last.To, st.Head, true); err != nil {
+				return nil, err
+			}
+			if m, err = ss.marker(last.Node); err != nil {
+				return nil, damaged(err, ss.id, "roots", u64(last.From), "the last root's marker")
+			}
 		}
 	} else {
 		if m, err = ss.marker(markerID); err != nil {
+			return nil, err
+		}
+		if err := ss.prefetchFrom(m.Node, m.Boundary, st.Head, false); err != nil {
 			return nil, err
 		}
 		fallbackAt = m.Boundary
@@ -124,6 +148,31 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 	}
 	ctx.Source, ctx.Checkpoint, ctx.Boundary = checkpoint.SourceCheckpoint, ck.ID, ck.Seq
 	return ctx, ss.tail(ctx, ck.Seq, st.Head)
+}
+
+// prefetchFrom reads ahead, where reads are round trips, what resuming
+// from the marker of node id, whose boundary is boundary, reads when it is
+// usable — the node, the nodes of the roots before it, the raw events after
+// the boundary up to head — and withMarker the marker too. The roots are
+// those Resume read ahead.
+func (ss *sess) prefetchFrom(id, boundary, head uint64, withMarker bool) error {
+	return prefetch(ss.tx, func() []backend.Read {
+		reads := []backend.Read{{Session: ss.id, Table: backend.Nodes, Key: u64(id)}}
+		if withMarker {
+			reads = append(reads, backend.Read{Session: ss.id, Table: backend.Markers, Key: u64(id)})
+		}
+		if roots, err := ss.roots(boundary); err == nil { // an error is the resume's to report
+			for _, r := range roots {
+				if r.Node != id {
+					reads = append(reads, backend.Read{Session: ss.id, Table: backend.Nodes, Key: u64(r.Node)})
+				}
+			}
+		}
+		if boundary < head {
+			reads = append(reads, backend.Read{Session: ss.id, From: boundary + 1, To: head})
+		}
+		return reads
+	})
 }
 
 // markerUsable reads the marker's status and re-checks the one equality

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -59,7 +60,8 @@ type Backend struct {
 	opts     Options
 	where    string // "database D on HOST:PORT schema S", for errors
 	schema   string
-	lockBase uint64 // the FNV-1a state after the schema's part of a lock key
+	lockBase uint64       // the FNV-1a state after the schema's part of a lock key
+	trips    atomic.Int64 // round trips of transactions, for the tests that count them
 }
 
 var (

@@ -231,3 +231,51 @@ func TestPrefetch_DamageIsTheReadsError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// After a Prefetch, readAll makes no round trip, and a second Prefetch of
+// the same reads sends none; a write forgets what was read of its table,
+// and the next Prefetch of it reads it again.
+func TestPrefetch_ReadsOnce(t *testing.T) {
+	b, _ := openBackend(t)
+	fill(t, b)
+	err := b.Update(func(tx backend.Tx) error {
+		pf := tx.(backend.Prefetcher)
+		if err := pf.Prefetch(prefetchAll); err != nil {
+			return err
+		}
+		before := b.trips.Load()
+		if _, err := readAll(tx); err != nil {
+			return err
+		}
+		if err := pf.Prefetch(prefetchAll); err != nil {
+			return err
+		}
+		if n := b.trips.Load() - before; n != 0 {
+			return fmt.Errorf("%d round trips after the Prefetch, want none", n)
+		}
+		s, err := tx.Session("s")
+		if err != nil {
+			return err
+		}
+		if err := s.Put(backend.Roots, []byte("r4"), []byte("root r4")); err != nil {
+			return err
+		}
+		if err := pf.Prefetch(prefetchAll); err != nil {
+			return err
+		}
+		if n := b.trips.Load() - before; n != 1 {
+			return fmt.Errorf("%d round trips after a write to the roots, want 1 (the roots read again)", n)
+		}
+		var keys []string
+		if err := s.Scan(backend.Roots, nil, func(k, _ []byte) (bool, error) { keys = append(keys, string(k)); return true, nil }); err != nil {
+			return err
+		}
+		if fmt.Sprint(keys) != "[r1 r2 r3 r4]" || b.trips.Load()-before != 1 {
+			return fmt.Errorf("roots %v after %d round trips", keys, b.trips.Load()-before)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

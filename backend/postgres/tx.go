@@ -112,6 +112,7 @@ func (t *tx) roundTrip(reads []stmt, commit bool) error {
 	if commit {
 		batch.Queue("COMMIT")
 	}
+	t.b.trips.Add(1)
 	return t.results(t.conn.SendBatch(t.ctx, &batch), reads, commit)
 }
 
@@ -250,6 +251,7 @@ func (t *tx) end() {
 		return
 	}
 	if c := t.conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+		t.b.trips.Add(1)
 		_, _ = t.conn.Exec(t.ctx, "ROLLBACK")
 	}
 	t.conn.Release()
@@ -618,15 +620,25 @@ type fetch struct {
 // fetch returns the statement of read r — none for a record, read with
 // the others of its table (getMany) — or false when it reads nothing: it
 // reads only a session, one known to be absent, or something its call
-// refuses or has read already.
+// refuses or a Prefetch has read already (and no write has changed since).
 func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 	s, known := t.sessions[r.Session]
 	if r.Table == 0 && (r.From == 0 || r.To < r.From) || known && s == nil || checkID(r.Session) != nil {
 		return nil, stmt{}, false
 	}
 	f := &fetch{Read: r}
+	held := func(k pageKey) bool {
+		if !known {
+			return false
+		}
+		_, ok := s.pages[k]
+		return ok
+	}
 	if r.Table == 0 {
 		f.To = min(r.To, math.MaxInt64)
+		if held(pageKey{op: 'e', key: string(seqKey(f.From)), to: f.To}) {
+			return nil, stmt{}, false
+		}
 		return f, stmt{sql: sqlEvents, args: []any{r.Session, int64(f.From), int64(f.To), eventsPage}, rows: readEvents(&f.page)}, true
 	}
 	_, q, err := tableOf(r.Table)
@@ -635,9 +647,15 @@ func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 	}
 	switch {
 	case r.Last:
+		if held(lastKey(r.Table, r.Key)) {
+			return nil, stmt{}, false
+		}
 		return f, lastStmt(q, r.Session, r.Key, &f.page), true // a nil Key: below nothing
 	case r.Scan:
 		f.Key = nonNil(r.Key)
+		if held(pageKey{op: 's', t: r.Table, key: string(f.Key)}) {
+			return nil, stmt{}, false
+		}
 		return f, stmt{sql: q.scan, args: []any{r.Session, f.Key, scanPage}, rows: readRows(&f.page)}, true
 	}
 	f.Key = nonNil(r.Key)

@@ -140,3 +140,47 @@ func TestLedger_RecordDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestLedger_AppendOverADamagedRecordIsRefused: an append whose events
+// read a ledger record — a tool_result that succeeds on a key takes the
+// failure its disposition records as the event's prior failure — refuses
+// a record that names the wrong event, or an event past the head, with
+// ErrCorrupt naming the table and key, and stores nothing: the raw log
+// never takes a seq from a damaged record.
+func TestLedger_AppendOverADamagedRecordIsRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		rec  tier.Disposition
+	}{
+		{"failure naming a rejection", tier.Disposition{Key: "approach/a", State: tier.KindFailed, Seq: 4}},
+		{"failure naming an event past the head", tier.Disposition{Key: "approach/a", State: tier.KindFailed, Seq: 99}},
+		{"rejection naming the failure", tier.Disposition{Key: "approach/a", State: tier.KindRejected, Seq: 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.OpenUnverified(t, store.Options{NoSync: true, Clock: testClock()})
+			mustAppend(t, db, "s", ledgerEvents()...)
+			raw, err := store.EncodeLedgerRecord(&tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.PutRecord(db, "s", "disp", []byte(tc.rec.Key), raw); err != nil {
+				t.Fatal(err)
+			}
+			res, err := db.Append("s",
+				tier.Event{Kind: tier.KindToolCall, ID: "c2", Name: "bash"},
+				tier.Event{Kind: tier.KindToolResult, ID: "c2", Key: "approach/a", Text: "ok"})
+			var ce *store.CorruptError
+			if !errors.As(err, &ce) || ce.Session != "s" || ce.Bucket != "disp" || ce.Key != strconv.Quote(tc.rec.Key) {
+				t.Fatalf("append: %+v, %v; want a CorruptError naming disp key %q", res, err, tc.rec.Key)
+			}
+			var info store.Info
+			if err := db.View(func(s *store.Snapshot) (err error) { info, err = s.Info("s"); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if info.Head != 7 {
+				t.Errorf("head %d after the refused append, want 7", info.Head)
+			}
+		})
+	}
+}

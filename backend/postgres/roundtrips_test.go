@@ -90,8 +90,10 @@ func TestRoundTrips(t *testing.T) {
 		})
 	}
 
-	// Resume is three however many roots: the session and its roots, then
-	// the marker, every root's node and the raw tail, then the ROLLBACK.
+	// Resume is three, with three roots as with one: the session and its
+	// roots, then the marker, every root's node and the raw tail, then the
+	// ROLLBACK (while the roots and the tail fit the first pages read
+	// ahead: 32 roots, 256 events).
 	count("resume latest of three roots", 3, func() error {
 		_, err := db.Resume("s", store.Latest)
 		return err

@@ -48,9 +48,14 @@
 //     failures each names) and the latest resume's source, reason and
 //     sha256 (its nodes and events counted, not included).
 //
-//   - {prefix}/backup — a hot backup: the whole database file as of the
-//     transaction (Snapshot.WriteTo), streamed, with Content-Length set to
-//     its size, so that a client sees a cut transfer as one.
+//   - {prefix}/backup — a hot backup, with Content-Length set to its size,
+//     so that a client sees a cut transfer as one: the whole database file
+//     as of the transaction (Snapshot.WriteTo), streamed. Of a database
+//     that is not a file (PostgreSQL), a new bbolt file of every session
+//     in the transaction — the one DB.BackupFile and `strata backup URL
+//     FILE` write (Snapshot.CopyFile) — built in a temporary directory
+//     (os.TempDir), sent once whole and the transaction ended, then
+//     removed; a HEAD builds it too, for its length.
 //
 //   - {prefix}/ui/ (PagePath) — the page.
 //
@@ -100,4 +105,7 @@
 // send: a slow client of a large dump or backup keeps bbolt from reusing
 // the pages freed meanwhile (the file may grow), and DB.Close waits for it.
 // Serve it with timeouts (http.Server.WriteTimeout) that fit your database.
+// A backup of PostgreSQL holds its transaction only while its file is
+// built, but that file takes the store's size in os.TempDir ($TMPDIR)
+// until it is sent, and the answer starts only once it is built.
 package debughttp

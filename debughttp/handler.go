@@ -2,11 +2,15 @@ package debughttp
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -139,8 +143,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	resp := &response{w: w, head: r.Method == http.MethodHead}
+	resp := &response{w: w, head: r.Method == http.MethodHead, ctx: r.Context()}
 	err = h.db.View(func(s *store.Snapshot) error { return serve(resp, s, q) })
+	if resp.built != "" {
+		// A backup built from the snapshot: sent now that the snapshot is
+		// released, then removed with its directory.
+		defer func() { _ = os.RemoveAll(filepath.Dir(resp.built)) }()
+		if err == nil {
+			err = resp.sendFile(resp.built)
+		}
+	}
 	switch {
 	case err == nil:
 	case resp.started:
@@ -220,6 +232,11 @@ type response struct {
 	w       http.ResponseWriter
 	head    bool
 	started bool
+	ctx     context.Context // the request's: ends when the client goes away
+	// built is the path of a backup file the endpoint built from the
+	// snapshot, in a temporary directory of its own: ServeHTTP sends it
+	// once the snapshot is released, then removes the directory.
+	built string
 }
 
 // start sets the content type (and the length, when known: -1 if not) and
@@ -434,11 +451,29 @@ func serveResume(r *response, s *store.Snapshot, q url.Values) error {
 	return r.whole(typeJSON, append(b, '\n'))
 }
 
-// serveBackup streams a copy of the database file as of the snapshot.
+// serveBackup answers a copy of the database as of the snapshot: of a
+// bbolt file, the file itself, streamed from the snapshot (Snapshot.WriteTo);
+// of a database that is not a file (PostgreSQL), a new bbolt file of every
+// session, the one `strata backup URL FILE` writes (Snapshot.CopyFile),
+// built in a temporary directory (os.TempDir) and left for ServeHTTP to
+// send once the snapshot is released. Its length is known only once it is
+// built, so a HEAD builds it too.
 func serveBackup(r *response, s *store.Snapshot, _ url.Values) error {
+	if !s.IsFile() {
+		dir, err := os.MkdirTemp("", "strata-backup-")
+		if err != nil {
+			return errors.Wrap(err, "debughttp: backup")
+		}
+		path := filepath.Join(dir, "backup.db")
+		if _, err := s.CopyFile(r.ctx, path, false, store.CopyOptions{}); err != nil {
+			_ = os.RemoveAll(dir)
+			return err
+		}
+		r.built = path
+		return nil
+	}
 	size := s.Size()
-	r.w.Header().Set("Content-Disposition", `attachment; filename="strata-backup.db"`)
-	r.start(typeDB, size)
+	r.startBackup(size)
 	if r.head {
 		return nil
 	}
@@ -447,4 +482,32 @@ func serveBackup(r *response, s *store.Snapshot, _ url.Values) error {
 		err = errors.AssertionFailedf("debughttp: backup wrote %d bytes, announced %d", n, size)
 	}
 	return err
+}
+
+// startBackup sends the status line of a backup of size bytes.
+func (r *response) startBackup(size int64) {
+	r.w.Header().Set("Content-Disposition", `attachment; filename="strata-backup.db"`)
+	r.start(typeDB, size)
+}
+
+// sendFile answers with the backup file at path, its length announced.
+func (r *response) sendFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return errors.Wrap(err, "debughttp: backup")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return errors.Wrap(err, "debughttp: backup")
+	}
+	r.startBackup(fi.Size())
+	if r.head {
+		return nil
+	}
+	n, err := io.Copy(r, f)
+	if err == nil && n != fi.Size() {
+		err = errors.AssertionFailedf("debughttp: backup sent %d bytes, announced %d", n, fi.Size())
+	}
+	return errors.Wrap(err, "debughttp: backup")
 }

@@ -87,6 +87,15 @@ func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64
 	return boltfile.WriteFileAtomic(path, mode, write)
 }
 
+// IsFile reports whether the database is a bbolt file, which WriteTo
+// copies as it is (Size bytes). A database that is not one (PostgreSQL)
+// has no file to copy: CopyFile writes a new file of it, the backup
+// BackupFile writes.
+func (s *Snapshot) IsFile() bool {
+	_, ok := s.tx.(backend.Snapshotter)
+	return ok
+}
+
 // WriteTo writes a consistent copy of the whole database, as of this
 // snapshot, to w: what Backup does, for a caller that also reads the same
 // snapshot (and so knows exactly what the copy holds).

@@ -17,9 +17,10 @@ func (s *Snapshot) Size() int64 {
 // things from the same transaction. Sessions is never nil. FileBytes is the
 // file's size when Stats is called (the file may run ahead of Size), for a
 // backend that is a file; TableBytes the size of the tables then, for a
-// backend in PostgreSQL.
+// backend in PostgreSQL. Their bytes per event are given only when every
+// session is counted.
 func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
-	out := Stats{Sessions: []SessionStats{}, Total: newSessionStats("")}
+	out := Stats{Sessions: []SessionStats{}, Total: newCounts()}
 	ids := sessions
 	if len(ids) == 0 {
 		var err error
@@ -33,7 +34,7 @@ func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 			return out, err
 		}
 		out.Sessions = append(out.Sessions, st)
-		out.Total.add(&st)
+		out.Total.add(&st.Counts)
 	}
 	if f, ok := s.db.be.(interface{ FileSize() (int64, error) }); ok {
 		if n, err := f.FileSize(); err == nil {
@@ -47,8 +48,10 @@ func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 		}
 		out.TableBytes = n
 	}
-	out.FileBytesPerEvent = perEvent(out.FileBytes, out.Total.Events)
-	out.TableBytesPerEvent = perEvent(out.TableBytes, out.Total.Events)
+	if len(sessions) == 0 {
+		out.FileBytesPerEvent = perEvent(out.FileBytes, out.Total.Events)
+		out.TableBytesPerEvent = perEvent(out.TableBytes, out.Total.Events)
+	}
 	out.BytesPerEvent = out.Total.BytesPerEvent
 	return out, nil
 }

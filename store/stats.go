@@ -8,15 +8,13 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// SessionStats counts one session's records; Stats.Total, the sum over
-// every session, has no ID, FrameVersion or LastTime.
-type SessionStats struct {
-	ID                 string         `json:"id,omitempty"`
-	Events             uint64         `json:"events"` // equal to the head seq: seqs are gapless from 1
+// Counts are what Stats counts of sessions: one session's records
+// (SessionStats), or their sums over the sessions counted (Stats.Total).
+type Counts struct {
+	Events             uint64         `json:"events"` // of one session, equal to its head seq: seqs are gapless from 1
 	Turns              uint64         `json:"turns"`
 	NodesByDepth       map[int]int    `json:"nodes_by_depth"`
 	Roots              int            `json:"roots"`
-	FrameVersion       uint64         `json:"frame_version"`
 	MarkersValid       int            `json:"markers_valid"`
 	MarkersInvalid     int            `json:"markers_invalid"`
 	CheckpointsValid   int            `json:"checkpoints_valid"`
@@ -31,28 +29,42 @@ type SessionStats struct {
 	// log, L0), and BytesPerEvent that size per event.
 	RawBytes      uint64  `json:"raw_bytes"`
 	BytesPerEvent float64 `json:"bytes_per_event"`
-	// LastTime is the time of the session's newest event, in UTC.
+}
+
+// SessionStats counts one session's records, with what only a session
+// has: its id, its frame's version and the time of its newest event.
+type SessionStats struct {
+	ID string `json:"id"`
+	Counts
+	FrameVersion uint64 `json:"frame_version"`
+	// LastTime is the time of the session's newest event, in UTC; absent
+	// (zero) when its events carry no time.
 	LastTime time.Time `json:"last_time,omitzero"`
 }
 
 // Stats counts per session and in total.
 type Stats struct {
 	Sessions []SessionStats `json:"sessions"`
-	Total    SessionStats   `json:"total"`
-	// FileBytes is the database file's size, and FileBytesPerEvent that
-	// size per raw event of the sessions counted: what the file costs per
-	// event, summaries, indexes and free pages included. Both are absent
-	// (0) for a database that is not a file.
+	// Total sums the counts of Sessions. It has no id, frame version or
+	// newest event's time: those are a session's.
+	Total Counts `json:"total"`
+	// FileBytes is the database file's size — the whole file's, whichever
+	// sessions are counted — and FileBytesPerEvent that size per raw event
+	// when every session is counted: what the file costs per event,
+	// summaries, indexes and free pages included. Counting named sessions
+	// leaves FileBytesPerEvent absent (0): the file holds every session,
+	// not only theirs. Both are absent for a database that is not a file.
 	FileBytes         int64   `json:"file_bytes,omitempty"`
 	FileBytesPerEvent float64 `json:"file_bytes_per_event,omitempty"`
 	// TableBytes is, for a database in PostgreSQL, the size of strata's
 	// tables in its schema with their indexes and TOAST
-	// (pg_total_relation_size), and TableBytesPerEvent that size per raw
-	// event of the sessions counted; absent (0) for a file.
+	// (pg_total_relation_size) — every session's — and TableBytesPerEvent
+	// that size per raw event when every session is counted, absent (0)
+	// when named sessions are. Both are absent for a file.
 	TableBytes         int64   `json:"table_bytes,omitempty"`
 	TableBytesPerEvent float64 `json:"table_bytes_per_event,omitempty"`
 	// BytesPerEvent is Total.BytesPerEvent: the stored raw events' bytes
-	// per event.
+	// per event of the sessions counted.
 	BytesPerEvent float64 `json:"bytes_per_event"`
 }
 
@@ -67,15 +79,17 @@ func (db *DB) Stats(sessions ...string) (out Stats, err error) {
 	return out, err
 }
 
-func newSessionStats(id string) SessionStats {
+// newCounts returns counts of nothing, with every refusal class at 0.
+func newCounts() Counts {
 	rc := map[string]int{}
 	for _, c := range marker.Classes {
 		rc[c] = 0
 	}
-	return SessionStats{ID: id, NodesByDepth: map[int]int{}, RefusalsByClass: rc}
+	return Counts{NodesByDepth: map[int]int{}, RefusalsByClass: rc}
 }
 
-func (t *SessionStats) add(s *SessionStats) {
+// add adds s to t.
+func (t *Counts) add(s *Counts) {
 	t.Events += s.Events
 	t.Turns += s.Turns
 	for d, n := range s.NodesByDepth {
@@ -132,7 +146,7 @@ func (s *Snapshot) SessionStats(id string) (SessionStats, error) {
 // reading the raw log: RawBytes and BytesPerEvent are zero. It is what a
 // listing of the sessions reads (strata sessions), however long their logs.
 func (s *Snapshot) SessionSummary(id string) (SessionStats, error) {
-	out := newSessionStats(id)
+	out := SessionStats{ID: id, Counts: newCounts()}
 	info, err := s.Info(id)
 	if err != nil {
 		return out, err

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,14 +51,14 @@ func TestStats_Counts(t *testing.T) {
 		// a: 21 events, turn 9; open c3; dispositions approach/add-column
 		// (rejected) and approach/b (superseded); the constraint was
 		// withdrawn; one artifact.
-		"a": {ID: "a", Events: uint64(len(all)), Turns: 9, Open: 1, Dispositions: 2, Constraints: 0, Artifacts: 1},
-		"b": {ID: "b", Events: 6, Turns: 2, Open: 2, Dispositions: 0, Constraints: 1, Artifacts: 1},
-		"c": {ID: "c", Events: 5, Turns: 0, Open: 1, Dispositions: 1},
+		"a": {ID: "a", Counts: store.Counts{Events: uint64(len(all)), Turns: 9, Open: 1, Dispositions: 2, Constraints: 0, Artifacts: 1}},
+		"b": {ID: "b", Counts: store.Counts{Events: 6, Turns: 2, Open: 2, Dispositions: 0, Constraints: 1, Artifacts: 1}},
+		"c": {ID: "c", Counts: store.Counts{Events: 5, Turns: 0, Open: 1, Dispositions: 1}},
 	}
 	if len(st.Sessions) != len(want) {
 		t.Fatalf("%d sessions, want %d", len(st.Sessions), len(want))
 	}
-	var total store.SessionStats
+	var total store.Counts
 	for i, s := range st.Sessions {
 		w := want[s.ID]
 		if i > 0 && st.Sessions[i-1].ID >= s.ID {
@@ -106,8 +107,8 @@ func TestStats_Counts(t *testing.T) {
 			t.Errorf("session %q: raw bytes %d, per event %v, last time %v", s.ID, s.RawBytes, s.BytesPerEvent, s.LastTime)
 		}
 	}
-	if st.Total.RawBytes != raw || st.BytesPerEvent != float64(raw)/float64(total.Events) || st.Total.ID != "" || !st.Total.LastTime.IsZero() {
-		t.Errorf("total raw bytes %d (sum %d), per event %v, id %q, last time %v", st.Total.RawBytes, raw, st.BytesPerEvent, st.Total.ID, st.Total.LastTime)
+	if st.Total.RawBytes != raw || st.BytesPerEvent != float64(raw)/float64(total.Events) {
+		t.Errorf("total raw bytes %d (sum %d), per event %v", st.Total.RawBytes, raw, st.BytesPerEvent)
 	}
 
 	// Snapshot.SessionStats gives the same per session, and refuses an
@@ -179,5 +180,86 @@ func TestStats_RawBytesLastTimeAndNamedSessions(t *testing.T) {
 	}
 	if _, err := db.Stats("a", "nope"); !errors.Is(err, store.ErrSessionNotFound) {
 		t.Errorf("Stats of an unknown session: %v", err)
+	}
+}
+
+// The database's size is not a session's: Stats of named sessions gives
+// it (the file's, or the tables'), whole, without its bytes per event,
+// which the sessions counted do not account for. The total has no id,
+// frame version or newest event's time: in JSON those fields are absent,
+// not 0, while a session's frame version 0 is given.
+func TestStats_NamedSessionsAndTotal(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC).UnixNano()
+	mustAppend(t, db, "a", tier.Event{Kind: tier.KindUser, Text: "one", Time: at})
+	mustAppend(t, db, "b", tier.Event{Kind: tier.KindUser, Text: strings.Repeat("two ", 1000), Time: at},
+		tier.Event{Kind: tier.KindAssistant, Text: "three", Time: at})
+	all, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := db.Stats("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func(st store.Stats) (int64, float64) {
+		if dbtest.Postgres() {
+			return st.TableBytes, st.TableBytesPerEvent
+		}
+		return st.FileBytes, st.FileBytesPerEvent
+	}
+	n, per := size(all)
+	if n <= 0 || all.Total.Events != 3 || per != float64(n)/3 {
+		t.Errorf("every session: %d bytes, %v per event, %d events", n, per, all.Total.Events)
+	}
+	if m, per := size(one); m != n || per != 0 || one.Total.Events != 1 {
+		t.Errorf("session a: %d bytes (the database's %d), %v per event, %d events", m, n, per, one.Total.Events)
+	}
+	if one.BytesPerEvent != float64(one.Sessions[0].RawBytes) || one.Total.RawBytes != one.Sessions[0].RawBytes {
+		t.Errorf("session a: raw bytes per event %v, raw bytes %d, the session's %d", one.BytesPerEvent, one.Total.RawBytes, one.Sessions[0].RawBytes)
+	}
+
+	type fields map[string]json.RawMessage
+	decode := func(st store.Stats) (doc fields, total fields, sessions []fields) {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(doc["total"], &total); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(doc["sessions"], &sessions); err != nil {
+			t.Fatal(err)
+		}
+		return doc, total, sessions
+	}
+	perKey, sizeKey := "file_bytes_per_event", "file_bytes"
+	if dbtest.Postgres() {
+		perKey, sizeKey = "table_bytes_per_event", "table_bytes"
+	}
+	for name, st := range map[string]store.Stats{"every session": all, "session a": one} {
+		doc, total, sessions := decode(st)
+		for _, k := range []string{"id", "frame_version", "last_time"} {
+			if _, ok := total[k]; ok {
+				t.Errorf("%s: the total has %q", name, k)
+			}
+		}
+		if _, ok := total["events"]; !ok {
+			t.Errorf("%s: the total has no events", name)
+		}
+		for _, s := range sessions {
+			if string(s["frame_version"]) != "0" || s["id"] == nil || s["last_time"] == nil {
+				t.Errorf("%s: a session's id %s, frame_version %s, last_time %s", name, s["id"], s["frame_version"], s["last_time"])
+			}
+		}
+		if _, ok := doc[sizeKey]; !ok {
+			t.Errorf("%s: no %s", name, sizeKey)
+		}
+		if _, ok := doc[perKey]; ok != (name == "every session") {
+			t.Errorf("%s: %s given %v", name, perKey, ok)
+		}
 	}
 }

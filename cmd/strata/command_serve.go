@@ -28,22 +28,26 @@ func newServeCommand() *cobra.Command {
 	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT] DB",
-		Short: "Serve a database file's web page and JSON endpoints, read-only",
-		Long: `Serve the database file DB over HTTP the way a running agent's debug
-handler serves its own database: the web page at /debug/strata/ui/ (the
-sessions; for one session its frame by tier, markers, refused compactions,
-checkpoints and resumed context) and the JSON endpoints under /debug/strata/
-that the reading commands take as a URL (strata dump
-http://127.0.0.1:6060/debug/strata). The URL to open is printed on stderr.
+		Short: "Serve a database's web page and JSON endpoints, read-only",
+		Long: `Serve the database DB, a file or a postgres:// URL, over HTTP the way a
+running agent's debug handler serves its own database: the web page at
+/debug/strata/ui/ (the sessions; for one session its frame by tier,
+markers, refused compactions, checkpoints and resumed context) and the JSON
+endpoints under /debug/strata/ that the reading commands take as a URL
+(strata dump http://127.0.0.1:6060/debug/strata). The URL to open is
+printed on stderr.
 
-DB is opened read-only for each request and closed after it: nothing is
+A file is opened read-only for each request and closed after it: nothing is
 written, and the file's lock is held only while a request is answered, so
 a process that writes it now and then (strata claude-code hook, replay,
 import) goes on working beside the page; a request waits up to --timeout
 for such a writer, then gets 503 naming it. A database an agent holds open
 is served by the agent itself, at the same paths; serve gives up on it
 after --timeout saying another process holds it. A postgres:// database is
-opened once, as many processes share it anyway.
+opened once, as many processes share it anyway: each request reads one
+snapshot of it while its writers go on appending, and its backup endpoint
+serves the bbolt file strata backup URL FILE writes, built in a temporary
+file first. The URL is printed without its password.
 
 --addr must be a loopback address unless the environment variable
 STRATA_DEBUG_TOKEN is set: then every request for data must carry
@@ -108,7 +112,7 @@ func (o *serveOptions) run(ctx context.Context, errOut io.Writer) (err error) {
 		return err
 	}
 	base := "http://" + browsable(ln.Addr()) + debughttp.DefaultPrefix
-	fmt.Fprintf(errOut, "serving %s read-only: open %s%s (Ctrl-C stops)\n", o.db, base, debughttp.PagePath)
+	fmt.Fprintf(errOut, "serving %s read-only: open %s%s (Ctrl-C stops)\n", shownDB(o.db), base, debughttp.PagePath)
 	if opts.Token != "" {
 		fmt.Fprintf(errOut, "requests must carry the token of %s; the page asks for it\n", envToken)
 	}

@@ -32,22 +32,26 @@ func newStatsCommand() *cobra.Command {
 		Long: `Count, per session and in total: events and turns, nodes per depth, roots,
 markers valid/invalid, checkpoints valid/invalid, refusals per reason class
 (a refusal counts once in each class it failed), the ledger's entries, the
-raw events' stored bytes and bytes per raw event, the time of the newest
-event; and the file's size and its bytes per raw event (summaries, indexes
-and free pages included) — of a PostgreSQL database instead, on a line
-"tables", the size of strata's tables in its schema with their indexes and
-TOAST (pg_total_relation_size). --session ID counts that session alone (the
-total is then its own).
+raw events' stored bytes and bytes per raw event; per session also its
+frame version and the time of its newest event. Then the file's size and
+its bytes per raw event (summaries, indexes and free pages included) — of a
+PostgreSQL database instead, on a line "tables", the size of strata's
+tables in its schema with their indexes and TOAST (pg_total_relation_size).
+--session ID counts that session alone: the total is then its own, and the
+file's (or the tables') size is still the whole database's, given without
+bytes per event, which only every session's events account for.
 
 --json prints one document: {"sessions":[{"id", "events", "turns",
-"nodes_by_depth", "roots", "frame_version", "markers_valid",
-"markers_invalid", "checkpoints_valid", "checkpoints_invalid", "refusals",
+"nodes_by_depth", "roots", "markers_valid", "markers_invalid",
+"checkpoints_valid", "checkpoints_invalid", "refusals",
 "refusals_by_class", "open", "dispositions", "constraints", "artifacts",
-"raw_bytes", "bytes_per_event", "last_time"}], "total":{the same counts,
-without id, frame_version and last_time}, "file_bytes",
-"file_bytes_per_event", "bytes_per_event"}; the last is the total's: raw
-event bytes per event. Of a PostgreSQL database, "table_bytes" and
-"table_bytes_per_event" take the place of the file's two.
+"raw_bytes", "bytes_per_event", "frame_version", "last_time"}],
+"total":{the same counts, without id, frame_version and last_time},
+"file_bytes", "file_bytes_per_event", "bytes_per_event"}; the last is the
+total's: raw event bytes per event. "file_bytes_per_event" is left out with
+--session, "last_time" when the session's events carry no time. Of a
+PostgreSQL database, "table_bytes" and "table_bytes_per_event" take the
+place of the file's two.
 
 DB may be the URL of a running agent's debug handler
 (http://127.0.0.1:6060/debug/strata).`,
@@ -117,22 +121,33 @@ func (o *statsOptions) print(out io.Writer, st store.Stats) error {
 	}
 	var b strings.Builder
 	for i := range st.Sessions {
-		writeSessionStats(&b, "session "+fieldValue(st.Sessions[i].ID), &st.Sessions[i], true)
+		ss := &st.Sessions[i]
+		writeCounts(&b, "session "+fieldValue(ss.ID), &ss.Counts, ss)
 	}
-	writeSessionStats(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, false)
-	if st.FileBytes > 0 {
-		fmt.Fprintf(&b, "file bytes=%d per_event=%.1f\n", st.FileBytes, st.FileBytesPerEvent)
-	}
-	if st.TableBytes > 0 {
-		fmt.Fprintf(&b, "tables bytes=%d per_event=%.1f\n", st.TableBytes, st.TableBytesPerEvent)
-	}
+	writeCounts(&b, fmt.Sprintf("total sessions=%d", len(st.Sessions)), &st.Total, nil)
+	writeBytes(&b, "file", st.FileBytes, st.FileBytesPerEvent)
+	writeBytes(&b, "tables", st.TableBytes, st.TableBytesPerEvent)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
 
-// writeSessionStats writes one session's counts (or the total's, without a
-// frame version of its own) as key=value lines.
-func writeSessionStats(b *strings.Builder, head string, s *store.SessionStats, frame bool) {
+// writeBytes writes the line of the database's size, when it has one, with
+// its bytes per event when they are given (every session counted).
+func writeBytes(b *strings.Builder, what string, n int64, perEvent float64) {
+	if n <= 0 {
+		return
+	}
+	fmt.Fprintf(b, "%s bytes=%d", what, n)
+	if perEvent > 0 {
+		fmt.Fprintf(b, " per_event=%.1f", perEvent)
+	}
+	b.WriteString("\n")
+}
+
+// writeCounts writes counts s as key=value lines: a session's, with what
+// only a session has (ss: its frame version, its newest event's time), or
+// the total's (ss nil).
+func writeCounts(b *strings.Builder, head string, s *store.Counts, ss *store.SessionStats) {
 	depths := make([]int, 0, len(s.NodesByDepth))
 	nodes := 0
 	for d, n := range s.NodesByDepth {
@@ -145,8 +160,8 @@ func writeSessionStats(b *strings.Builder, head string, s *store.SessionStats, f
 		nodeLine = append(nodeLine, fmt.Sprintf("L%d=%d", d, s.NodesByDepth[d]))
 	}
 	nodeLine = append(nodeLine, fmt.Sprintf("roots=%d", s.Roots))
-	if frame {
-		nodeLine = append(nodeLine, fmt.Sprintf("frame_version=%d", s.FrameVersion))
+	if ss != nil {
+		nodeLine = append(nodeLine, fmt.Sprintf("frame_version=%d", ss.FrameVersion))
 	}
 	byClass := make([]string, len(marker.Classes))
 	for i, c := range marker.Classes {
@@ -159,8 +174,8 @@ func writeSessionStats(b *strings.Builder, head string, s *store.SessionStats, f
 	fmt.Fprintf(b, "  refusals=%d %s\n", s.Refusals, strings.Join(byClass, " "))
 	fmt.Fprintf(b, "  ledger open=%d dispositions=%d constraints=%d artifacts=%d\n", s.Open, s.Dispositions, s.Constraints, s.Artifacts)
 	fmt.Fprintf(b, "  raw bytes=%d per_event=%.1f", s.RawBytes, s.BytesPerEvent)
-	if !s.LastTime.IsZero() {
-		fmt.Fprintf(b, " last_event=%s", s.LastTime.Format(time.RFC3339))
+	if ss != nil && !ss.LastTime.IsZero() {
+		fmt.Fprintf(b, " last_event=%s", ss.LastTime.Format(time.RFC3339))
 	}
 	b.WriteString("\n")
 }

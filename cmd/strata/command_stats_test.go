@@ -58,14 +58,16 @@ func TestStats(t *testing.T) {
 }
 
 // --session counts one session, its total its own; bytes_per_event is the
-// raw events' bytes per event, file_bytes_per_event the file's; the total
-// has no id. An unknown session is an error naming the command that lists
-// them.
+// raw events' bytes per event; file_bytes is the whole file's, and
+// file_bytes_per_event, the file's per event, is given only when every
+// session is counted. The total has no id, frame_version or last_time. An
+// unknown session is an error naming the command that lists them.
 func TestStats_Session(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, []string{"--every", "2"}, incident(t), writeFile(t, "x.jsonl", `{"session":"other","kind":"user","text":"hi"}`+"\n"))
 	type counts struct {
 		ID            *string `json:"id"`
+		FrameVersion  *uint64 `json:"frame_version"`
 		Events        uint64  `json:"events"`
 		RawBytes      uint64  `json:"raw_bytes"`
 		BytesPerEvent float64 `json:"bytes_per_event"`
@@ -75,7 +77,7 @@ func TestStats_Session(t *testing.T) {
 		Sessions          []counts `json:"sessions"`
 		Total             counts   `json:"total"`
 		FileBytes         int64    `json:"file_bytes"`
-		FileBytesPerEvent float64  `json:"file_bytes_per_event"`
+		FileBytesPerEvent *float64 `json:"file_bytes_per_event"`
 		BytesPerEvent     float64  `json:"bytes_per_event"`
 	}
 	decode := func(args ...string) doc {
@@ -93,18 +95,29 @@ func TestStats_Session(t *testing.T) {
 		one.Sessions[0].RawBytes != all.Sessions[0].RawBytes || one.Sessions[0].LastTime != all.Sessions[0].LastTime {
 		t.Fatalf("stats --session mig: %+v\nall: %+v", one, all)
 	}
-	if one.Total.ID != nil || all.Total.ID != nil || one.Total.LastTime != "" {
-		t.Errorf("the total has an id or a last time: %+v", one.Total)
+	if one.Total.ID != nil || all.Total.ID != nil || one.Total.LastTime != "" || one.Total.FrameVersion != nil || all.Total.FrameVersion != nil {
+		t.Errorf("the total has an id, a last time or a frame version: %+v", one.Total)
+	}
+	if one.Sessions[0].FrameVersion == nil || all.Sessions[1].FrameVersion == nil || *all.Sessions[1].FrameVersion != 0 {
+		t.Errorf("a session has no frame version: %+v", all.Sessions)
 	}
 	if one.Total.Events != 41 || one.Total.RawBytes != one.Sessions[0].RawBytes || all.Total.RawBytes != all.Sessions[0].RawBytes+all.Sessions[1].RawBytes {
 		t.Errorf("totals: one %+v, all %+v", one.Total, all.Total)
 	}
 	for _, d := range []doc{all, one} {
 		ev := float64(d.Total.Events)
-		if d.BytesPerEvent != float64(d.Total.RawBytes)/ev || d.FileBytesPerEvent != float64(d.FileBytes)/ev ||
-			d.Total.BytesPerEvent != d.BytesPerEvent || d.FileBytesPerEvent <= d.BytesPerEvent {
+		if d.BytesPerEvent != float64(d.Total.RawBytes)/ev || d.Total.BytesPerEvent != d.BytesPerEvent || d.FileBytes <= 0 {
 			t.Errorf("per event: %+v", d)
 		}
+	}
+	if all.FileBytesPerEvent == nil || *all.FileBytesPerEvent != float64(all.FileBytes)/float64(all.Total.Events) || *all.FileBytesPerEvent <= all.BytesPerEvent {
+		t.Errorf("file bytes per event of every session: %v, file bytes %d, events %d", all.FileBytesPerEvent, all.FileBytes, all.Total.Events)
+	}
+	if one.FileBytesPerEvent != nil || one.FileBytes != all.FileBytes {
+		t.Errorf("stats --session mig: file_bytes_per_event %v, file_bytes %d (the file's %d)", one.FileBytesPerEvent, one.FileBytes, all.FileBytes)
+	}
+	if out := mustCLI(t, "stats", "--session", "mig", db); !regexp.MustCompile(`(?m)^file bytes=\d+$`).MatchString(out) {
+		t.Errorf("stats --session mig: the file's line is not its size alone:\n%s", out)
 	}
 	if s := all.Sessions[0]; s.BytesPerEvent != float64(s.RawBytes)/float64(s.Events) || s.LastTime == "" {
 		t.Errorf("session: %+v", s)

@@ -1,12 +1,24 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/strata-go/strata/debughttp"
 	"github.com/strata-go/strata/internal/pgtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // The commands on a postgres:// URL do what they do on a file: the same
@@ -73,5 +85,168 @@ func TestPostgres_VerifyFindsUpdatedRow(t *testing.T) {
 	wantCode(t, r, exitError, "dump", "--raw", url)
 	if !strings.Contains(r.stderr, "damaged") || !strings.Contains(r.stderr, "strata verify") {
 		t.Errorf("dump --raw of a damaged store:\n%s", r.stderr)
+	}
+}
+
+// strata serve of a postgres:// URL: the page and the JSON endpoints
+// answer from the store — the reading commands print through it what they
+// print from the URL itself, and its backup is a bbolt file that verifies
+// and resumes to the server's bytes, as strata backup URL FILE writes it.
+// A writer appends meanwhile, not blocked by serve's read: an append
+// returns while a dump's read transaction is open on the server, and the
+// dump is the snapshot from before it. The password in the URL is not
+// printed.
+func TestPostgres_Serve(t *testing.T) {
+	url := pgtest.URL(t)
+	mustCLI(t, "replay", "--db", url, "--every", "2", "--summarizer", "lossy", "--drop", "artifacts", incident(t))
+	// The URL serve is given: its connections named, so that the test
+	// finds their transactions on the server, and a password, which the
+	// test server does not ask for (it trusts, as .ci/run and
+	// docs/postgres.md start it) and serve must not print.
+	pu, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := "strata-serve-" + pu.Query().Get("search_path")
+	if _, has := pu.User.Password(); !has {
+		pu.User = neturl.UserPassword(pu.User.Username(), "s3cret-pw")
+	}
+	password, _ := pu.User.Password()
+	served := pgtest.WithParam(t, pu.String(), "application_name", app)
+	s := startServe(t, nil, served)
+	if s.base == "" {
+		code, stderr := s.wait(t)
+		t.Fatalf("strata serve did not start: exit %d\n%s", code, stderr)
+	}
+
+	if code, body, err := fetch(t, s.base+debughttp.PagePath); err != nil || code != 200 || !strings.Contains(body, "<title>strata</title>") {
+		t.Errorf("the page: %d %v\n%.200s", code, err, body)
+	}
+	if code, body, err := fetch(t, s.base+"/session?session=mig"); err != nil || code != 200 || !strings.Contains(body, `"item": "migrations/003_down.sql"`) {
+		t.Errorf("the session: %d %v\n%.300s", code, err, body)
+	}
+	// Through serve, each command waits as long as it takes (a bound on a
+	// hang): an answer starts once it is read or built whole.
+	const at, patient = "@DB@", "--timeout=1m"
+	for _, c := range [][]string{
+		{"sessions", "--json", at}, {"stats", "--json", at}, {"stats", "--session", "mig", at}, {"dump", "--json", at},
+		{"dump", "--raw", "--session", "mig", at}, {"dump", "--dot", at}, {"resume", "--db", at, "--session", "mig", "--json"},
+	} {
+		args := func(db string) []string {
+			out := slices.Clone(c)
+			out[slices.Index(out, at)] = db
+			return out
+		}
+		if got, want := mustCLI(t, append(args(s.base), patient)...), mustCLI(t, args(url)...); got != want {
+			t.Errorf("strata %s through serve:\n%s", strings.Join(args(s.base), " "), firstDiff(got, want))
+		}
+	}
+
+	// The backup through serve: verifies, resumes as the server does, and
+	// holds what strata backup URL FILE writes.
+	dir := t.TempDir()
+	copied, direct := filepath.Join(dir, "served.db"), filepath.Join(dir, "direct.db")
+	mustCLI(t, "backup", patient, s.base, copied)
+	mustCLI(t, "backup", url, direct)
+	if out := mustCLI(t, "verify", copied); out != "ok\n" {
+		t.Errorf("verify of the backup through serve: %q", out)
+	}
+	if got, want := resume(t, copied, "mig"), resume(t, url, "mig"); got.SHA256 != want.SHA256 {
+		t.Errorf("the backup through serve resumes to %s, the server to %s", got.SHA256, want.SHA256)
+	}
+	dump := []string{"dump", "--json", "--raw"}
+	if got, want := mustCLI(t, append(dump, copied)...), mustCLI(t, append(dump, direct)...); got != want {
+		t.Errorf("the backup through serve differs from strata backup URL FILE's:\n%.300s", firstDiff(got, want))
+	}
+	if out := mustCLI(t, "verify", patient, s.base); out != "ok\n" {
+		t.Errorf("verify through serve: %q", out)
+	}
+
+	// Session big: 16 MiB of events, a dump of which fills the sockets'
+	// buffers many times over, so that serve's read stays open until the
+	// test reads it.
+	w, err := store.Open(url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	big := make([]tier.Event, 16)
+	for i := range big {
+		big[i] = tier.Event{Kind: tier.KindAssistant, Text: strings.Repeat(string(rune('a'+i)), 1<<20)}
+	}
+	if _, err := w.Append("big", big...); err != nil {
+		t.Fatal(err)
+	}
+
+	// A dump of big, read 4 KiB at a time through a small receive buffer:
+	// serve's read transaction stays open on the server.
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			err = c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}}}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, err := client.Get(s.base + "/dump?raw=1&session=big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	head := make([]byte, 4096)
+	if _, err := io.ReadFull(resp.Body, head); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the dump of big: %s %v", resp.Status, err)
+	}
+	// openTx says when serve's transaction began, in µs since the epoch: 0
+	// when none is open.
+	openTx := func() int64 {
+		t.Helper()
+		return pgtest.QueryInt(t, url, `SELECT coalesce(max((extract(epoch FROM xact_start) * 1000000)::bigint), 0)
+			FROM pg_stat_activity WHERE application_name = $1 AND xact_start IS NOT NULL`, app)
+	}
+	began := openTx()
+	if began == 0 {
+		t.Fatal("no transaction of serve is open while its dump is being sent")
+	}
+	appended := make(chan error, 1)
+	const late = "appended while serve read"
+	go func() {
+		_, err := w.Append("big", tier.Event{Kind: tier.KindUser, Text: late})
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatalf("an append while serve read: %v", err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a measure of speed
+		t.Fatal("an append waited a minute beside serve's read")
+	}
+	if still := openTx(); still != began {
+		t.Fatalf("serve's transaction (begun at %d µs) ended before the append returned (now %d): the dump was sent whole before it", began, still)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Sessions []struct {
+			Head   uint64            `json:"head_seq"`
+			Events []json.RawMessage `json:"events"`
+		} `json:"sessions"`
+	}
+	body := append(head, rest...)
+	if err := json.Unmarshal(body, &doc); err != nil || len(doc.Sessions) != 1 || doc.Sessions[0].Head != 16 ||
+		len(doc.Sessions[0].Events) != 16 || bytes.Contains(body, []byte(late)) {
+		t.Errorf("the dump read across the append is not the snapshot before it: %v, %d bytes", err, len(body))
+	}
+	if code, body, err := fetch(t, s.base+"/"); err != nil || code != 200 || !strings.Contains(body, `"head_seq": 17`) {
+		t.Errorf("the index after the append: %d %v\n%s", code, err, body)
+	}
+
+	exit, stderr := s.stop(t)
+	want := "serving " + shownDB(served) + " read-only: open " + s.base + "/ui/"
+	if exit != 130 || !strings.HasPrefix(stderr, want) || strings.Contains(stderr, password) {
+		t.Errorf("after Ctrl-C: exit %d, stderr:\n%s\nwant it to begin %q, without the password", exit, stderr, want)
 	}
 }

@@ -590,13 +590,14 @@ func TestCopy_UnfinishedThenSourceMoved(t *testing.T) {
 
 // TestCopy_StrayEvent: a destination's session that holds an event past
 // the events it shares with the source, after a gap, is another session —
-// without a state (a copy stopped midway, then an event at seq 4) as with
-// one (a whole copy, then an event at seq 5): the copy is refused, naming
-// it, and writes nothing.
+// without a state (a copy stopped midway after 2 events, then an event at
+// seq 4, below the source's head) as with one (a whole copy, then an event
+// at seq 7, past the head): the copy is refused, naming it, and writes
+// nothing.
 func TestCopy_StrayEvent(t *testing.T) {
 	defer store.SetCopyBatch(2)()
 	src := dbtest.Open(t, store.Options{NoSync: true})
-	mustAppend(t, src, "s", prefix[:3]...)
+	mustAppend(t, src, "s", prefix...)
 	copyTo := func(ctx context.Context, dst *store.DB, progress func(uint64, uint64)) (res store.CopyResult, err error) {
 		err = src.View(func(s *store.Snapshot) error {
 			res, err = s.Copy(ctx, dst, store.CopyOptions{Progress: progress})
@@ -621,7 +622,7 @@ func TestCopy_StrayEvent(t *testing.T) {
 				name string
 				dst  *store.DB
 				seq  uint64
-			}{{"unfinished", unfinished, 4}, {"whole", whole, 5}} {
+			}{{"unfinished", unfinished, 4}, {"whole", whole, uint64(len(prefix)) + 1}} {
 				if err := store.PutRecord(c.dst, "s", "l0", binary.BigEndian.AppendUint64(nil, c.seq), []byte("stray")); err != nil {
 					t.Fatal(err)
 				}

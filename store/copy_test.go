@@ -18,6 +18,7 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -671,7 +672,7 @@ func TestCopyFile_Itself(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if got := dbtest.Events(t, again, "s"); len(got) != len(prefix) {
+	if got := storetest.Events(t, again, "s"); len(got) != len(prefix) {
 		t.Errorf("the file holds %d events of s after the refused copies, want %d", len(got), len(prefix))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -187,7 +188,7 @@ func TestHook_Run(t *testing.T) {
 	if c := start.Check; c == nil || c.Facts != 3 || len(c.Unmentioned) != 1 || c.Unmentioned[0] != "FAILED call toolu_build (Bash)" {
 		t.Fatalf("check: %+v; want the failure alone unmentioned of 3 facts", start.Check)
 	}
-	evs := dbtest.Events(t, db, session)
+	evs := storetest.Events(t, db, session)
 	last := evs[len(evs)-1]
 	if last.Kind != tier.KindSystem || !strings.Contains(last.Text, "it does not mention 1 of them:\n- FAILED call toolu_build (Bash)") {
 		t.Fatalf("the last event is %+v; want the check", last)
@@ -199,8 +200,8 @@ func TestHook_Run(t *testing.T) {
 	}
 
 	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
-	if string(again.Output) != string(start.Output) || len(dbtest.Events(t, db, session)) != len(evs) {
-		t.Fatalf("SessionStart again: output %s, %d events; want the same output, no event added", again.Output, len(dbtest.Events(t, db, session)))
+	if string(again.Output) != string(start.Output) || len(storetest.Events(t, db, session)) != len(evs) {
+		t.Fatalf("SessionStart again: output %s, %d events; want the same output, no event added", again.Output, len(storetest.Events(t, db, session)))
 	}
 	// PreCompact again with nothing new in the transcript: strata's own
 	// check at the head is no reason to compact, and SessionStart after it
@@ -219,9 +220,9 @@ func TestHook_Run(t *testing.T) {
 		t.Fatalf("PreCompact after SessionStart, nothing new: %+v; want nothing imported or compacted", pre)
 	}
 	again = run(t, h, hookInput(path, claudecode.EventSessionStart))
-	if string(again.Output) != string(start.Output) || again.Unwritten || len(dbtest.Events(t, db, session)) != len(evs) || markers() != before {
+	if string(again.Output) != string(start.Output) || again.Unwritten || len(storetest.Events(t, db, session)) != len(evs) || markers() != before {
 		t.Fatalf("SessionStart after PreCompact again: %s (line %q), %d events, %d markers; want the same output, nothing added",
-			again.Output, again.Line(), len(dbtest.Events(t, db, session)), markers())
+			again.Output, again.Line(), len(storetest.Events(t, db, session)), markers())
 	}
 
 	// Records that reach the transcript after SessionStart are compacted
@@ -294,7 +295,7 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if !r.NoBoundary || r.Output != nil || r.State != nil || len(r.Compactions) != 0 || r.Import.Events == 0 ||
-		len(dbtest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
+		len(storetest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
 		t.Fatalf("%+v, line %q; want the records imported, nothing else", r, r.Line())
 	}
 }

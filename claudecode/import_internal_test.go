@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -109,7 +110,7 @@ func TestImport_Incremental(t *testing.T) {
 			}
 			whole := dbtest.Open(t, store.Options{NoSync: true})
 			importFile(t, whole, session, path, false)
-			got, want := dbtest.Events(t, db, session), dbtest.Events(t, whole, session)
+			got, want := storetest.Events(t, db, session), storetest.Events(t, whole, session)
 			if !slices.EqualFunc(got, want, eventsEqual) {
 				t.Fatalf("grown import: %d events; whole import: %d; first difference at %d", len(got), len(want), firstDiff(got, want))
 			}

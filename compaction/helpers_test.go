@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -110,7 +111,7 @@ func (s summarizerFunc) Summarize(_ context.Context, in *compaction.Input) (comp
 
 func allEvents(t testing.TB, db *store.DB, session string) []tier.Event {
 	t.Helper()
-	out := dbtest.Events(t, db, session)
+	out := storetest.Events(t, db, session)
 	for i := range out {
 		if out[i].Seq != uint64(i+1) {
 			t.Fatalf("event %d has seq %d", i, out[i].Seq)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,37 @@ func TestJSON_Document(t *testing.T) {
 	one := render(t, db, dump.JSON, dump.Options{Session: "mig"})
 	if strings.Contains(one, `"lossy"`) || strings.Contains(one, `"events"`) || !strings.Contains(one, `"id": "mig"`) {
 		t.Errorf("dump of session mig:\n%s", one)
+	}
+}
+
+// Every session's object begins with the same members, id, head_seq and
+// turn, in the whole dump and in a range's, byte for byte; then "frame" in
+// the whole dump, "from" in a range's.
+func TestJSON_SessionHeader(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	incidentDB(t, db, "mig", "extractive")
+	info, err := db.Info("mig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := fmt.Sprintf("\"sessions\": [\n    {\n      \"id\": \"mig\",\n      \"head_seq\": %d,\n      \"turn\": %d,\n      ", info.Head, info.Turn)
+	for _, c := range []struct {
+		opts dump.Options
+		next string
+	}{
+		{dump.Options{}, `"frame": `},
+		{dump.Options{Raw: true}, `"frame": `},
+		{dump.Options{Session: "mig", From: 14, To: 20}, `"from": 14,`},
+		{dump.Options{Session: "mig", To: 3}, `"from": 1,`},
+	} {
+		out := render(t, db, dump.JSON, c.opts)
+		if !strings.Contains(out, header+c.next) {
+			t.Errorf("dump %+v: the session's object does not begin with\n%s%s\n%s", c.opts, header, c.next, out[:min(len(out), 400)])
+		}
+		if !json.Valid([]byte(out)) {
+			t.Errorf("dump %+v: not JSON", c.opts)
+		}
 	}
 }
 

@@ -242,19 +242,11 @@ func (d *dumper) writeJSON(format int, ids []string) error {
 	return j.err
 }
 
-// writeSessionJSON writes one session's object, streaming its nodes,
-// markers, checkpoints, audit and events one at a time.
+// writeSessionJSON writes one session's object: its id, head_seq and
+// turn, then the members of the whole dump or of a range's.
 func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 	const in = "      " // the indent of the session's members
-	s := d.s
-	info, err := s.Info(id)
-	if err != nil {
-		return err
-	}
-	if d.opts.ranged() {
-		return d.writeRangeJSON(j, in, info)
-	}
-	roots, err := s.Roots(id)
+	info, err := d.s.Info(id)
 	if err != nil {
 		return err
 	}
@@ -265,6 +257,27 @@ func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 	j.value(in, info.Head)
 	j.key(in, "turn", false)
 	j.value(in, info.Turn)
+	if d.opts.ranged() {
+		err = d.writeRangeJSON(j, in, info)
+	} else {
+		err = d.writeWholeJSON(j, in, info)
+	}
+	if err != nil {
+		return err
+	}
+	j.raw("\n    }")
+	return j.err
+}
+
+// writeWholeJSON writes the members of a session's object after its
+// header, streaming its nodes, markers, checkpoints, audit and events one
+// at a time.
+func (d *dumper) writeWholeJSON(j *jsonWriter, in string, info store.Info) error {
+	s, id := d.s, info.Session
+	roots, err := s.Roots(id)
+	if err != nil {
+		return err
+	}
 	j.key(in, "frame", false)
 	j.value(in, frameOf(info, roots))
 	j.key(in, "roots", false)
@@ -304,22 +317,14 @@ func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 			return err
 		}
 	}
-	j.raw("\n    }")
 	return j.err
 }
 
-// writeRangeJSON writes one session's object restricted to the seq range:
-// {"id", "head_seq", "turn", "from", "to", "nodes", "events"}.
+// writeRangeJSON writes the members of a session's object after its
+// header restricted to the seq range: "from", "to", "nodes", "events".
 func (d *dumper) writeRangeJSON(j *jsonWriter, in string, info store.Info) error {
 	s, id := d.s, info.Session
 	from, to := d.opts.span(info.Head)
-	j.raw("{")
-	j.key(in, "id", true)
-	j.value(in, id)
-	j.key(in, "head_seq", false)
-	j.value(in, info.Head)
-	j.key(in, "turn", false)
-	j.value(in, info.Turn)
 	j.key(in, "from", false)
 	j.value(in, from)
 	j.key(in, "to", false)
@@ -340,7 +345,6 @@ func (d *dumper) writeRangeJSON(j *jsonWriter, in string, info store.Info) error
 		func(e *tier.Event) any { return e.ToJSON(id) }); err != nil {
 		return err
 	}
-	j.raw("\n    }")
 	return j.err
 }
 

@@ -68,6 +68,9 @@ type CopyResult struct {
 // naming every such id, and nothing is written — unless it is the source's
 // session byte for byte, or an unfinished copy of it. One the same in
 // every value (a copy made before) is left as it is (CopyResult.Present).
+// A session of dst whose state is not the source's is another from its
+// state alone: nothing more of it is read. Of the others, dst's events and
+// records are compared with the source's (by hash), the events first.
 // An unfinished copy — a session without its state record, whose events
 // are the first events of the session copied, byte for byte, and no
 // others — is completed: a copy stopped midway (ctx ended, an error, a kill) leaves the
@@ -188,11 +191,11 @@ func (s *Snapshot) copyPlans(ids []string) ([]*copyPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := ss.state()
+		raw, err := ss.b.State()
 		if err != nil {
 			return nil, err
 		}
-		raw, err := ss.b.State()
+		st, err := ss.stateOf(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +216,7 @@ func readDestination(dst backend.Backend, plans []*copyPlan) error {
 		for i, p := range plans {
 			b, err := tx.Session(p.src.id)
 			if err == nil && b != nil {
-				held[i], err = readDestSession(b)
+				held[i], err = readDestSession(b, p)
 			}
 			if err != nil {
 				return errors.Wrapf(err, "store: copy: the destination's session %q", p.src.id)
@@ -245,26 +248,51 @@ func readDestination(dst backend.Backend, plans []*copyPlan) error {
 
 // destSession is what the destination holds of a session to copy.
 type destSession struct {
+	// What it holds is not the session copied, nor an unfinished copy of
+	// it: a state other than the source's, an event past the source's
+	// head or after a gap, or fewer events than the state's head. Nothing
+	// else of it is read.
+	other  bool
 	state  []byte            // its state record, nil when it has none
 	events uint64            // how many events it holds from seq 1, gapless
 	sum    [sha256.Size]byte // a hash of those (hashEvents)
-	more   bool              // an event past those: after a gap
 	// With a state: a hash of each table (hashTable). Without: the keys
 	// of its records, which a completed copy deletes.
 	tables [backend.Tables][sha256.Size]byte
 	keys   []tableKey
 }
 
-// readDestSession reads b, a session of the destination, as against
-// compares it.
-func readDestSession(b backend.Session) (*destSession, error) {
+// readDestSession reads b, the destination's session of p's id, as against
+// compares it: the cheap things first — its state, then whether it holds
+// an event past p's head — and its events and records only when those do
+// not tell it from p's session already (d.other).
+func readDestSession(b backend.Session, p *copyPlan) (*destSession, error) {
 	st, err := b.State()
 	if err != nil {
 		return nil, err
 	}
-	d := &destSession{state: bytes.Clone(st)}
-	if d.events, d.sum, d.more, err = hashEvents(b, math.MaxUint64); err != nil {
+	d := &destSession{state: bytes.Clone(st), other: st != nil && !bytes.Equal(st, p.state)}
+	if d.other {
+		return d, nil
+	}
+	err = b.Events(p.head+1, math.MaxUint64, func(uint64, []byte) (bool, error) {
+		d.other = true
+		return false, nil
+	})
+	if err != nil {
 		return nil, err
+	}
+	if d.other {
+		return d, nil
+	}
+	if d.events, d.sum, d.other, err = hashEvents(b, p.head); err != nil {
+		return nil, err
+	}
+	if st != nil && d.events != p.head {
+		d.other = true
+	}
+	if d.other {
+		return d, nil
 	}
 	for t := backend.Table(1); t < backend.Tables; t++ {
 		if st != nil {
@@ -288,9 +316,11 @@ func readDestSession(b backend.Session) (*destSession, error) {
 // and no other — in which case p goes on after its events, and its
 // records go. A session without a state that holds an event past those
 // (after a gap) is no unfinished copy: the copy writes no event over it,
-// and deletes none.
+// and deletes none. What readDestSession found other is compared no
+// further; else the source is read as far as needed: its first events,
+// then, for a session with the source's state, its records.
 func (p *copyPlan) against(d *destSession) (bool, error) {
-	if d.more || d.events > p.head || d.state != nil && (d.events != p.head || !bytes.Equal(d.state, p.state)) {
+	if d.other {
 		return false, nil
 	}
 	n, sum, _, err := hashEvents(p.src.b, d.events)

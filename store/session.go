@@ -67,12 +67,18 @@ func createSess(tx backend.Tx, id string) (*sess, error) {
 	return s, s.putState(&st)
 }
 
+// state reads the session's state record and decodes it.
 func (s *sess) state() (stateRec, error) {
-	var st stateRec
 	v, err := s.b.State()
 	if err != nil {
-		return st, err
+		return stateRec{}, err
 	}
+	return s.stateOf(v)
+}
+
+// stateOf decodes v, the state record of s as stored.
+func (s *sess) stateOf(v []byte) (stateRec, error) {
+	var st stateRec
 	if v == nil {
 		// What a copy stopped midway leaves (Snapshot.Copy).
 		return st, corrupt(s.id, "state", nil, errors.New("missing (a copy of the session stopped midway leaves it so; the same copy run again completes it)"))

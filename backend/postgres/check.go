@@ -52,11 +52,11 @@ func (b *Backend) Check(btx backend.Tx, problem func(session, what string)) (saf
 	if err := c.sessions(); err != nil {
 		return false, err
 	}
-	if err := c.events(); err != nil {
+	if err := checkRows(c, eventsTable, "seq", "l0", int64(0), func(seq int64) []byte { return seqKey(uint64(seq)) }); err != nil {
 		return true, err
 	}
 	for tb := backend.Table(1); tb < backend.Tables; tb++ {
-		if err := c.records(tb); err != nil {
+		if err := checkRows(c, recordTables[tb].name, "key", tb.String(), []byte{}, func(k []byte) []byte { return k }); err != nil {
 			return true, err
 		}
 	}
@@ -133,68 +133,42 @@ func (c *checker) orphans(table string) error {
 	return nil
 }
 
-func (c *checker) events() error {
-	if err := c.orphans(eventsTable); err != nil {
+// checkRows checks every row of SQL table, in pages in the order of its
+// primary key (session, col): its checksum at its place — the place's key
+// is place of the row's key column col, least below every key — and
+// reports a damaged one as a read of bucket (as the store names it) would.
+// It reports first the sessions of the table that have no session row.
+func checkRows[K any](c *checker, table, col, bucket string, least K, place func(K) []byte) error {
+	if err := c.orphans(table); err != nil {
 		return err
 	}
-	session, seq := "", int64(0)
-	for {
-		type erow struct {
-			session string
-			row
-		}
-		var page []erow
-		err := c.t.send(stmt{sql: `SELECT session, seq, value, crc FROM ` + eventsTable + `
-			WHERE (session, seq) > ($1, $2) ORDER BY session, seq LIMIT $3`,
-			args: []any{session, seq, checkPage}, rows: collect(&page, func(r pgx.Rows, x *erow) error {
-				return r.Scan(&x.session, &x.seq, &x.v, &x.crc)
-			})})
-		if err != nil {
-			return err
-		}
-		for _, x := range page {
-			key := seqKey(uint64(x.seq))
-			if err := checkSum(placeCRC(placecrc.Session(x.session), eventsTable, key), x.v, x.crc); err != nil {
-				c.damaged(x.session, eventsTable, "l0", key, err)
-			}
-		}
-		if len(page) < checkPage {
-			return nil
-		}
-		last := page[len(page)-1]
-		session, seq = last.session, last.seq
+	type crow struct {
+		session string
+		key     K
+		v       []byte
+		crc     int64
 	}
-}
-
-func (c *checker) records(tb backend.Table) error {
-	rt := recordTables[tb]
-	if err := c.orphans(rt.name); err != nil {
-		return err
-	}
-	session, key := "", []byte{}
+	session, after := "", least
 	for {
-		type krow struct {
-			session string
-			row
-		}
-		var page []krow
-		err := c.t.send(stmt{sql: `SELECT session, key, value, crc FROM ` + rt.name + `
-			WHERE (session, key) > ($1, $2) ORDER BY session, key LIMIT $3`,
-			args: []any{session, key, checkPage}, rows: collect(&page, func(r pgx.Rows, x *krow) error {
+		var page []crow
+		err := c.t.send(stmt{sql: `SELECT session, ` + col + `, value, crc FROM ` + table + `
+			WHERE (session, ` + col + `) > ($1, $2) ORDER BY session, ` + col + ` LIMIT $3`,
+			args: []any{session, after, checkPage}, rows: collect(&page, func(r pgx.Rows, x *crow) error {
 				return r.Scan(&x.session, &x.key, &x.v, &x.crc)
 			})})
 		if err != nil {
 			return err
 		}
 		for _, x := range page {
-			if err := checkSum(placeCRC(placecrc.Session(x.session), rt.name, x.key), x.v, x.crc); err != nil {
-				c.damaged(x.session, rt.name, tb.String(), x.key, err)
+			key := place(x.key)
+			if err := checkSum(placeCRC(placecrc.Session(x.session), table, key), x.v, x.crc); err != nil {
+				c.damaged(x.session, table, bucket, key, err)
 			}
 		}
 		if len(page) < checkPage {
 			return nil
 		}
 		last := page[len(page)-1]
-		session, key = last.session, last.key
+		session, after = last.session, last.key
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -50,7 +51,7 @@ func TestConcurrent_TwoWritersOneSession(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	got := dbtest.Events(t, dbs[0], "s")
+	got := storetest.Events(t, dbs[0], "s")
 	if len(got) != writers*each*per {
 		t.Fatalf("%d events stored, want %d", len(got), writers*each*per)
 	}
@@ -227,7 +228,7 @@ func TestConcurrent_Reconnects(t *testing.T) {
 		t.Fatal("no connection of the store's pool to end")
 	}
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
-	if got := dbtest.Events(t, db, "s"); len(got) != 2 || got[0].Text != "before" || got[1].Text != "after" {
+	if got := storetest.Events(t, db, "s"); len(got) != 2 || got[0].Text != "before" || got[1].Text != "after" {
 		t.Fatalf("after the server ended the connections: %v", got)
 	}
 }
@@ -267,7 +268,7 @@ func TestConcurrent_ReadsReconnect(t *testing.T) {
 		t.Fatalf("a read after the server ended the connections: %+v, %v", info, err)
 	}
 	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
-	if got := dbtest.Events(t, db, "s"); len(got) != 2 {
+	if got := storetest.Events(t, db, "s"); len(got) != 2 {
 		t.Fatalf("after the server ended the connections: %v", got)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -537,7 +538,7 @@ func (f *fleet) check(db *store.DB) {
 	shas := map[string]string{}
 	for i := range fleetSessions {
 		s := fmt.Sprintf("s%02d", i)
-		evs := dbtest.Events(t, db, s)
+		evs := storetest.Events(t, db, s)
 		lastN := map[string]int{} // writer → its last append in s
 		for k := 0; k < len(evs); {
 			e := evs[k]

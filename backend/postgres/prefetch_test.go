@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -277,5 +278,84 @@ func TestPrefetch_ReadsOnce(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A read longer than its first page reads the same rows after a Prefetch
+// as without one — the page Prefetch read, then the pages after it — and
+// makes one round trip fewer: the Prefetch read its first page as the call
+// reads it.
+func TestPrefetch_PagesPastTheFirst(t *testing.T) {
+	b, _ := openBackend(t)
+	const events, roots = 2*eventsPage + 5, 2*scanPage + 3
+	err := b.Update(func(tx backend.Tx) error {
+		s, err := tx.CreateSession("s")
+		if err != nil {
+			return err
+		}
+		for seq := uint64(1); seq <= events; seq++ {
+			if err := s.PutEvent(seq, fmt.Appendf(nil, "event %d", seq)); err != nil {
+				return err
+			}
+		}
+		for i := range roots {
+			if err := s.Put(backend.Roots, fmt.Appendf(nil, "r%03d", i), fmt.Appendf(nil, "root %d", i)); err != nil {
+				return err
+			}
+		}
+		return s.PutState([]byte("state"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := []backend.Read{{Session: "s", From: 1, To: events}, {Session: "s", Table: backend.Roots, Scan: true}}
+	// read returns what Events and Scan read of s, and the round trips
+	// each made.
+	read := func(prefetch bool) (got string, eventTrips, scanTrips int64) {
+		err := b.View(func(tx backend.Tx) error {
+			if prefetch {
+				if err := tx.(backend.Prefetcher).Prefetch(reads); err != nil {
+					return err
+				}
+			}
+			s, err := tx.Session("s")
+			if err != nil {
+				return err
+			}
+			var out bytes.Buffer
+			before := b.trips.Load()
+			err = s.Events(1, events, func(seq uint64, v []byte) (bool, error) {
+				fmt.Fprintf(&out, "%d %s\n", seq, v)
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			eventTrips = b.trips.Load() - before
+			before = b.trips.Load()
+			err = s.Scan(backend.Roots, nil, func(k, v []byte) (bool, error) {
+				fmt.Fprintf(&out, "%s %s\n", k, v)
+				return true, nil
+			})
+			scanTrips = b.trips.Load() - before
+			got = out.String()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("prefetch %v: %v", prefetch, err)
+		}
+		return got, eventTrips, scanTrips
+	}
+	want, wantEvents, wantScan := read(false)
+	if n := strings.Count(want, "\n"); n != events+roots {
+		t.Fatalf("%d rows read without a Prefetch, want %d", n, events+roots)
+	}
+	got, gotEvents, gotScan := read(true)
+	if got != want {
+		t.Errorf("after a Prefetch the reads differ:\n%s\nwithout:\n%s", got, want)
+	}
+	if gotEvents != wantEvents-1 || gotScan != wantScan-1 {
+		t.Errorf("round trips of Events and Scan after a Prefetch %d and %d, without %d and %d: want one fewer each",
+			gotEvents, gotScan, wantEvents, wantScan)
 	}
 }

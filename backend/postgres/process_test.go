@@ -12,6 +12,7 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/store/storetest"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -98,7 +99,7 @@ func TestProcesses_AppendOneSession(t *testing.T) {
 		}
 	}
 	db := openDB(t, url, store.Options{})
-	got := dbtest.Events(t, db, "s")
+	got := storetest.Events(t, db, "s")
 	if len(got) != procs*each {
 		t.Fatalf("%d events, want %d", len(got), procs*each)
 	}

@@ -636,10 +636,10 @@ func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 	}
 	if r.Table == 0 {
 		f.To = min(r.To, math.MaxInt64)
-		if held(pageKey{op: 'e', key: string(seqKey(f.From)), to: f.To}) {
+		if held(eventsKey(f.From, f.To)) {
 			return nil, stmt{}, false
 		}
-		return f, stmt{sql: sqlEvents, args: []any{r.Session, int64(f.From), int64(f.To), eventsPage}, rows: readEvents(&f.page)}, true
+		return f, eventsStmt(r.Session, f.From, f.To, eventsPage, &f.page), true
 	}
 	_, q, err := tableOf(r.Table)
 	if err != nil || len(r.Key) > MaxKeyBytes || known && !r.Scan && !r.Last && s.holds(r.Table, r.Key) {
@@ -653,10 +653,10 @@ func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 		return f, lastStmt(q, r.Session, r.Key, &f.page), true // a nil Key: below nothing
 	case r.Scan:
 		f.Key = nonNil(r.Key)
-		if held(pageKey{op: 's', t: r.Table, key: string(f.Key)}) {
+		if held(scanKey(r.Table, f.Key)) {
 			return nil, stmt{}, false
 		}
-		return f, stmt{sql: q.scan, args: []any{r.Session, f.Key, scanPage}, rows: readRows(&f.page)}, true
+		return f, scanStmt(q, r.Session, f.Key, scanPage, &f.page), true
 	}
 	f.Key = nonNil(r.Key)
 	return f, stmt{}, true // read with the others of its table (getMany)
@@ -666,11 +666,11 @@ func (t *tx) fetch(r backend.Read) (*fetch, stmt, bool) {
 func (s *session) keep(f *fetch) {
 	switch {
 	case f.Table == 0:
-		s.keepPage(pageKey{op: 'e', key: string(seqKey(f.From)), to: f.To}, f.page)
+		s.keepPage(eventsKey(f.From, f.To), f.page)
 	case f.Last:
 		s.keepPage(lastKey(f.Table, f.Key), f.page)
 	case f.Scan:
-		s.keepPage(pageKey{op: 's', t: f.Table, key: string(f.Key)}, f.page)
+		s.keepPage(scanKey(f.Table, f.Key), f.page)
 	case !s.holds(f.Table, f.Key):
 		if s.fetched == nil {
 			s.fetched = map[fetchKey]*row{}
@@ -733,6 +733,16 @@ type pageKey struct {
 	t   backend.Table
 	key string
 	to  uint64
+}
+
+// eventsKey is the pageKey of Events from seq from to seq to.
+func eventsKey(from, to uint64) pageKey {
+	return pageKey{op: 'e', key: string(seqKey(from)), to: to}
+}
+
+// scanKey is the pageKey of Scan of table t from key from.
+func scanKey(t backend.Table, from []byte) pageKey {
+	return pageKey{op: 's', t: t, key: string(from)}
 }
 
 // lastKey is the pageKey of Last of table t below below.
@@ -880,8 +890,8 @@ func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, e
 	limit := eventsPage
 	var page []row
 	for first := true; from <= to; first = false {
-		if !first || !s.firstPage(pageKey{op: 'e', key: string(seqKey(from)), to: to}, &page) {
-			if err := s.t.send(stmt{sql: sqlEvents, args: []any{s.id, int64(from), int64(to), limit}, rows: readEvents(&page)}); err != nil {
+		if !first || !s.firstPage(eventsKey(from, to), &page) {
+			if err := s.t.send(eventsStmt(s.id, from, to, limit, &page)); err != nil {
 				return err
 			}
 		}
@@ -902,10 +912,12 @@ func (s *session) Events(from, to uint64, fn func(seq uint64, v []byte) (bool, e
 	return nil
 }
 
-// readEvents returns a rows handler that reads (seq, value, crc) rows into
-// *page.
-func readEvents(page *[]row) func(pgx.Rows) error {
-	return collect(page, func(r pgx.Rows, x *row) error { return r.Scan(&x.seq, &x.v, &x.crc) })
+// eventsStmt is the statement of a page of session's events from seq from
+// to seq to (both at most 2^63-1), at most limit of them, reading their
+// (seq, value, crc) rows into *page.
+func eventsStmt(session string, from, to uint64, limit int, page *[]row) stmt {
+	return stmt{sql: sqlEvents, args: []any{session, int64(from), int64(to), limit},
+		rows: collect(page, func(r pgx.Rows, x *row) error { return r.Scan(&x.seq, &x.v, &x.crc) })}
 }
 
 // PutEvent implements backend.Session.
@@ -1050,8 +1062,8 @@ func (s *session) Scan(t backend.Table, from []byte, fn func(k, v []byte) (bool,
 	limit := scanPage
 	var page []row
 	for first := true; ; first = false {
-		if !first || !s.firstPage(pageKey{op: 's', t: t, key: string(from)}, &page) {
-			if err := s.t.send(stmt{sql: q.scan, args: []any{s.id, from, limit}, rows: readRows(&page)}); err != nil {
+		if !first || !s.firstPage(scanKey(t, from), &page) {
+			if err := s.t.send(scanStmt(q, s.id, from, limit, &page)); err != nil {
 				return err
 			}
 		}
@@ -1071,6 +1083,12 @@ func (s *session) Scan(t backend.Table, from []byte, fn func(k, v []byte) (bool,
 		last := page[len(page)-1].key
 		from, limit = append(last[:len(last):len(last)], 0), min(limit*4, 1024)
 	}
+}
+
+// scanStmt is the statement of a page of Scan of q's table from key from,
+// at most limit rows, reading them into *page.
+func scanStmt(q *tableSQL, session string, from []byte, limit int, page *[]row) stmt {
+	return stmt{sql: q.scan, args: []any{session, from, limit}, rows: readRows(page)}
 }
 
 // lastStmt is the statement of Last of q's table below below, reading its

@@ -11,7 +11,6 @@ import (
 
 	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
-	"github.com/strata-go/strata/tier"
 )
 
 // Open creates a database in t.TempDir() (opts.Create is set), or in
@@ -122,22 +121,6 @@ func MustVerify(t testing.TB, path string) {
 	for _, p := range rep.Problems {
 		t.Errorf("dbtest: verify %s: %s", path, p)
 	}
-}
-
-// Events returns every event of session in db, in seq order.
-func Events(t testing.TB, db *store.DB, session string) []tier.Event {
-	t.Helper()
-	var out []tier.Event
-	err := db.View(func(s *store.Snapshot) error {
-		return s.Events(session, 1, ^uint64(0), func(e tier.Event) error {
-			out = append(out, e)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // Verify fails t on each problem db.Verify reports, and stops t when Verify

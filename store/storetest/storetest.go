@@ -139,7 +139,9 @@ func compactSpan(t *testing.T, db *store.DB, session string, n uint64) store.Com
 	return res
 }
 
-func events(t *testing.T, db *store.DB, session string) []tier.Event {
+// Events returns every event of session in db, in seq order, failing t on
+// an error: a helper for tests of packages other than this one too.
+func Events(t testing.TB, db *store.DB, session string) []tier.Event {
 	t.Helper()
 	var out []tier.Event
 	err := db.View(func(s *store.Snapshot) error {
@@ -163,7 +165,7 @@ func appendIsAtomic(t *testing.T, h Harness) {
 	if !errors.As(err, &ee) || ee.Index != len(bad)-1 {
 		t.Fatalf("append with an orphan result: %v, want an *tier.EventError at index %d", err, len(bad)-1)
 	}
-	if got := events(t, db, "s"); len(got) != 4 {
+	if got := Events(t, db, "s"); len(got) != 4 {
 		t.Fatalf("after a refused append: %d events stored, want the 4 before it", len(got))
 	}
 	info, err := db.Info("s")
@@ -200,7 +202,7 @@ func seqsAreGapless(t *testing.T, h Harness) {
 		}()
 	}
 	wg.Wait()
-	got := events(t, db, "s")
+	got := Events(t, db, "s")
 	if len(got) != 2*writers*each {
 		t.Fatalf("%d events stored, want %d", len(got), 2*writers*each)
 	}
@@ -502,7 +504,7 @@ func refsRefuseARecordTwice(t *testing.T, h Harness) {
 	again := append(recorded(2), recorded(1)...)
 	_, err := db.Append("s", again...)
 	wantRefError(t, err, 4, "s", "u1", 1, 1)
-	if got := events(t, db, "s"); len(got) != 4 {
+	if got := Events(t, db, "s"); len(got) != 4 {
 		t.Fatalf("after a refused append: %d events, want 4", len(got))
 	}
 	if _, ok := refSpan(t, db, "s", "u2"); ok {
@@ -549,7 +551,7 @@ func refsOfConcurrentAppends(t *testing.T, h Harness) {
 	if ok != 1 {
 		t.Fatalf("%d of %d appends of the same records stored them, want 1", ok, writers)
 	}
-	if got := events(t, db, "s"); len(got) != 12 {
+	if got := Events(t, db, "s"); len(got) != 12 {
 		t.Fatalf("%d events, want 12: the records once", len(got))
 	}
 }
@@ -584,7 +586,7 @@ func refsSurviveReopen(t *testing.T, h Harness) {
 	wantRefError(t, err, 0, "s", "u1", 1, 1)
 	// dump --raw --json gives events with their refs: replayed into
 	// another session, they index the same records.
-	mustAppend(t, db, "copy", events(t, db, "s")...)
+	mustAppend(t, db, "copy", Events(t, db, "s")...)
 	if span, ok := refSpan(t, db, "copy", "a1"); !ok || span != (store.RefSpan{First: 2, Last: 4}) {
 		t.Fatalf("the copy's ref a1 at %+v (found %v), want seq 2..4", span, ok)
 	}

@@ -117,7 +117,8 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 	loaded := map[ref]bool{}
 	var touched []ref
 	for i := range events {
-		for _, r := range events[i].Refs() {
+		e := &events[i]
+		for _, r := range e.Refs() {
 			if loaded[r] {
 				continue
 			}
@@ -129,7 +130,13 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 			if l.Open == nil {
 				l = tier.NewLedger()
 			}
-			if err := s.loadLedgerEntry(l, r, false); err != nil {
+			// Apply reads a stored entry only here: a keyed tool_result
+			// that succeeds takes a failed disposition's seq as its prior
+			// failure. That record is checked against the event it names
+			// before its seq goes into the raw log; every other entry an
+			// append touches is replaced whole or removed.
+			read := r.Class == tier.ClassDisposition && e.Kind == tier.KindToolResult && !e.Failed
+			if err := s.loadLedgerEntry(l, r, read); err != nil {
 				return nil, err
 			}
 		}
@@ -268,10 +275,10 @@ func (p *preparedAppend) write(tx backend.Tx) (AppendResult, error) {
 
 // loadLedgerEntry loads the ledger entry r names into l, if the session
 // holds one; with text, its text too, which only the event that made it
-// holds (ledgerText). An append loads none: Apply replaces a disposition,
-// a constraint or an artifact whole, and of a disposition reads only its
-// state and seq — reading each entry's event would be a read per entry
-// in the append's transaction (a round trip on PostgreSQL).
+// holds (ledgerText), and which that event confirms: its key and kind.
+// Without text only the record is checked. An append reads the event only
+// for the entry Apply reads (prepareAppend): each such read is one more
+// in its transaction, a round trip on PostgreSQL.
 func (s *sess) loadLedgerEntry(l *tier.Ledger, r tier.Ref, text bool) error {
 	name, t := ledgerTable(r.Class)
 	key := []byte(r.Name)

@@ -58,7 +58,10 @@ func TestRoundTrips(t *testing.T) {
 		tier.Event{Kind: tier.KindArtifact, Key: "out/app", Text: "the binary"},
 		tier.Event{Kind: tier.KindToolCall, ID: "c2", Name: "bash", Text: "make"},
 	))
-	count("an append of a result", 2, appendTo(
+	// A keyed result that succeeds after a failure takes the failure's
+	// seq from the disposition's record, which the event it names must
+	// confirm before the seq goes into the raw log: one more.
+	count("an append of a result after a failure", 3, appendTo(
 		tier.Event{Kind: tier.KindToolResult, ID: "c2", Key: "build", Text: "ok"},
 		tier.Event{Kind: tier.KindAssistant, Text: "built"},
 	))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -532,10 +531,8 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 		}
 		fmt.Fprintln(out)
 	}
-	if u, err := url.Parse(o.db); err == nil && postgres.IsURL(o.db) && u.User != nil {
-		if _, has := u.User.Password(); has {
-			fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
-		}
+	if holdsPassword(o.db) {
+		fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
 	}
 	if machine != "" {
 		where, vars := "the project and the home directory", "$CLAUDE_PROJECT_DIR and $HOME"

@@ -201,12 +201,28 @@ func (o *copyOptions) report(out io.Writer, res store.CopyResult) error {
 }
 
 // shownDB returns a database argument as output shows it: a URL without
-// its password.
+// its password, in its user part or its password parameter (pgx takes
+// either).
 func shownDB(db string) string {
-	if u, err := url.Parse(db); err == nil && postgres.IsURL(db) {
-		return u.Redacted()
+	u, err := url.Parse(db)
+	if err != nil || !postgres.IsURL(db) {
+		return db
 	}
-	return db
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// holdsPassword reports whether db is a URL that holds a password.
+func holdsPassword(db string) bool {
+	u, err := url.Parse(db)
+	if err != nil || !postgres.IsURL(db) {
+		return false
+	}
+	_, has := u.User.Password()
+	return has || u.Query().Has("password")
 }
 
 // copyProgress returns the progress line of a copy between databases,

@@ -388,3 +388,25 @@ func TestInterrupt_Copy(t *testing.T) {
 		t.Errorf("big resumes to %s, from the source %s", b.SHA256, a.SHA256)
 	}
 }
+
+// A URL's password is shown as xxxxx wherever the URL holds it: in its
+// user part or in its password parameter.
+func TestShownDB_HidesThePassword(t *testing.T) {
+	for _, tc := range []struct {
+		db, want string
+		password bool
+	}{
+		{"postgres://u:secret@h:5432/d?sslmode=disable", "postgres://u:xxxxx@h:5432/d?sslmode=disable", true},
+		{"postgres://u@h/d?password=secret&sslmode=disable", "postgres://u@h/d?password=xxxxx&sslmode=disable", true},
+		{"postgresql://u:secret@h/d?password=secret", "postgresql://u:xxxxx@h/d?password=xxxxx", true},
+		{"postgres://u@h/d?sslmode=disable", "postgres://u@h/d?sslmode=disable", false},
+		{"/tmp/strata.db", "/tmp/strata.db", false},
+	} {
+		if got := shownDB(tc.db); got != tc.want {
+			t.Errorf("shownDB(%q) = %q, want %q", tc.db, got, tc.want)
+		}
+		if got := holdsPassword(tc.db); got != tc.password {
+			t.Errorf("holdsPassword(%q) = %v, want %v", tc.db, got, tc.password)
+		}
+	}
+}

@@ -123,12 +123,6 @@ func factsOf(nodes []tier.Node) *claudeFacts {
 	return f
 }
 
-// isClaudeCompaction reports whether e is the event of a Claude Code
-// compact_boundary record (transcript.ClaudeCodeCompacted).
-func isClaudeCompaction(e tier.Event) bool {
-	return e.Kind == tier.KindSystem && strings.HasPrefix(e.Text, transcript.ClaudeCodeCompacted)
-}
-
 // newClaudeCodeStatusCommand returns `strata claude-code status`.
 func newClaudeCodeStatusCommand() *cobra.Command {
 	o := &claudeStatusOptions{}
@@ -256,7 +250,7 @@ func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, 
 			cs := claudeStatusSession{ID: id, Events: ss.Events, MarkersValid: ss.MarkersValid,
 				MarkersInvalid: ss.MarkersInvalid, Refusals: ss.Refusals, LastTime: ss.LastTime}
 			if err := snap.Events(id, 1, ss.Events, func(e tier.Event) error {
-				if isClaudeCompaction(e) {
+				if transcript.IsClaudeCodeCompaction(e) {
 					cs.Compactions++
 				}
 				return nil

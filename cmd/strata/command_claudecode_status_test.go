@@ -13,6 +13,7 @@ import (
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
 )
 
 // claudeCodeFixtures are the repository's Claude Code transcripts.
@@ -105,7 +106,7 @@ func checkStatusFacts(t testing.TB, st claudeStatus, db string, transcripts []st
 		n := 0
 		err = sdb.View(func(snap *store.Snapshot) error {
 			return snap.Events(s.ID, 1, info.Head, func(e tier.Event) error {
-				if isClaudeCompaction(e) {
+				if transcript.IsClaudeCodeCompaction(e) {
 					n++
 				}
 				if e.Seq > s.Boundary {

@@ -48,6 +48,12 @@
 // the next hook. No cursor is kept beside the store: the store's refs are
 // the cursor, and they cannot disagree with what it holds.
 //
+// SessionStart reads Claude Code's compaction from the store too, not
+// from the file: the import stored the compact_boundary record as a
+// system event (transcript.IsClaudeCodeCompaction) and the summary after
+// it, so the hook walks the session's events back from the head, down to
+// the head PreCompact compacted, for the newest one.
+//
 // # Caveats
 //
 //   - The hook acts on what the transcript file holds when it runs:
@@ -58,6 +64,11 @@
 //     compact_boundary record itself is not in the file yet, the boundary
 //     is the head PreCompact compacted (Result.Unwritten), and Claude
 //     Code's summary is not checked.
+//   - The store keeps the summary's events, not its isCompactSummary
+//     flag: the summary is the record of the event right after the
+//     compact_boundary record's, when that is a system event, as Claude
+//     Code writes it. A summary without text stores no event: nothing is
+//     checked.
 //   - A record whose uuid the file holds twice — Claude Code writing the
 //     record the session stored last once more, later — makes the read
 //     start after the later copy: records written between the two would be

@@ -13,11 +13,12 @@ import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
 )
 
-// maxSummaryLines bounds how far after the compact_boundary record the
-// hook looks for the summary record Claude Code writes right after it.
-const maxSummaryLines = 64
+// boundaryBlock is how many events SessionStart reads at a time, walking
+// back from the head for the newest compact_boundary record's event.
+const boundaryBlock = 64
 
 // Options configure a Hook. The zero value injects DefaultBudget tokens
 // and names the store "DB" in the command it gives.
@@ -87,65 +88,65 @@ type Result struct {
 // compacts the session's head, so that a marker stands where Claude Code
 // is about to cut; SessionStart with source "compact" imports what Claude
 // Code wrote since and returns, as Result.Output, the state at the
-// boundary to add to the context. Every other event is ignored. A failure
-// is an error naming what failed; the CLI logs it and exits 0.
+// boundary to add to the context. Every other event is ignored, its
+// transcript not opened. A failure is an error naming what failed; the
+// CLI logs it and exits 0. Run is Input.OpenTranscript and RunTranscript.
 func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
+	if !in.Handled() {
+		return &Result{Input: in, Ignored: true}, nil
+	}
+	t, err := in.OpenTranscript()
+	if err != nil {
+		return &Result{Input: in}, err
+	}
+	defer t.Close()
+	return h.RunTranscript(ctx, t)
+}
+
+// RunTranscript is Run on the transcript of an input opened already
+// (Input.OpenTranscript), which it reads once and leaves open: for a
+// caller that opens it before it makes the store, so that a transcript it
+// cannot read makes none.
+func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error) {
+	in := t.in
 	r := &Result{Input: in}
 	if !in.Handled() {
 		r.Ignored = true
 		return r, nil
 	}
-	in.resolveTranscript()
-	t, err := openTranscript(in.TranscriptPath)
-	if err != nil {
-		return r, err
-	}
-	defer t.Close()
-	if r.Import, err = importTranscript(h.db, in.SessionID, t, false); err != nil {
+	var at sessionState
+	var err error
+	if r.Import, at, err = importTranscript(h.db, in.SessionID, t.file, false); err != nil {
 		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
 	}
 	if in.HookEventName == EventPreCompact {
-		return r, h.preCompact(ctx, r)
+		return r, h.preCompact(ctx, r, at)
 	}
-	return r, h.sessionStart(ctx, r, t)
+	return r, h.sessionStart(ctx, r, at)
 }
 
-// preCompact compacts the session's head: everything imported is about to
-// leave Claude Code's context. A head that is strata's own event — the
-// check SessionStart stored — says that no record reached the transcript
-// since SessionStart read it: a hook run again, not a new compaction, so
-// nothing is compacted (and should Claude Code compact with nothing new,
-// SessionStart makes the marker at its boundary).
-func (h *Hook) preCompact(ctx context.Context, r *Result) error {
-	session := r.Input.SessionID
-	var info store.Info
-	own := false
-	err := h.db.View(func(s *store.Snapshot) error {
-		var err error
-		if info, err = s.Info(session); err != nil {
-			return err
-		}
-		return s.Events(session, info.Head, info.Head, func(e tier.Event) error {
-			own = strings.HasPrefix(e.Ref, strataRefPrefix)
-			return nil
-		})
-	})
-	if errors.Is(err, store.ErrSessionNotFound) || err == nil && own {
+// preCompact compacts the session's head, as the import left it: every
+// event imported is about to leave Claude Code's context. A head that is
+// strata's own event — the check SessionStart stored — says that no record
+// reached the transcript since SessionStart read it: a hook run again, not
+// a new compaction, so nothing is compacted (and should Claude Code
+// compact with nothing new, SessionStart makes the marker at its
+// boundary).
+func (h *Hook) preCompact(ctx context.Context, r *Result, at sessionState) error {
+	if !at.exists || at.ownHead {
 		return nil // a transcript with nothing to store yet, or nothing new
 	}
-	if err != nil {
-		return err
-	}
-	r.Compactions, err = h.comp.CompactTo(ctx, session, info.Head)
+	var err error
+	r.Compactions, err = h.comp.CompactTo(ctx, r.Input.SessionID, at.head)
 	return errors.Wrap(err, "compacting the session")
 }
 
 // sessionStart finds Claude Code's compaction boundary in the store,
 // makes sure a marker stands at it, checks Claude Code's summary against
 // the state there, stores that check, and renders the state.
-func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) error {
+func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState) error {
 	session := r.Input.SessionID
-	boundary, summary, err := h.boundary(r, t)
+	boundary, summary, err := h.boundary(r, at)
 	if err != nil || r.NoBoundary {
 		return err
 	}
@@ -156,7 +157,7 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 			return errors.Wrap(err, "compacting the session to the boundary")
 		}
 	}
-	if summary != "" {
+	if summary.ref != "" {
 		if err := h.storeCheck(r, boundary, summary); err != nil {
 			return err
 		}
@@ -190,85 +191,117 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, t *transcriptFile) e
 	return err
 }
 
-// boundary returns the seq of the last event before the session's newest
-// compact_boundary record, and the uuid of the summary record after it
-// ("" when the transcript holds none). Claude Code writes its records
-// asynchronously: when the newest compact_boundary in the file is older
-// than the head PreCompact compacted — the new one is not written yet —
-// or there is none, the boundary is that head, where PreCompact saw
-// Claude Code about to cut (Result.Unwritten), and there is no summary to
-// check. When there is neither, there is no boundary (Result.NoBoundary).
-func (h *Hook) boundary(r *Result, t *transcriptFile) (boundary uint64, summary string, err error) {
+// summaryRecord is the record of Claude Code's summary in the store: its
+// ref and its events.
+type summaryRecord struct {
+	ref  string
+	span store.RefSpan
+}
+
+// boundary returns the seq of the last event before the event of the
+// session's newest compact_boundary record, and the record of Claude
+// Code's summary after it (ref "" for none), from the session as the
+// import left it: the import stored every record of the transcript, the
+// compact_boundary record as a system event (transcript.
+// IsClaudeCodeCompaction), so the store holds whatever the file would
+// say. Claude Code writes its records asynchronously: when the session
+// holds no compaction event after the head PreCompact compacted — the new
+// compact_boundary is not written yet, or there is none — the boundary is
+// that head, where PreCompact saw Claude Code about to cut
+// (Result.Unwritten), and there is no summary to check. When there is
+// neither, there is no boundary (Result.NoBoundary).
+func (h *Hook) boundary(r *Result, at sessionState) (boundary uint64, summary summaryRecord, err error) {
 	session := r.Input.SessionID
-	bound, next, found, err := t.findLast(`"compact_boundary"`, func(rec *record) bool {
-		return rec.Type == "system" && rec.Subtype == "compact_boundary" && rec.UUID != ""
-	})
-	if err != nil {
-		return 0, "", err
+	if !at.exists {
+		r.NoBoundary = true
+		return 0, summary, nil
 	}
-	var at store.RefSpan
-	var info store.Info
+	var found bool
 	err = h.db.View(func(s *store.Snapshot) error {
-		var err error
-		if info, err = s.Info(session); err != nil {
-			return err
+		// Back from the head a block at a time, down to the first event after
+		// the compacted prefix: a compaction before it is older than the
+		// head PreCompact compacted.
+		var after tier.Event // the event after the one looked at; Seq 0 for none
+		var bound tier.Event
+		for hi := at.head; hi > at.compactedTo && !found; {
+			lo := at.compactedTo + 1
+			if hi-lo >= boundaryBlock {
+				lo = hi - boundaryBlock + 1
+			}
+			var block []tier.Event
+			if err := s.Events(session, lo, hi, func(e tier.Event) error {
+				block = append(block, e)
+				return nil
+			}); err != nil {
+				return err
+			}
+			for i := len(block) - 1; i >= 0 && !found; i-- {
+				if found = transcript.IsClaudeCodeCompaction(block[i]); found {
+					bound = block[i]
+				} else {
+					after = block[i]
+				}
+			}
+			hi = lo - 1
 		}
 		if !found {
 			return nil
 		}
-		var ok bool
-		if at, ok, err = s.Ref(session, bound.UUID); err == nil && !ok {
-			err = errors.Wrapf(ErrNoBoundary, "the store holds no event of compact_boundary record %s", bound.UUID)
+		boundary = bound.Seq - 1
+		// The summary is the record Claude Code writes right after its
+		// compact_boundary record, the user record it flags
+		// isCompactSummary, stored as system events. The store keeps the
+		// events, not the flag: the records between the two that carry no
+		// event (progress, file history) are not stored, so the summary is
+		// the record of the next event, when that is a system event of a
+		// record. A summary without text stores no event, and is not
+		// checked.
+		if after.Seq != bound.Seq+1 || after.Kind != tier.KindSystem || after.Ref == "" ||
+			after.Ref == bound.Ref || strings.HasPrefix(after.Ref, strataRefPrefix) {
+			return nil
+		}
+		span, ok, err := s.Ref(session, after.Ref)
+		if err == nil && ok {
+			summary = summaryRecord{ref: after.Ref, span: span}
 		}
 		return err
 	})
 	switch {
-	case errors.Is(err, store.ErrSessionNotFound) && !found:
-		r.NoBoundary = true
-		return 0, "", nil
 	case err != nil:
-		return 0, "", err
-	case (!found || at.First-1 < info.CompactedTo) && info.CompactedTo > 0:
+		return 0, summaryRecord{}, err
+	case !found && at.compactedTo > 0:
 		r.Unwritten = true
-		return info.CompactedTo, "", nil
+		return at.compactedTo, summaryRecord{}, nil
 	case !found:
 		r.NoBoundary = true
-		return 0, "", nil
+		return 0, summaryRecord{}, nil
 	}
-	sum, sumFound, err := t.findAfter(next, maxSummaryLines, func(rec *record) bool { return rec.IsCompactSummary && rec.UUID != "" })
-	if err != nil || !sumFound {
-		return at.First - 1, "", err
-	}
-	return at.First - 1, sum.UUID, nil
+	return boundary, summary, nil
 }
 
 // storeCheck computes the state at boundary, checks the summary (the
-// events of record summaryUUID) against it, and appends the check as a
-// system event after the session's head — once: its ref names the
-// summary's record.
-func (h *Hook) storeCheck(r *Result, boundary uint64, summaryUUID string) error {
+// events of its record) against it, and appends the check as a system
+// event after the session's head — once: its ref names the summary's
+// record.
+func (h *Hook) storeCheck(r *Result, boundary uint64, summary summaryRecord) error {
 	session := r.Input.SessionID
-	ref := strataRefPrefix + "summary-check:" + summaryUUID
+	ref := strataRefPrefix + "summary-check:" + summary.ref
 	var ev *tier.Event
 	err := h.db.View(func(s *store.Snapshot) error {
 		var err error
 		if r.State, err = computeState(s, session, boundary); err != nil {
 			return err
 		}
-		span, ok, err := s.Ref(session, summaryUUID)
-		if err != nil || !ok {
-			return err // a summary without text stores no event: nothing to check
-		}
 		var text strings.Builder
 		var at int64
-		if err := s.Events(session, span.First, span.Last, func(e tier.Event) error {
+		if err := s.Events(session, summary.span.First, summary.span.Last, func(e tier.Event) error {
 			text.WriteString(e.Text)
 			at = e.Time
 			return nil
 		}); err != nil {
 			return err
 		}
-		if r.Check, err = checkSummary(s, r.State, text.String(), span.First, r.Input.Cwd); err != nil {
+		if r.Check, err = checkSummary(s, r.State, text.String(), summary.span.First, r.Input.Cwd); err != nil {
 			return err
 		}
 		_, stored, err := s.Ref(session, ref)

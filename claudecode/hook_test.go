@@ -58,10 +58,12 @@ func (c *cc) result(id, text string, isError bool) {
 		"content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}}})
 }
 
-func (c *cc) compact(summary string) {
-	c.add(map[string]any{"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+// compact adds Claude Code's compaction: its compact_boundary record and
+// the summary record after it, whose uuids it returns.
+func (c *cc) compact(summary string) (boundary, summaryRecord string) {
+	boundary = c.add(map[string]any{"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
 		"compactMetadata": map[string]any{"trigger": "auto", "preTokens": 160000}})
-	c.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": summary}})
+	return boundary, c.add(map[string]any{"type": "user", "isCompactSummary": true, "message": map[string]any{"role": "user", "content": summary}})
 }
 
 // write writes lines from..to of c to the file at path (appending).
@@ -297,6 +299,170 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 	if !r.NoBoundary || r.Output != nil || r.State != nil || len(r.Compactions) != 0 || r.Import.Events == 0 ||
 		len(storetest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
 		t.Fatalf("%+v, line %q; want the records imported, nothing else", r, r.Line())
+	}
+}
+
+// TestHook_Run_BoundaryFromStore: SessionStart finds Claude Code's
+// compaction in the store, where the import stored its records, not in
+// the file: run again on a transcript rewritten to hold only the records
+// after the summary, it finds the same boundary and summary, and gives the
+// same output.
+func TestHook_Run_BoundaryFromStore(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{})
+	c.write(t, path, 0, boundary)
+	run(t, h, hookInput(path, claudecode.EventPreCompact))
+	c.write(t, path, boundary, len(c.lines))
+	start := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if start.Check == nil || start.Unwritten {
+		t.Fatalf("SessionStart: %q; want the summary checked", start.Line())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	c.write(t, path, boundary+2, len(c.lines))
+	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if string(again.Output) != string(start.Output) || again.Unwritten || again.NoBoundary || again.Check == nil ||
+		again.Check.Summary != start.Check.Summary || again.State.Boundary != start.State.Boundary || again.Import.Events != 0 {
+		t.Fatalf("SessionStart on the rewritten file: %q; want the boundary and summary of the store, the same output as %q", again.Line(), start.Line())
+	}
+}
+
+// TestHook_Run_SummaryNotWrittenYet: Claude Code has written its
+// compact_boundary record but not the summary after it: the state at the
+// boundary is injected, no summary is checked; SessionStart run again once
+// the summary is written checks it, and stores the check once.
+func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{})
+	c.write(t, path, 0, boundary)
+	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	c.write(t, path, boundary, boundary+1)
+	r := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if r.Unwritten || r.Check != nil || r.State == nil || r.State.Boundary != pre.Import.Last || strings.Contains(r.Line(), "summary_seq=") {
+		t.Fatalf("%q; want the state at seq %d, no check", r.Line(), pre.Import.Last)
+	}
+	evs := dbtest.Events(t, db, session)
+	if last := evs[len(evs)-1]; !strings.HasPrefix(last.Text, "Claude Code compacted the conversation") {
+		t.Fatalf("the last event is %+v; want the compaction's, no check after it", last)
+	}
+	c.write(t, path, boundary+1, len(c.lines))
+	r = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if r.Check == nil || r.Check.Summary != pre.Import.Last+2 || r.State.Boundary != pre.Import.Last {
+		t.Fatalf("with the summary written: %q; want it checked at seq %d", r.Line(), pre.Import.Last+2)
+	}
+	checks := func() int {
+		n := 0
+		for _, e := range dbtest.Events(t, db, session) {
+			if strings.HasPrefix(e.Ref, "strata:summary-check:") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("%d checks stored, want 1", n)
+	}
+	run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if n := checks(); n != 1 {
+		t.Fatalf("run again: %d checks stored, want 1", n)
+	}
+}
+
+// TestHook_Run_NoSummaryRecord: a compact_boundary record followed by
+// none flagged isCompactSummary — the next record is the user's — has no
+// summary to check: the user's message is not taken for one.
+func TestHook_Run_NoSummaryRecord(t *testing.T) {
+	c, boundary := sessionTranscript()
+	c.lines = c.lines[:boundary+1] // the compact_boundary record, then no summary
+	c.user("Go on.")
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	c.write(t, path, 0, len(c.lines))
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	if r.Check != nil || r.State == nil || r.NoBoundary || r.Unwritten || len(r.Compactions) != 1 || r.Compactions[0].To != r.State.Boundary {
+		t.Fatalf("%q; want a marker at the boundary, no check", r.Line())
+	}
+}
+
+// TestHook_Run_BoundaryWalk: SessionStart walks back from the head to the
+// compaction a block of events at a time: however many events follow the
+// summary — none, a block's worth, the compact_boundary's event and the
+// summary's in two blocks — the boundary and the summary are the same.
+func TestHook_Run_BoundaryWalk(t *testing.T) {
+	for _, after := range []int{0, 1, 61, 62, 63, 64, 65, 130} {
+		t.Run(strconv.Itoa(after), func(t *testing.T) {
+			c := &cc{}
+			c.user("Make the build pass.")
+			c.call("toolu_build", "Bash", map[string]any{"command": "make build"})
+			c.result("toolu_build", "Exit code 2", true)
+			bound, summary := c.compact("The build failed.")
+			for i := range after {
+				c.user(fmt.Sprintf("Step %d.", i))
+			}
+			path := filepath.Join(t.TempDir(), session+".jsonl")
+			c.write(t, path, 0, len(c.lines))
+			db := dbtest.Open(t, store.Options{NoSync: true})
+			r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+			var b, s store.RefSpan
+			if err := db.View(func(snap *store.Snapshot) error {
+				var err error
+				if b, _, err = snap.Ref(session, bound); err != nil {
+					return err
+				}
+				s, _, err = snap.Ref(session, summary)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if r.State == nil || r.State.Boundary != b.First-1 || r.Check == nil || r.Check.Summary != s.First || s.First != b.First+1 {
+				t.Fatalf("%q; want the boundary at seq %d, the summary at %d", r.Line(), b.First-1, s.First)
+			}
+		})
+	}
+}
+
+// TestHook_RunTranscript_ReadsTheOpenFile: the hook reads the transcript
+// it was given open, not its path again: removed after it was opened, it
+// is read all the same.
+func TestHook_RunTranscript_ReadsTheOpenFile(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{})
+	for _, step := range []struct {
+		event    string
+		from, to int
+	}{{claudecode.EventPreCompact, 0, boundary}, {claudecode.EventSessionStart, boundary, len(c.lines)}} {
+		c.write(t, path, step.from, step.to)
+		tr, err := hookInput(path, step.event).OpenTranscript()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Moved aside: the path names no file while the hook runs.
+		if err := os.Rename(path, path+".aside"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.RunTranscript(context.Background(), tr)
+		if cerr := tr.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("%s: %v; want the open transcript read", step.event, err)
+		}
+		if r.Import.Events == 0 {
+			t.Fatalf("%s: %q; want the open transcript read", step.event, r.Line())
+		}
+		if err := os.Rename(path+".aside", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := (claudecode.Input{TranscriptPath: path + ".none"}).OpenTranscript(); err == nil {
+		t.Fatal("OpenTranscript of no file: no error")
 	}
 }
 

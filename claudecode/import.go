@@ -46,22 +46,32 @@ type Import struct {
 	Report transcript.Report
 }
 
+// sessionState is a session as an import left it, from the import's own
+// reads — its snapshot, and its append — for the hook's next step.
+type sessionState struct {
+	exists      bool   // the store holds the session
+	head        uint64 // its head
+	compactedTo uint64 // the end of its compacted prefix (store.Info.CompactedTo)
+	ownHead     bool   // the head is an event the hook added itself (strataRefPrefix)
+}
+
 // importTranscript appends to session the records of t it does not hold,
 // reading only the part of the file after the last one it holds when that
 // record is found, and the whole file otherwise (or when whole is set):
 // either way a record the session holds is left out (its ref is its
-// uuid), so importing again adds nothing twice.
-func importTranscript(db *store.DB, session string, t *transcriptFile, whole bool) (Import, error) {
+// uuid), so importing again adds nothing twice. It returns the session as
+// it left it.
+func importTranscript(db *store.DB, session string, t *transcriptFile, whole bool) (Import, sessionState, error) {
 	for try := 1; ; try++ {
 		var im Import
 		var ss []transcript.Session
-		var head uint64
+		var at sessionState
 		err := db.View(func(s *store.Snapshot) error {
-			tgt, h, anchor, err := sessionTarget(s, session)
+			tgt, st, anchor, err := sessionTarget(s, session)
 			if err != nil {
 				return err
 			}
-			head, im.Anchor, im.To = h, anchor, t.end
+			at, im.Anchor, im.To = st, anchor, t.end
 			if anchor != "" && !whole {
 				_, next, found, err := t.findLast(jsonString(anchor), func(r *record) bool { return r.UUID == anchor })
 				if err != nil {
@@ -79,7 +89,7 @@ func importTranscript(db *store.DB, session string, t *transcriptFile, whole boo
 			return err
 		})
 		if err != nil {
-			return im, err
+			return im, sessionState{}, err
 		}
 		var events []tier.Event
 		var lines []int
@@ -87,21 +97,23 @@ func importTranscript(db *store.DB, session string, t *transcriptFile, whole boo
 			events, lines = append(events, s.Events...), append(lines, s.Lines...)
 		}
 		if len(events) == 0 {
-			return im, nil
+			return im, at, nil
 		}
 		res, err := db.Append(session, events...)
 		if err != nil {
-			if try < maxAppendTries && headMoved(db, session, head) {
+			if try < maxAppendTries && headMoved(db, session, at.head) {
 				continue
 			}
 			var ee *tier.EventError
 			if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(lines) {
 				err = &transcript.LineError{File: t.path, Line: lines[ee.Index] + t.linesBeforeOrZero(im.From), Err: err}
 			}
-			return im, errors.Wrapf(err, "claudecode: storing the records of %s", t.path)
+			return im, sessionState{}, errors.Wrapf(err, "claudecode: storing the records of %s", t.path)
 		}
 		im.Events, im.First, im.Last = len(events), res.First, res.Last
-		return im, nil
+		at.exists, at.head = true, res.Last
+		at.ownHead = strings.HasPrefix(events[len(events)-1].Ref, strataRefPrefix)
+		return im, at, nil
 	}
 }
 
@@ -112,47 +124,52 @@ func headMoved(db *store.DB, session string, head uint64) bool {
 }
 
 // sessionTarget returns where the transcript's records go — session,
-// with the calls open at its head and the refs it holds — and the head,
-// and the ref of the last event made from a record of a transcript (the
-// anchor of an incremental read), "" when it holds none.
-func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, head uint64, anchor string, err error) {
+// with the calls open at its head and the refs it holds — the session's
+// state, and the ref of the last event made from a record of a transcript
+// (the anchor of an incremental read), "" when it holds none.
+func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, st sessionState, anchor string, err error) {
 	t = transcript.Target{Session: session, Stored: func(ref string) (bool, error) {
 		_, ok, err := s.Ref(session, ref)
 		return ok, err
 	}}
 	info, err := s.Info(session)
 	if errors.Is(err, store.ErrSessionNotFound) {
-		return t, 0, "", nil
+		return t, st, "", nil
 	}
 	if err != nil {
-		return t, 0, "", err
+		return t, st, "", err
 	}
+	st = sessionState{exists: true, head: info.Head, compactedTo: info.CompactedTo}
 	l, err := s.Ledger(session)
 	if err != nil {
-		return t, 0, "", err
+		return t, st, "", err
 	}
 	for _, o := range l.OpenList() {
 		if err := s.Events(session, o.Seq, o.Seq, func(e tier.Event) error {
 			t.Open = append(t.Open, e)
 			return nil
 		}); err != nil {
-			return t, 0, "", err
+			return t, st, "", err
 		}
 	}
 	for seq := info.Head; seq > 0 && info.Head-seq < maxAnchorSteps && anchor == ""; seq-- {
 		if err := s.Events(session, seq, seq, func(e tier.Event) error {
-			if e.Ref != "" && !strings.HasPrefix(e.Ref, strataRefPrefix) {
+			own := strings.HasPrefix(e.Ref, strataRefPrefix)
+			if seq == info.Head {
+				st.ownHead = own
+			}
+			if e.Ref != "" && !own {
 				anchor = e.Ref
 			}
 			return nil
 		}); err != nil {
-			return t, 0, "", err
+			return t, st, "", err
 		}
 	}
 	if strings.Contains(anchor, ":") {
 		anchor = "" // a ref derived from a record without a uuid: not searchable
 	}
-	return t, info.Head, anchor, nil
+	return t, st, anchor, nil
 }
 
 // decode reads the transcript's records from offset from to its end,

@@ -2,10 +2,13 @@ package claudecode
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
@@ -65,7 +68,7 @@ func importFile(t testing.TB, db *store.DB, session, path string, whole bool) Im
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	im, err := importTranscript(db, session, tf, whole)
+	im, _, err := importTranscript(db, session, tf, whole)
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
@@ -177,4 +180,59 @@ func TestImport_RewrittenFile(t *testing.T) {
 	if !im.Full || im.Anchor != "a5" || im.From != 0 || im.Report.Known == 0 || im.Events == 0 || im.Report.OrphanResults != 0 {
 		t.Fatalf("%+v: want the whole file read (a5 not found), the known records left out, the new ones stored, the refusal resolving the call the store holds open", im)
 	}
+}
+
+// TestImport_SessionState: the session as an import leaves it — what
+// PreCompact compacts and SessionStart walks back from, without reading
+// the session again — is the store's: its head, its compacted prefix, and
+// whether the head is the hook's own event.
+func TestImport_SessionState(t *testing.T) {
+	ls := lines(t, fixture)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h, err := New(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, want func(st sessionState) bool) sessionState {
+		t.Helper()
+		tf, err := openTranscript(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tf.Close()
+		_, st, err := importTranscript(db, fixtureSession, tf, false)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		info, err := db.Info(fixtureSession)
+		switch {
+		case errors.Is(err, store.ErrSessionNotFound):
+			if st.exists {
+				t.Fatalf("%s: %+v; the store holds no session", what, st)
+			}
+		case err != nil:
+			t.Fatal(err)
+		case !st.exists || st.head != info.Head || st.compactedTo != info.CompactedTo:
+			t.Fatalf("%s: %+v; the store says head %d, compacted to %d", what, st, info.Head, info.CompactedTo)
+		}
+		if !want(st) {
+			t.Fatalf("%s: %+v", what, st)
+		}
+		return st
+	}
+	grow(t, path, ls[:1]) // a summary record: nothing to store
+	check("nothing stored", func(st sessionState) bool { return !st.exists })
+	grow(t, path, ls[1:12])
+	st := check("records stored", func(st sessionState) bool { return st.head > 0 && !st.ownHead && st.compactedTo == 0 })
+	if _, err := h.comp.CompactTo(context.Background(), fixtureSession, st.head); err != nil {
+		t.Fatal(err)
+	}
+	check("nothing new after a compaction", func(s sessionState) bool { return s.head == st.head && s.compactedTo == st.head && !s.ownHead })
+	if _, err := db.Append(fixtureSession, tier.Event{Kind: tier.KindSystem, Text: "strata's own", Ref: strataRefPrefix + "x"}); err != nil {
+		t.Fatal(err)
+	}
+	check("the hook's own event at the head", func(s sessionState) bool { return s.head == st.head+1 && s.ownHead })
+	grow(t, path, ls[12:])
+	check("records after the hook's own event", func(s sessionState) bool { return s.head > st.head+1 && !s.ownHead && s.compactedTo == st.head })
 }

@@ -43,17 +43,28 @@ func (in *Input) Handled() bool {
 	return in.HookEventName == EventPreCompact || in.HookEventName == EventSessionStart && in.Source == SourceCompact
 }
 
-// CheckTranscript opens in's transcript and closes it: whether Run can
-// read it, for a caller that would otherwise make the store first. A
-// transcript_path under "~/" is made the user's home's, as Run reads it.
-func (in *Input) CheckTranscript() error {
-	in.resolveTranscript()
-	t, err := openTranscript(in.TranscriptPath)
-	if err != nil {
-		return err
-	}
-	return t.Close()
+// Transcript is the transcript of a hook input, open for reading up to
+// the end of its last whole line (Input.OpenTranscript).
+type Transcript struct {
+	in   Input
+	file *transcriptFile
 }
+
+// OpenTranscript opens in's transcript for Hook.RunTranscript, a
+// transcript_path under "~/" made the user's home's, as Run reads it: for
+// a caller that would otherwise make the store first. The caller closes
+// it.
+func (in Input) OpenTranscript() (*Transcript, error) {
+	in.resolveTranscript()
+	f, err := openTranscript(in.TranscriptPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Transcript{in: in, file: f}, nil
+}
+
+// Close closes the transcript's file.
+func (t *Transcript) Close() error { return t.file.Close() }
 
 // resolveTranscript makes a transcript_path under "~/" the user's home's.
 func (in *Input) resolveTranscript() {

@@ -122,10 +122,7 @@ func (t *transcriptFile) line(off int64) (line []byte, next int64, err error) {
 
 // record is the part of a transcript record a search verifies.
 type record struct {
-	Type             string `json:"type"`
-	Subtype          string `json:"subtype"`
-	UUID             string `json:"uuid"`
-	IsCompactSummary bool   `json:"isCompactSummary"`
+	UUID string `json:"uuid"`
 }
 
 // findLast searches the transcript backwards from its end for the last
@@ -158,23 +155,6 @@ func (t *transcriptFile) findLast(pat string, ok func(*record) bool) (rec record
 		hi = lo
 	}
 	return record{}, 0, false, nil
-}
-
-// findAfter returns the first record at or after offset off that passes
-// ok, reading at most maxLines lines; found is false when there is none.
-func (t *transcriptFile) findAfter(off int64, maxLines int, ok func(*record) bool) (rec record, found bool, err error) {
-	for n := 0; off < t.end && n < maxLines; n++ {
-		line, next, err := t.line(off)
-		if err != nil {
-			return record{}, false, err
-		}
-		var r record
-		if json.Unmarshal(line, &r) == nil && ok(&r) {
-			return r, true, nil
-		}
-		off = next
-	}
-	return record{}, false, nil
 }
 
 // jsonString is s as a JSON string, as a search looks for it.

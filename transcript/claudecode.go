@@ -47,6 +47,13 @@ const claudeRejected = "User rejected tool use"
 // text goes on with the record's trigger and token count when it has them.
 const ClaudeCodeCompacted = "Claude Code compacted the conversation"
 
+// IsClaudeCodeCompaction reports whether e is the event of a Claude Code
+// compact_boundary record: a system event whose text begins with
+// ClaudeCodeCompacted. Its Ref names the record (its uuid).
+func IsClaudeCodeCompaction(e tier.Event) bool {
+	return e.Kind == tier.KindSystem && strings.HasPrefix(e.Text, ClaudeCodeCompacted)
+}
+
 // claudeCodeReader maps the records of a Claude Code session file, each
 // in the conversation its sessionId names.
 type claudeCodeReader struct {

@@ -253,6 +253,37 @@ func TestRead_ClaudeCode(t *testing.T) {
 	if n := count(evs, tier.KindUser, nil); n != 2 {
 		t.Errorf("%d user events, want the 2 the user typed", n)
 	}
+	// The compact_boundary record's event, and no other, is a compaction
+	// of Claude Code's, with the record's uuid as its ref.
+	var compactions []tier.Event
+	for _, e := range evs {
+		if transcript.IsClaudeCodeCompaction(e) {
+			compactions = append(compactions, e)
+		}
+	}
+	if len(compactions) != rep.Compactions || len(compactions) != 1 || compactions[0].Ref != "c1" ||
+		compactions[0].Text != transcript.ClaudeCodeCompacted+" (trigger auto, 155025 tokens before)" {
+		t.Errorf("compactions %+v; want the one of record c1", compactions)
+	}
+}
+
+// TestIsClaudeCodeCompaction: only a system event whose text begins as a
+// compact_boundary record's does: a user saying the same words is not one.
+func TestIsClaudeCodeCompaction(t *testing.T) {
+	for _, c := range []struct {
+		e    tier.Event
+		want bool
+	}{
+		{tier.Event{Kind: tier.KindSystem, Text: transcript.ClaudeCodeCompacted}, true},
+		{tier.Event{Kind: tier.KindSystem, Text: transcript.ClaudeCodeCompacted + " (trigger manual, 10 tokens before)"}, true},
+		{tier.Event{Kind: tier.KindUser, Text: transcript.ClaudeCodeCompacted}, false},
+		{tier.Event{Kind: tier.KindSystem, Text: "strata compared Claude Code's compact summary"}, false},
+		{tier.Event{Kind: tier.KindSystem, Text: "Note: " + transcript.ClaudeCodeCompacted}, false},
+	} {
+		if got := transcript.IsClaudeCodeCompaction(c.e); got != c.want {
+			t.Errorf("IsClaudeCodeCompaction(%+v) = %v, want %v", c.e, got, c.want)
+		}
+	}
 }
 
 func TestRead_ClaudeCodeSidechains(t *testing.T) {

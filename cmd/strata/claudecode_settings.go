@@ -129,8 +129,10 @@ type strataHookEntry struct {
 	command  *jsonNode
 }
 
-// claudeHooksText is a settings text parsed: the root object, its hooks
-// member (nil without one), and strata's handlers in it, in text order.
+// claudeHooksText is a settings text parsed — once: an edit moves what
+// the parse found to where it stands in the text the edit gives — its
+// root object, its hooks member (nil without one), and strata's handlers
+// in it, in text order.
 type claudeHooksText struct {
 	file   string
 	text   []byte
@@ -157,7 +159,6 @@ func parseClaudeHooks(file string, text []byte) (*claudeHooksText, error) {
 	if err != nil || m == nil {
 		return h, err
 	}
-	h.hooks = m
 	if m.value.kind != '{' {
 		return nil, syntaxErrorAt(file, text, m.value.start, "\"hooks\" is %s, not an object of hook events", m.value.kindName(text))
 	}
@@ -168,7 +169,22 @@ func parseClaudeHooks(file string, text []byte) (*claudeHooksText, error) {
 			return nil, syntaxErrorAt(file, text, em.value.start, "hooks.%s is %s, not a list of matchers and their hooks", ev.name, em.value.kindName(text))
 		}
 	}
-	for _, em := range m.value.members {
+	h.scan()
+	return h, nil
+}
+
+// scan finds the hooks member and strata's handlers in the parsed text.
+func (h *claudeHooksText) scan() {
+	h.hooks, h.strata = nil, nil
+	for i := range h.root.members {
+		if h.root.members[i].key == "hooks" {
+			h.hooks = &h.root.members[i]
+		}
+	}
+	if h.hooks == nil {
+		return
+	}
+	for _, em := range h.hooks.value.members {
 		if em.value.kind != '[' {
 			continue
 		}
@@ -194,7 +210,29 @@ func parseClaudeHooks(file string, text []byte) (*claudeHooksText, error) {
 			}
 		}
 	}
-	return h, nil
+}
+
+// edit makes e in the text, and moves the values parsed to where they
+// stand in it. It adds no value: what e inserts is in the text, not in
+// the values parsed, so that an edit after it must not need to find it.
+func (h *claudeHooksText) edit(e jsonEdit) {
+	h.text = e.apply(h.text)
+	h.layout = layoutOf(h.text)
+	h.root.shift(e)
+}
+
+// remove takes item i of the object or array c out of the text
+// (removeItem) and out of the values parsed, and finds strata's handlers
+// again.
+func (h *claudeHooksText) remove(c *jsonNode, i int) {
+	e := removeItem(h.text, c, i, h.layout)
+	if c.kind == '{' {
+		c.members = slices.Delete(c.members, i, i+1)
+	} else {
+		c.elems = slices.Delete(c.elems, i, i+1)
+	}
+	h.edit(e)
+	h.scan()
 }
 
 // onlyMember returns obj's member key (nil without one); a key the object
@@ -266,8 +304,10 @@ type hookChange struct {
 // command, under each of claudeHookEvents, what it changed, and what it
 // created (claudeInstallRecord's entries: "hooks", "hooks.EVENT"). An
 // event that has strata's handler keeps it where it is, its command made
-// command; one without gets strata's group after the groups it has.
-// text nil is a missing file: install makes the whole document.
+// command; one without gets strata's group after the groups it has; the
+// events hooks lacks get their lists after its members, in one edit.
+// text nil is a missing file: install makes the whole document. The text
+// is parsed once.
 func installHooks(file string, text []byte, command string) (out []byte, changes []hookChange, created []string, err error) {
 	if text == nil {
 		text, created = []byte("{}\n"), []string{"file"}
@@ -280,27 +320,35 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 		for _, ev := range claudeHookEvents {
 			changes = append(changes, hookChange{What: "added", claudeHook: claudeHook{Event: ev.name, Matcher: ev.matcher, Command: command}})
 		}
-		edit := appendItem(text, h.root, h.layout, func(indent string, flat bool) string {
+		edit := appendItems(text, h.root, h.layout, func(indent string, flat bool) string {
 			return renderMember("hooks", hookEvents(command), indent, h.layout, flat)
 		})
 		return edit.apply(text), changes, append(created, "hooks"), nil
 	}
+	var missing []func(indent string, flat bool) string // the lists of the events hooks lacks
 	for _, ev := range claudeHookEvents {
-		if h, err = parseClaudeHooks(file, text); err != nil {
-			return nil, nil, nil, err
+		if _, ok := h.hooks.value.member(ev.name); !ok {
+			missing = append(missing, func(indent string, flat bool) string {
+				return renderMember(ev.name, []any{hookGroup(ev.matcher, command)}, indent, h.layout, flat)
+			})
 		}
+	}
+	for _, ev := range claudeHookEvents {
 		change := hookChange{What: "added", claudeHook: claudeHook{Event: ev.name, Matcher: ev.matcher, Command: command}}
 		em, _ := h.hooks.value.member(ev.name)
 		mine := h.entriesOf(ev.name)
 		var edits []jsonEdit
 		switch {
 		case em.value == nil:
-			edits = append(edits, appendItem(text, h.hooks.value, h.layout, func(indent string, flat bool) string {
-				return renderMember(ev.name, []any{hookGroup(ev.matcher, command)}, indent, h.layout, flat)
-			}))
+			// Every list hooks lacks, in one edit: the values parsed do not
+			// hold one inserted, which the next would follow.
+			if missing != nil {
+				edits = append(edits, appendItems(h.text, h.hooks.value, h.layout, missing...))
+				missing = nil
+			}
 			created = append(created, "hooks."+ev.name)
 		case len(mine) == 0:
-			edits = append(edits, appendItem(text, em.value, h.layout, func(indent string, flat bool) string {
+			edits = append(edits, appendItems(h.text, em.value, h.layout, func(indent string, flat bool) string {
 				return renderJSON(hookGroup(ev.matcher, command), indent, h.layout, flat)
 			}))
 		default:
@@ -315,48 +363,38 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 		// From the last: an edit leaves the spans before it where they are.
 		slices.SortFunc(edits, func(a, b jsonEdit) int { return b.start - a.start })
 		for _, e := range edits {
-			text = e.apply(text)
+			h.edit(e)
 		}
 		changes = append(changes, change)
 	}
-	return text, changes, created, nil
+	return h.text, changes, created, nil
 }
 
 // uninstallHooks returns the settings text without strata's handlers —
 // each with its group when the group holds nothing else — and without the
 // event lists and hooks object that created names (install's record) once
 // they are empty. empty reports that the document is then an empty
-// object.
+// object. The text is parsed once.
 func uninstallHooks(file string, text []byte, created []string) (out []byte, removed []hookChange, empty bool, err error) {
-	for {
-		h, err := parseClaudeHooks(file, text)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if len(h.strata) == 0 {
-			break
-		}
+	h, err := parseClaudeHooks(file, text)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for len(h.strata) > 0 {
 		// The last first: each removal is the inverse of the append that
 		// made it while what came after it is gone too.
 		e := h.strata[len(h.strata)-1]
-		edit := removeItem(text, e.handlers, e.handler, h.layout)
-		if e.lone {
-			edit = removeItem(text, e.list, e.group, h.layout)
-		}
-		text = edit.apply(text)
 		removed = append(removed, hookChange{What: "removed", claudeHook: claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str}})
+		if e.lone {
+			h.remove(e.list, e.group)
+		} else {
+			h.remove(e.handlers, e.handler)
+		}
 	}
 	slices.Reverse(removed)
 	// Then the containers install made, innermost first, each the last of
 	// its object when install added it.
-	for i := len(claudeHookEvents) - 1; i >= -1; i-- {
-		h, err := parseClaudeHooks(file, text)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if h.hooks == nil {
-			break
-		}
+	for i := len(claudeHookEvents) - 1; i >= -1 && h.hooks != nil; i-- {
 		obj, key, parent := h.hooks.value, "", h.hooks.value
 		if i >= 0 {
 			key = claudeHookEvents[i].name
@@ -373,12 +411,7 @@ func uninstallHooks(file string, text []byte, created []string) (out []byte, rem
 				continue
 			}
 		}
-		idx := slices.IndexFunc(parent.members, func(m jsonMember) bool { return m.key == key })
-		text = removeItem(text, parent, idx, h.layout).apply(text)
+		h.remove(parent, slices.IndexFunc(parent.members, func(m jsonMember) bool { return m.key == key }))
 	}
-	h, err := parseClaudeHooks(file, text)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	return text, removed, len(h.root.members) == 0, nil
+	return h.text, removed, len(h.root.members) == 0, nil
 }

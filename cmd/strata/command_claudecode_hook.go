@@ -170,9 +170,11 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		r := claudecode.Result{Input: in, Ignored: true}
 		return r.Line(), nil
 	}
-	if err := in.CheckTranscript(); err != nil {
+	t, err := in.OpenTranscript()
+	if err != nil {
 		return failed("reading the transcript", err) // before the store is made
 	}
+	defer t.Close()
 	if !strings.Contains(db, "://") {
 		// The resume command the injected state gives names the store
 		// wherever the agent runs it.
@@ -195,7 +197,7 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		st.Close()
 		return failed("(setting up)", err)
 	}
-	r, err := h.Run(cmd.Context(), in)
+	r, err := h.RunTranscript(cmd.Context(), t)
 	if cerr := st.Close(); err == nil && cerr != nil {
 		err = errors.Wrap(cerr, "closing the store")
 	}

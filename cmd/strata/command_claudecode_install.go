@@ -131,9 +131,7 @@ func (s *claudeSettings) others() ([]otherSettings, error) {
 		}
 		out = append(out, otherSettings{u, "strata claude-code uninstall --user removes them"})
 	}
-	local := *project
-	local.path, local.shown = filepath.Join(project.dir, claudeLocalSettingsFile), project.beside(claudeLocalSettingsFile)
-	out = append(out, otherSettings{&local, "take them out of it by hand: uninstall edits " + claudeSettingsFile + " only"})
+	out = append(out, otherSettings{project.local(), "take them out of it by hand, or strata claude-code uninstall removes them with those of " + claudeSettingsFile})
 	return slices.DeleteFunc(out, func(o otherSettings) bool { return o.s.path == s.path }), nil
 }
 
@@ -451,11 +449,18 @@ install created (its note, .claude/strata-install.json) go too once
 nothing else is in them; everything else stays byte for byte. It says
 what it removed, or that nothing was installed.
 
+In a project, strata's hooks come out of .claude/settings.local.json too
+(one person's settings, not committed), whose hooks Claude Code runs as
+well: exactly their text, each with its group when the group holds
+nothing else; the lists and objects they leave empty stay, and so does
+the file. A local file that is not JSON is left as it is, with a warning.
+--user edits the user's settings only.
+
 The store stays: when the hook has made it (or its log), uninstall says
 where it is and how to delete it.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.uninstall(cmd.OutOrStdout())
+			return o.uninstall(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.addSettingsFlags(cmd)
@@ -586,8 +591,46 @@ func checkStrataOnPath(w io.Writer) {
 	}
 }
 
-// uninstall removes strata's hooks and says what it removed.
-func (o *claudeInstallOptions) uninstall(out io.Writer) error {
+// settingsRemoval is strata's hooks taken out of one settings file: the
+// text without them, to write back to target in mode.
+type settingsRemoval struct {
+	s       *claudeSettings
+	target  string
+	mode    fs.FileMode
+	text    []byte
+	removed []hookChange
+	empty   bool // the document is an empty object without them
+}
+
+// removeFrom returns strata's hooks taken out of text, the settings file
+// s as readSettings read it, and of what created names (install's record)
+// what they leave empty.
+func removeFrom(s *claudeSettings, text []byte, target string, mode fs.FileMode, created []string) (*settingsRemoval, error) {
+	r := &settingsRemoval{s: s, target: target, mode: mode}
+	var err error
+	if r.text, r.removed, r.empty, err = uninstallHooks(s.shown, text, created); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// local returns the project's local settings beside s,
+// .claude/settings.local.json.
+func (s *claudeSettings) local() *claudeSettings {
+	local := *s
+	local.path, local.shown = filepath.Join(s.dir, claudeLocalSettingsFile), s.beside(claudeLocalSettingsFile)
+	return &local
+}
+
+// uninstall removes strata's hooks and says what it removed: from the
+// settings the flags choose, and for a project's from its local settings
+// too, which Claude Code runs the hooks of as well. The local file is one
+// person's, not committed: what goes out of it changes the sessions of the
+// person running uninstall only. Install wrote nothing there, so only
+// strata's hooks go, each with its group when the group holds nothing
+// else; every list and object they leave empty stays, and so does the
+// file. Both files are read before either is written.
+func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 	s, err := o.settings()
 	if err != nil {
 		return err
@@ -596,43 +639,70 @@ func (o *claudeInstallOptions) uninstall(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if text == nil {
-		fmt.Fprintf(out, "%s: no such file: strata's hooks are not installed\n", s.shown)
-		return nil
-	}
-	created, err := readInstallRecord(s)
-	if err != nil {
-		return err
-	}
-	newText, removed, empty, err := uninstallHooks(s.shown, text, created)
-	if err != nil {
-		return err
-	}
-	if len(removed) == 0 {
-		fmt.Fprintf(out, "%s holds no hook of strata's: nothing changed\n", s.shown)
-		return nil
-	}
-	fmt.Fprintf(out, "removed strata's hooks from %s:\n", s.shown)
-	var stores []string
-	for _, c := range removed {
-		fmt.Fprintf(out, "  removed %s: %s\n", eventName(c.Event, c.Matcher), c.Command)
-		if db, ok := s.storeOf(c.Command); ok && !slices.Contains(stores, db) {
-			stores = append(stores, db)
-		}
-	}
-	if empty && slices.Contains(created, "file") {
-		if err := os.Remove(target); err != nil {
+	var main, local *settingsRemoval
+	var created []string
+	if text != nil {
+		if created, err = readInstallRecord(s); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "removed %s: install created it, and nothing else is in it\n", s.shown)
-	} else if err := writeSettings(target, mode, newText); err != nil {
-		return errors.Wrapf(err, "writing %s", s.shown)
+		if main, err = removeFrom(s, text, target, mode, created); err != nil {
+			return err
+		}
 	}
-	if err := writeInstallRecord(s, nil); err != nil {
-		return err
+	if !s.user {
+		l := s.local()
+		text, target, mode, err := readSettings(l)
+		if err != nil {
+			return err
+		}
+		if text != nil {
+			local, err = removeFrom(l, text, target, mode, nil)
+		}
+		if errors.HasType(err, (*jsonSyntaxError)(nil)) {
+			// Claude Code does not read such a file; it is not the one the
+			// command is about, and uninstall does not stop for it.
+			fmt.Fprintf(errOut, "warning: %v: uninstall leaves it as it is\n", err)
+			local, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if slices.Contains(created, "directory") {
-		_ = os.Remove(s.dir) // only when empty: the store may be there
+	switch {
+	case main == nil:
+		fmt.Fprintf(out, "%s: no such file: strata's hooks are not installed\n", s.shown)
+	case len(main.removed) == 0:
+		fmt.Fprintf(out, "%s holds no hook of strata's: nothing changed\n", s.shown)
+	}
+	var stores []string
+	for _, r := range []*settingsRemoval{main, local} {
+		if r == nil || len(r.removed) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "removed strata's hooks from %s:\n", r.s.shown)
+		for _, c := range r.removed {
+			fmt.Fprintf(out, "  removed %s: %s\n", eventName(c.Event, c.Matcher), c.Command)
+			if db, ok := r.s.storeOf(c.Command); ok && !slices.Contains(stores, db) {
+				stores = append(stores, db)
+			}
+		}
+		if r == main && r.empty && slices.Contains(created, "file") {
+			if err := os.Remove(r.target); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "removed %s: install created it, and nothing else is in it\n", r.s.shown)
+		} else if err := writeSettings(r.target, r.mode, r.text); err != nil {
+			return errors.Wrapf(err, "writing %s", r.s.shown)
+		}
+		if r != main {
+			continue
+		}
+		if err := writeInstallRecord(s, nil); err != nil {
+			return err
+		}
+		if slices.Contains(created, "directory") {
+			_ = os.Remove(s.dir) // only when empty: the store may be there
+		}
 	}
 	for _, db := range stores {
 		if postgres.IsURL(db) {

@@ -550,14 +550,14 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 		t.Errorf("install beside the user's: stderr\n%s\nwithout %q", r.stderr, want)
 	}
 	// One of strata's hooks in the project's local settings, which
-	// uninstall does not edit.
+	// uninstall removes with those of settings.json.
 	localText := `{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "strata claude-code hook --db /srv/mine.db"}]}]}}`
 	if err := os.WriteFile(local, []byte(localText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = cli(t, "", "claude-code", "install")
 	wantCode(t, r, exitOK)
-	if want := "warning: " + local + " holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; take them out of it by hand: uninstall edits settings.json only\n"; !strings.Contains(r.stderr, want) {
+	if want := "warning: " + local + " holds strata's hooks too: Claude Code runs those as well at each compaction, and the state is injected twice; take them out of it by hand, or strata claude-code uninstall removes them with those of settings.json\n"; !strings.Contains(r.stderr, want) {
 		t.Errorf("install beside the local settings: stderr\n%s\nwithout %q", r.stderr, want)
 	}
 
@@ -573,7 +573,7 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 		"hooks: also in " + user + ", which Claude Code runs too; strata claude-code uninstall --user removes them\n" +
 		"  PreCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
 		"  SessionStart (matcher compact): strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
-		"hooks: also in " + local + ", which Claude Code runs too; take them out of it by hand: uninstall edits settings.json only\n" +
+		"hooks: also in " + local + ", which Claude Code runs too; take them out of it by hand, or strata claude-code uninstall removes them with those of settings.json\n" +
 		"  PreCompact: strata claude-code hook --db /srv/mine.db\n" +
 		"store: " + filepath.Join(".claude", "strata.db") + ": none yet (the hook makes it at the first compaction)\n"
 	if out != want {
@@ -759,4 +759,95 @@ func FuzzClaudeCodeInstall(f *testing.F) {
 			t.Fatalf("install then uninstall of\n%q\ngave\n%q\n(installed %q)", text, back, installed)
 		}
 	})
+}
+
+// Uninstall takes strata's hooks out of the project's local settings too,
+// which Claude Code runs as well: exactly their text, every other byte of
+// the file kept; the lists they leave empty stay (install made none of
+// them), and so does the file. --user leaves the project's alone; a local
+// file that is not JSON is left as it is, with a warning.
+func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
+	project := t.TempDir()
+	t.Chdir(project)
+	t.Setenv("HOME", t.TempDir())
+	local := filepath.Join(".claude", "settings.local.json")
+	settings := filepath.Join(".claude", "settings.json")
+	const mine = `strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/.claude/mine.db`
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Lists of other hooks under both events: the file comes back whole.
+	orig := settingsCases["4 spaces, other hooks under the same events"]
+	withStrata, _, _, err := installHooks(local, []byte(orig), mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "claude-code", "install")
+	write(local, string(withStrata))
+	write(filepath.Join(".claude", "mine.db"), "")
+	r := cli(t, "", "claude-code", "uninstall")
+	wantCode(t, r, exitOK)
+	want := "removed strata's hooks from " + settings + ":\n" +
+		"  removed PreCompact: " + defaultHookCommand + "\n" +
+		"  removed SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"removed " + settings + ": install created it, and nothing else is in it\n" +
+		"removed strata's hooks from " + local + ":\n" +
+		"  removed PreCompact: " + mine + "\n" +
+		"  removed SessionStart (matcher compact): " + mine + "\n" +
+		"the store stays: " + filepath.Join(".claude", "mine.db") + "; to delete it: rm -f .claude/mine.db .claude/strata.log\n"
+	if r.stdout != want || r.stderr != "" {
+		t.Errorf("uninstall: stdout\n%s\nwant\n%s\nstderr\n%s", r.stdout, want, r.stderr)
+	}
+	if got := string(readBytes(t, local)); got != orig {
+		t.Errorf("the local settings after uninstall:\n%s\nwant them as they were\n%s", got, orig)
+	}
+	if fi, err := os.Stat(local); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the local settings: %v, %v; want the file kept, its mode 0600", fi, err)
+	}
+
+	// Added by hand to a file without hooks, and no settings.json: the
+	// hooks go, the object and lists they leave empty stay.
+	write(local, "{\n  \"permissions\": {\"allow\": [\"Bash(make:*)\"]},\n  \"hooks\": {\n    \"PreCompact\": [\n      {\n        \"hooks\": [{\"type\": \"command\", \"command\": \"strata claude-code hook --db /srv/mine.db\"}]\n      }\n    ]\n  }\n}\n")
+	r = cli(t, "", "claude-code", "uninstall")
+	wantCode(t, r, exitOK)
+	if want := settings + ": no such file: strata's hooks are not installed\n" +
+		"removed strata's hooks from " + local + ":\n  removed PreCompact: strata claude-code hook --db /srv/mine.db\n"; r.stdout != want {
+		t.Errorf("uninstall without settings.json: stdout\n%s\nwant\n%s", r.stdout, want)
+	}
+	if got, want := string(readBytes(t, local)), "{\n  \"permissions\": {\"allow\": [\"Bash(make:*)\"]},\n  \"hooks\": {\n    \"PreCompact\": []\n  }\n}\n"; got != want {
+		t.Errorf("the local settings:\n%s\nwant\n%s", got, want)
+	}
+	// Nothing of strata's left anywhere: as before, nothing said of the
+	// local file.
+	r = cli(t, "", "claude-code", "uninstall")
+	if want := settings + ": no such file: strata's hooks are not installed\n"; r.code != exitOK || r.stdout != want {
+		t.Errorf("uninstall again: %d, stdout\n%s\nwant\n%s", r.code, r.stdout, want)
+	}
+
+	// --user: the user's settings only.
+	mustCLI(t, "claude-code", "install", "--user")
+	write(local, string(withStrata))
+	r = cli(t, "", "claude-code", "uninstall", "--user")
+	wantCode(t, r, exitOK)
+	if strings.Contains(r.stdout, local) || string(readBytes(t, local)) != string(withStrata) {
+		t.Errorf("uninstall --user touched the project's local settings:\n%s", r.stdout)
+	}
+
+	// A local file that is not JSON: a warning, and it stays as it is;
+	// settings.json is uninstalled all the same.
+	mustCLI(t, "claude-code", "install")
+	write(local, "{\"hooks\": {},}\n")
+	r = cli(t, "", "claude-code", "uninstall")
+	wantCode(t, r, exitOK)
+	if want := "warning: " + local + ":1:14: invalid character '}' looking for beginning of object key string: uninstall leaves it as it is\n"; r.stderr != want ||
+		!strings.HasPrefix(r.stdout, "removed strata's hooks from "+settings+":\n") || fileExists(settings) {
+		t.Errorf("uninstall beside a broken local file: stdout\n%s\nstderr\n%s\nwant on stderr\n%s", r.stdout, r.stderr, want)
+	}
+	if got := string(readBytes(t, local)); got != "{\"hooks\": {},}\n" {
+		t.Errorf("the broken local file changed: %q", got)
+	}
 }

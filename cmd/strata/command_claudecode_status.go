@@ -44,7 +44,11 @@ type claudeStatus struct {
 	Elsewhere   []claudeHooksElsewhere `json:"elsewhere"`
 	Store       string                 `json:"store"` // the store the hooks write, or --db
 	StoreExists bool                   `json:"store_exists"`
-	Sessions    []claudeStatusSession  `json:"sessions"`
+	Sessions    []claudeStatusSession  `json:"sessions"` // null when the store could not be read
+	// Error is why the store could not be read, and Hints what to do, as
+	// stderr says them (Error: …, Hint: …); none when it was read.
+	Error string   `json:"error,omitempty"`
+	Hints []string `json:"hints,omitempty"`
 }
 
 // claudeStatusSession is a session of the store.
@@ -123,12 +127,6 @@ func factsOf(nodes []tier.Node) *claudeFacts {
 	return f
 }
 
-// isClaudeCompaction reports whether e is the event of a Claude Code
-// compact_boundary record (transcript.ClaudeCodeCompacted).
-func isClaudeCompaction(e tier.Event) bool {
-	return e.Kind == tier.KindSystem && strings.HasPrefix(e.Text, transcript.ClaudeCodeCompacted)
-}
-
 // newClaudeCodeStatusCommand returns `strata claude-code status`.
 func newClaudeCodeStatusCommand() *cobra.Command {
 	o := &claudeStatusOptions{}
@@ -151,15 +149,17 @@ directory), which Claude Code runs too, each with how to remove them.
 A store the hook has not made yet (before the first compaction) is said
 to be none yet; that, as hooks not installed, is a state, exit 0. The
 store is opened read-only, waiting at most --timeout for a hook that
-holds it; a damaged one is an error, exit 1, after the hooks are shown
-(with --json, no document).
+holds it; one it cannot read (damaged, held longer, not a store) is an
+error, exit 1, after the hooks are shown.
 
 --json prints one document: {"settings", "installed", "hooks":[{"event",
 "matcher", "command"}], "missing", "elsewhere":[{"settings", "hooks"}],
 "store", "store_exists", "sessions":[{"id", "events", "compactions",
 "markers_valid", "markers_invalid", "refusals", "latest_marker",
 "boundary", "facts": {"unresolved", "failures", "rejected", "superseded",
-"failed_keys", "artifacts", "constraints"}, "last_time"}]}.`,
+"failed_keys", "artifacts", "constraints"}, "last_time"}]}. When the
+store cannot be read the document comes all the same, "sessions" null,
+with "error" and "hints": what stderr says (Error: …, Hint: …).`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTimeout(o.timeout); err != nil {
@@ -168,7 +168,7 @@ holds it; a damaged one is an error, exit 1, after the hooks are shown
 			if cmd.Flags().Changed("db") && o.db == "" {
 				return usagef("--db must not be empty: leave it out for the store the hooks write")
 			}
-			err := o.run(cmd.OutOrStdout())
+			err := o.run(cmd)
 			if err != nil && o.db == "" && o.store != "" {
 				// What the error says of the store (damage, a lock, a file
 				// not strata's) names the store the hooks write, as --db.
@@ -185,7 +185,8 @@ holds it; a damaged one is an error, exit 1, after the hooks are shown
 }
 
 // run shows the status.
-func (o *claudeStatusOptions) run(out io.Writer) error {
+func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
 	s, err := o.settings()
 	if err != nil {
 		return err
@@ -224,15 +225,33 @@ func (o *claudeStatusOptions) run(out io.Writer) error {
 	if _, err := os.Stat(db); postgres.IsURL(db) || err == nil {
 		st.StoreExists = true
 		if st.Sessions, err = o.sessions(db); err != nil {
-			return err
+			return o.storeFailed(cmd, &st, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return o.storeFailed(cmd, &st, err)
 	}
 	if o.json {
 		return writeJSON(out, st)
 	}
 	return st.printStore(out)
+}
+
+// storeFailed reports err, which kept the store st names from being read.
+// As text, the hooks part is out already and err is returned, for the
+// command line to print as any error. With --json the document still
+// comes, with the hints the command line would add to err (explain) and
+// "sessions" null, then err on stderr, as any error: exit 1 both ways.
+func (o *claudeStatusOptions) storeFailed(cmd *cobra.Command, st *claudeStatus, err error) error {
+	if !o.json {
+		return err
+	}
+	err = explain(cmd, err, o.store)
+	st.Sessions, st.Error, st.Hints = nil, err.Error(), errors.GetAllHints(err)
+	if werr := writeJSON(cmd.OutOrStdout(), st); werr != nil {
+		return werr
+	}
+	printError(cmd.ErrOrStderr(), err)
+	return &exitCodeError{code: exitError}
 }
 
 // sessions reads the sessions of the store db, from one snapshot.
@@ -256,7 +275,7 @@ func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, 
 			cs := claudeStatusSession{ID: id, Events: ss.Events, MarkersValid: ss.MarkersValid,
 				MarkersInvalid: ss.MarkersInvalid, Refusals: ss.Refusals, LastTime: ss.LastTime}
 			if err := snap.Events(id, 1, ss.Events, func(e tier.Event) error {
-				if isClaudeCompaction(e) {
+				if transcript.IsClaudeCodeCompaction(e) {
 					cs.Compactions++
 				}
 				return nil

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
 )
 
 // claudeCodeFixtures are the repository's Claude Code transcripts.
@@ -105,7 +107,7 @@ func checkStatusFacts(t testing.TB, st claudeStatus, db string, transcripts []st
 		n := 0
 		err = sdb.View(func(snap *store.Snapshot) error {
 			return snap.Events(s.ID, 1, info.Head, func(e tier.Event) error {
-				if isClaudeCompaction(e) {
+				if transcript.IsClaudeCodeCompaction(e) {
 					n++
 				}
 				if e.Seq > s.Boundary {
@@ -271,5 +273,57 @@ func TestClaudeCodeStatus_RealTranscripts(t *testing.T) {
 	}
 	if failures != isError {
 		t.Errorf("the latest markers carry %d failures; the transcripts hold %d is_error results", failures, isError)
+	}
+}
+
+// A store status cannot read — damaged, held by another process past
+// --timeout — is an error, exit 1, after the hooks part; with --json the
+// document comes all the same, "sessions" null, its "error" and "hints"
+// those stderr gives.
+func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
+	t.Parallel()
+	dir, _ := newProject(t, nil)
+	mustCLI(t, "claude-code", "install", "--dir", dir)
+	damaged, damage := damagedDB(t)
+	damage()
+	held := tempDB(t)
+	w, err := store.Open(held, store.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, c := range []struct {
+		name, db, error, hint string
+	}{
+		{"damaged", damaged, "store: database is damaged: ", "the database is damaged; to list every problem it holds, run: strata verify " + shellQuote(damaged)},
+		{"held", held, "another process holds the database: ", "another process has it open; stop it, or read a backup"},
+	} {
+		r := cli(t, "", "claude-code", "status", "--dir", dir, "--db", c.db, "--timeout", "50ms", "--json")
+		wantCode(t, r, exitError, c.name)
+		var st claudeStatus
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || json.Unmarshal([]byte(r.stdout), &raw) != nil {
+			t.Fatalf("%s: stdout is no document (%v):\n%s", c.name, err, r.stdout)
+		}
+		if s, ok := raw["sessions"]; !ok || s != nil {
+			t.Errorf("%s: \"sessions\" %v; want null", c.name, s)
+		}
+		if !st.Installed || len(st.Hooks) != 2 || st.Store != c.db || !st.StoreExists ||
+			!strings.HasPrefix(st.Error, c.error) || !slices.Contains(st.Hints, c.hint) {
+			t.Errorf("%s: %+v", c.name, st)
+		}
+		stderr := "Error: " + st.Error + "\n"
+		for _, h := range st.Hints {
+			stderr += "Hint: " + h + "\n"
+		}
+		if r.stderr != stderr {
+			t.Errorf("%s: stderr\n%s\nwant what the document says\n%s", c.name, r.stderr, stderr)
+		}
+		// As text: the hooks part, then the same error on stderr.
+		text := cli(t, "", "claude-code", "status", "--dir", dir, "--db", c.db, "--timeout", "50ms")
+		wantCode(t, text, exitError, c.name)
+		if text.stderr != stderr || !strings.HasPrefix(text.stdout, "hooks: installed in ") || strings.Contains(text.stdout, "store:") {
+			t.Errorf("%s as text: stdout\n%s\nstderr\n%s\nwant the hooks part, and on stderr\n%s", c.name, text.stdout, text.stderr, stderr)
+		}
 	}
 }

@@ -280,22 +280,37 @@ func lineIndent(text []byte, pos int) string {
 	return string(line[:len(line)-len(bytes.TrimLeft(line, " \t"))])
 }
 
-// appendItem returns the edit that adds an item as the last member of an
-// object or the last element of an array c. item renders it: on lines
-// indented by indent, or on one line when flat. After the last item the
-// edit inserts a comma and the whitespace that stands before that item, so
-// that the new item is laid out as its neighbour is; in an empty c, a line
-// of its own one step in from c's, or nothing around it in a flat text.
-// removeItem takes exactly this text out again.
-func appendItem(text []byte, c *jsonNode, l jsonLayout, item func(indent string, flat bool) string) jsonEdit {
+// appendItems returns the edit that adds items, in order, as the last
+// members of an object or the last elements of an array c. Each item
+// renders itself: on lines indented by indent, or on one line when flat.
+// After the last item of c the edit inserts, before each new one, a comma
+// and the whitespace that stands before that last item, so that the new
+// items are laid out as their neighbour is; in an empty c, each on a line
+// of its own one step in from c's, or nothing around them in a flat text.
+// The edit is the one adding the items one at a time makes. removeItem
+// takes exactly the text of each out again.
+func appendItems(text []byte, c *jsonNode, l jsonLayout, items ...func(indent string, flat bool) string) jsonEdit {
 	spans := c.items()
+	var b strings.Builder
 	if len(spans) == 0 {
 		if l.flat {
-			return jsonEdit{start: c.start + 1, end: c.start + 1, s: item("", true)}
+			for i, item := range items {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(item("", true))
+			}
+			return jsonEdit{start: c.start + 1, end: c.start + 1, s: b.String()}
 		}
 		ind := lineIndent(text, c.start)
-		s := l.nl + ind + l.unit + item(ind+l.unit, false) + l.nl + ind
-		return jsonEdit{start: c.start + 1, end: c.start + 1, s: s}
+		for i, item := range items {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(l.nl + ind + l.unit + item(ind+l.unit, false))
+		}
+		b.WriteString(l.nl + ind)
+		return jsonEdit{start: c.start + 1, end: c.start + 1, s: b.String()}
 	}
 	last := spans[len(spans)-1]
 	sepFrom := c.start + 1
@@ -306,12 +321,15 @@ func appendItem(text []byte, c *jsonNode, l jsonLayout, item func(indent string,
 	sep := string(text[sepFrom:last[0]])
 	flat := !strings.Contains(sep, "\n")
 	indent := sep[strings.LastIndexByte(sep, '\n')+1:]
-	return jsonEdit{start: last[1], end: last[1], s: "," + sep + item(indent, flat)}
+	for _, item := range items {
+		b.WriteString("," + sep + item(indent, flat))
+	}
+	return jsonEdit{start: last[1], end: last[1], s: b.String()}
 }
 
 // removeItem returns the edit that removes item i of an object or array c
-// with what separates it from its neighbours: the inverse of appendItem
-// for the item it added, whatever came after it since.
+// with what separates it from its neighbours: the inverse of appendItems
+// for an item it added, whatever came after it since.
 func removeItem(text []byte, c *jsonNode, i int, l jsonLayout) jsonEdit {
 	spans := c.items()
 	switch {
@@ -325,6 +343,31 @@ func removeItem(text []byte, c *jsonNode, i int, l jsonLayout) jsonEdit {
 		return jsonEdit{start: spans[i-1][1], end: spans[i][1]}
 	default:
 		return jsonEdit{start: spans[0][0], end: spans[1][0]}
+	}
+}
+
+// shift moves the spans of n and of every value in it past the edit e,
+// made on the text they stand in, so that they stand in the text e gives:
+// a span from e's end on moves by the length e adds (or takes out); one
+// ending where e's replaced bytes end ends where its new ones do; a span
+// before e, or ending where e inserts, stays. A value e takes out is gone
+// from the text: its parent no longer holds it.
+func (n *jsonNode) shift(e jsonEdit) {
+	d := len(e.s) - (e.end - e.start)
+	if n.start >= e.end {
+		n.start += d
+	}
+	if n.end > e.end || n.end == e.end && e.start < e.end {
+		n.end += d
+	}
+	for i := range n.members {
+		if n.members[i].start >= e.end {
+			n.members[i].start += d
+		}
+		n.members[i].value.shift(e)
+	}
+	for _, v := range n.elems {
+		v.shift(e)
 	}
 }
 

@@ -346,7 +346,7 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 	if r.Unwritten || r.Check != nil || r.State == nil || r.State.Boundary != pre.Import.Last || strings.Contains(r.Line(), "summary_seq=") {
 		t.Fatalf("%q; want the state at seq %d, no check", r.Line(), pre.Import.Last)
 	}
-	evs := dbtest.Events(t, db, session)
+	evs := storetest.Events(t, db, session)
 	if last := evs[len(evs)-1]; !strings.HasPrefix(last.Text, "Claude Code compacted the conversation") {
 		t.Fatalf("the last event is %+v; want the compaction's, no check after it", last)
 	}
@@ -357,7 +357,7 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 	}
 	checks := func() int {
 		n := 0
-		for _, e := range dbtest.Events(t, db, session) {
+		for _, e := range storetest.Events(t, db, session) {
 			if strings.HasPrefix(e.Ref, "strata:summary-check:") {
 				n++
 			}

@@ -523,9 +523,9 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 		return errors.Wrapf(err, "writing %s", s.beside(claudeInstallRecord))
 	}
 	for _, c := range changes {
-		fmt.Fprintf(out, "  %s %s: %s", c.What, eventName(c.Event, c.Matcher), c.Command)
+		fmt.Fprintf(out, "  %s %s: %s", c.What, eventName(c.Event, c.Matcher), shownCommand(c.Command))
 		if c.Was != "" {
-			fmt.Fprintf(out, " (was %s)", c.Was)
+			fmt.Fprintf(out, " (was %s)", shownCommand(c.Was))
 		}
 		fmt.Fprintln(out)
 	}
@@ -681,7 +681,7 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 		}
 		fmt.Fprintf(out, "removed strata's hooks from %s:\n", r.s.shown)
 		for _, c := range r.removed {
-			fmt.Fprintf(out, "  removed %s: %s\n", eventName(c.Event, c.Matcher), c.Command)
+			fmt.Fprintf(out, "  removed %s: %s\n", eventName(c.Event, c.Matcher), shownCommand(c.Command))
 			if db, ok := r.s.storeOf(c.Command); ok && !slices.Contains(stores, db) {
 				stores = append(stores, db)
 			}

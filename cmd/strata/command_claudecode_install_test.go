@@ -440,13 +440,13 @@ func TestClaudeCodeInstall_DB(t *testing.T) {
 	if !strings.Contains(r.stderr, "warning: "+filepath.Join(dir, ".claude", "settings.json")+" holds the URL's password") {
 		t.Errorf("no warning of the password:\n%s", r.stderr)
 	}
-	if !strings.Contains(r.stdout, "store: postgres://agent:xxxxx@db.internal/fleet\n") {
-		t.Errorf("install's store line:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "store: postgres://agent:xxxxx@db.internal/fleet\n") || strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("install's lines show the password, or not the store:\n%s", r.stdout)
 	}
 	r = cli(t, "", "claude-code", "uninstall", "--dir", dir)
 	wantCode(t, r, exitOK)
-	if !strings.Contains(r.stdout, "the store stays: postgres://agent:xxxxx@db.internal/fleet\n") {
-		t.Errorf("uninstall's store line:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "the store stays: postgres://agent:xxxxx@db.internal/fleet\n") || strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("uninstall's lines show the password, or not the store:\n%s", r.stdout)
 	}
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--db", "http://127.0.0.1:6060/debug/strata"), exitUsage)
 	wantCode(t, cli(t, "", "claude-code", "install", "--dir", dir, "--user"), exitUsage)

@@ -212,6 +212,15 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	st.Installed = len(st.Missing) == 0
+	// What it prints of the commands: without a URL's password.
+	for i := range st.Hooks {
+		st.Hooks[i].Command = shownCommand(st.Hooks[i].Command)
+	}
+	for _, e := range st.Elsewhere {
+		for i := range e.Hooks {
+			e.Hooks[i].Command = shownCommand(e.Hooks[i].Command)
+		}
+	}
 	if o.db != "" {
 		db = o.db
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -213,6 +214,16 @@ func shownDB(db string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// pgURLs finds the postgres:// and postgresql:// URLs of a command line.
+var pgURLs = regexp.MustCompile(`postgres(ql)?://[^\s'"]+`)
+
+// shownCommand returns a command line (a hook's, in Claude Code's
+// settings) as output shows it: every PostgreSQL URL in it as shownDB
+// shows it.
+func shownCommand(command string) string {
+	return pgURLs.ReplaceAllStringFunc(command, shownDB)
 }
 
 // holdsPassword reports whether db is a URL that holds a password.

@@ -408,5 +408,9 @@ func TestShownDB_HidesThePassword(t *testing.T) {
 		if got := holdsPassword(tc.db); got != tc.password {
 			t.Errorf("holdsPassword(%q) = %v, want %v", tc.db, got, tc.password)
 		}
+		command := "strata claude-code hook --db '" + tc.db + "' --budget 2000"
+		if got, want := shownCommand(command), "strata claude-code hook --db '"+tc.want+"' --budget 2000"; got != want {
+			t.Errorf("shownCommand(%q) = %q, want %q", command, got, want)
+		}
 	}
 }

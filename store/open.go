@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/cockroachdb/errors"
+
 	"github.com/strata-go/strata/backend"
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
@@ -29,6 +31,10 @@ import (
 func Open(path string, opts Options) (*DB, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
+	}
+	if path == "" {
+		return nil, errors.WithHint(errors.New("store: no database given: the path is empty"),
+			"name a database file, or a postgres:// URL")
 	}
 	var be backend.Backend
 	var err error

@@ -358,3 +358,17 @@ func equalEvents(a, b []tier.Event) bool {
 	}
 	return true
 }
+
+// An empty path is no database: Open says so, and makes nothing.
+func TestOpen_EmptyPath(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		db, err := store.Open("", store.Options{Create: create})
+		if err == nil {
+			db.Close()
+			t.Fatalf("Create %v: an empty path opened", create)
+		}
+		if !strings.Contains(err.Error(), "the path is empty") {
+			t.Errorf("Create %v: %v, want the path named empty", create, err)
+		}
+	}
+}

@@ -85,6 +85,11 @@ func (o *backupOptions) validate() error {
 	case strings.HasSuffix(o.dest, "/") || strings.HasSuffix(o.dest, string(filepath.Separator)):
 		return dir("names a directory")
 	}
+	if o.dest != "-" {
+		if err := checkParentDir(o.dest); err != nil {
+			return err
+		}
+	}
 	return checkTimeout(o.timeout)
 }
 

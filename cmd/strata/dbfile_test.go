@@ -23,6 +23,7 @@ func TestCreate_MissingDirectory(t *testing.T) {
 		"replay": func(db string) []string { return []string{"replay", db, incident(t)} },
 		"demo":   func(db string) []string { return []string{"demo", "--db", db} },
 		"copy":   func(db string) []string { return []string{"copy", src, db} },
+		"backup": func(db string) []string { return []string{"backup", src, db} },
 	} {
 		dir := filepath.Join(work, name, "no such dir")
 		db := filepath.Join(dir, "s.db")
@@ -33,6 +34,19 @@ func TestCreate_MissingDirectory(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(work, name)); !os.IsNotExist(err) {
 			t.Errorf("%s made a directory: %v", name, err)
+		}
+	}
+}
+
+// An empty database argument is an error that says so, whatever the
+// command, and nothing is made.
+func TestDatabase_Empty(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"replay", "", incident(t)}, {"dump", ""}, {"resume", "", "--session", "mig"}} {
+		r := cli(t, "", args...)
+		wantCode(t, r, exitError, args[0])
+		if want := "Error: store: no database given: the path is empty\nHint: name a database file, or a postgres:// URL\n"; r.stderr != want {
+			t.Errorf("%s: stderr\n%s\nwant\n%s", args[0], r.stderr, want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ var (
 	// ErrSessionExists is returned by Snapshot.Copy and CopyFile (the
 	// cause of a *SessionExistsError) when the destination holds another
 	// session of an id they were to copy.
-	ErrSessionExists = errors.New("store: the destination holds the session already")
+	ErrSessionExists = errors.New("store: the destination holds another session of the same id")
 	// ErrDestination marks an error of Snapshot.Copy and CopyFile that is
 	// the destination's — reading or writing it, damage in it — and not the
 	// snapshot's: errors.Is(err, ErrDestination) says which of the two

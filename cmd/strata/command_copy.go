@@ -166,7 +166,7 @@ func unfinishedHint(id string) string {
 func (o *copyOptions) explain(err error, res store.CopyResult) error {
 	var se *store.SessionExistsError
 	if errors.As(err, &se) {
-		return errors.WithHint(err, "nothing was copied; --session ID copies only the sessions named")
+		return errors.WithHint(err, "nothing was copied: copy into another database, or name the other sessions with --session ID")
 	}
 	if len(res.Sessions) > 0 {
 		err = errors.WithHintf(err, "%d sessions were copied whole before it", len(res.Sessions))

@@ -111,7 +111,7 @@ func TestCopy_RefusesExisting(t *testing.T) {
 	before := readBytes(t, dst)
 	r := cli(t, "", "copy", src, dst)
 	wantCode(t, r, exitError, "copy", src, dst)
-	if !strings.Contains(r.stderr, `Error: store: the destination holds the session already: "mig"`) || !strings.Contains(r.stderr, "Hint: nothing was copied") {
+	if !strings.Contains(r.stderr, `Error: store: the destination holds another session of the same id: "mig"`) || !strings.Contains(r.stderr, "Hint: nothing was copied") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	if !slices.Equal(readBytes(t, dst), before) {
@@ -207,7 +207,7 @@ func TestPostgres_Copy(t *testing.T) {
 	mustCLI(t, "replay", "--db", file, writeFile(t, "more.jsonl", `{"session":"mig","kind":"user","text":"one more turn"}`+"\n"))
 	r := cli(t, "", "copy", file, fleet)
 	wantCode(t, r, exitError)
-	if !strings.Contains(r.stderr, `the destination holds the session already: "mig"`) {
+	if !strings.Contains(r.stderr, `the destination holds another session of the same id: "mig"`) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }

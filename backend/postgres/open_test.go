@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -171,4 +173,38 @@ func mustAppend(t *testing.T, db *store.DB, session string, evs ...tier.Event) s
 		t.Fatalf("append to %s: %v", session, err)
 	}
 	return res
+}
+
+// What the server refuses at connection is named in the hint: a database
+// it does not have, a role it does not know, a parameter of the URL it
+// does not know; a search_path none of whose schemas exists is named.
+func TestOpen_RefusedConnection(t *testing.T) {
+	base := pgtest.Server(t)
+	with := func(f func(u *url.URL)) string {
+		u, err := url.Parse(base)
+		if err != nil || !postgres.IsURL(base) {
+			return "" // pgx's key=value form: not made here
+		}
+		f(u)
+		return u.String()
+	}
+	for _, tc := range []struct {
+		name, url, msg, hint string
+	}{
+		{"database", with(func(u *url.URL) { u.Path = "/strata_no_such_db" }), "strata_no_such_db", "the server has no such database"},
+		{"role", with(func(u *url.URL) { u.User = url.User("strata_no_such_role") }), "strata_no_such_role", "check the user and its password"},
+		{"parameter", pgtest.WithParam(t, base, "strata_no_such_param", "1"), "strata_no_such_param", "the URL sets a parameter the server does not know"},
+		{"schema", pgtest.WithSchema(t, base, "strata_no_such_schema"), "no schema of the search_path (strata_no_such_schema) exists", "CREATE SCHEMA"},
+	} {
+		if tc.url == "" {
+			continue
+		}
+		_, err := store.Open(tc.url, store.Options{ReadOnly: true})
+		if err == nil {
+			t.Fatalf("%s: opened", tc.name)
+		}
+		if hints := fmt.Sprint(errors.GetAllHints(err)); !strings.Contains(err.Error(), tc.msg) || !strings.Contains(hints, tc.hint) {
+			t.Errorf("%s: %v (hints %s); want %q in it and a hint of %q", tc.name, err, hints, tc.msg, tc.hint)
+		}
+	}
 }

@@ -136,6 +136,24 @@ type schemaState struct {
 	version          int
 }
 
+// connectHint says what to check when a connection failed with err: what
+// the server refused (the database, the role or its password, a parameter
+// of the URL), or else whether it is there at all.
+func connectHint(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "3D000": // invalid_catalog_name
+			return "the server has no such database: create it (createdb NAME), or name another in the URL"
+		case "28000", "28P01": // invalid_authorization_specification, invalid_password
+			return "check the user and its password (the URL, PGUSER and PGPASSWORD, or ~/.pgpass) and the server's pg_hba.conf"
+		case "42704": // undefined_object: a parameter the server does not know
+			return "the URL sets a parameter the server does not know: take it out"
+		}
+	}
+	return "check the URL, and that the server accepts connections (pg_isready -h HOST -p PORT)"
+}
+
 // readSchema reads what the current schema holds, on conn.
 func readSchema(ctx context.Context, conn *pgxpool.Conn) (schemaState, error) {
 	var s schemaState
@@ -163,8 +181,7 @@ func (b *Backend) open() error {
 	ctx := context.Background()
 	conn, err := b.pool.Acquire(ctx)
 	if err != nil {
-		return errors.WithHint(errors.Wrapf(err, "postgres: connecting to %s", b.where),
-			"check the URL, and that the server accepts connections (pg_isready -h HOST -p PORT)")
+		return errors.WithHint(errors.Wrapf(err, "postgres: connecting to %s", b.where), connectHint(err))
 	}
 	defer conn.Release()
 	s, err := readSchema(ctx, conn)
@@ -172,7 +189,9 @@ func (b *Backend) open() error {
 		return errors.Wrapf(err, "postgres: %s: reading the schema", b.where)
 	}
 	if s.schema == "" {
-		return errors.WithHint(errors.Newf("postgres: %s: no schema of the search_path exists", b.where),
+		var path string
+		_ = conn.QueryRow(ctx, "SELECT current_setting('search_path')").Scan(&path) // only for the message
+		return errors.WithHint(errors.Newf("postgres: %s: no schema of the search_path (%s) exists", b.where, path),
 			"create it (CREATE SCHEMA name), or name an existing one with search_path=NAME in the URL")
 	}
 	b.setSchema(s.schema)

@@ -305,11 +305,24 @@ func (h *Hook) storeCheck(r *Result, boundary uint64, summary summaryRecord) err
 			return err
 		}
 		_, stored, err := s.Ref(session, ref)
-		if err == nil && !stored {
-			// The summary's time: the same store gives the same event.
-			ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(boundary), Ref: ref}
+		if err != nil || stored {
+			return err
 		}
-		return err
+		// The time of the newest event it follows, or the summary's when
+		// that is later: the same store gives the same event, and the
+		// session's times never go back.
+		info, err := s.Info(session)
+		if err != nil {
+			return err
+		}
+		if err := s.Events(session, info.Head, info.Head, func(e tier.Event) error {
+			at = max(at, e.Time)
+			return nil
+		}); err != nil {
+			return err
+		}
+		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(boundary), Ref: ref}
+		return nil
 	})
 	if err != nil || ev == nil {
 		return err

@@ -602,3 +602,33 @@ func TestDefaultStore(t *testing.T) {
 		t.Errorf("a URL's log: %s", got)
 	}
 }
+
+// TestHook_Run_CheckFollowsTheHeadsTime: the check of Claude Code's
+// summary is stored after the session's head with the newest time the
+// session holds — the records after the summary are later than it — so
+// that the session's times never go back.
+func TestHook_Run_CheckFollowsTheHeadsTime(t *testing.T) {
+	c, boundary := sessionTranscript()
+	path := filepath.Join(t.TempDir(), session+".jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db, claudecode.Options{})
+	c.write(t, path, 0, boundary)
+	run(t, h, hookInput(path, claudecode.EventPreCompact))
+	c.write(t, path, boundary, len(c.lines))
+	if r := run(t, h, hookInput(path, claudecode.EventSessionStart)); r.Check == nil {
+		t.Fatalf("SessionStart: %q; want the summary checked", r.Line())
+	}
+	evs := storetest.Events(t, db, session)
+	last := evs[len(evs)-1]
+	if !strings.HasPrefix(last.Ref, "strata:summary-check:") {
+		t.Fatalf("the head is %+v, want the check", last)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Time < evs[i-1].Time {
+			t.Errorf("seq %d (%s) at %d, before seq %d at %d", evs[i].Seq, evs[i].Kind, evs[i].Time, evs[i-1].Seq, evs[i-1].Time)
+		}
+	}
+	if prev := evs[len(evs)-2]; last.Time != prev.Time {
+		t.Errorf("the check at %d, want the time of the event before it, %d", last.Time, prev.Time)
+	}
+}

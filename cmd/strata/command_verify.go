@@ -138,7 +138,7 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 		case errors.Is(err, store.ErrNotStrata):
 			err = explainForeign(err, o.db, "verify")
 		case errors.Is(err, store.ErrLocked):
-			err = explainLocked(err, o.db, false)
+			err = explainLocked(err, o.db, "verify", false)
 		}
 		msg := err.Error()
 		if serr := send(verifyMsg{Error: &msg, Hints: errors.GetAllHints(err)}); serr != nil {

@@ -119,7 +119,7 @@ func explain(cmd *cobra.Command, err error, db string) error {
 	}
 	switch {
 	case errors.Is(err, store.ErrLocked):
-		err = explainLocked(err, db, writers[cmd.Name()] && cmd.Flags().Lookup("timeout") != nil)
+		err = explainLocked(err, db, cmd.Name(), writers[cmd.Name()] && cmd.Flags().Lookup("timeout") != nil)
 	case errors.Is(err, store.ErrNotStrata):
 		err = explainForeign(err, db, cmd.Name())
 	case isSessionNotFound(err):
@@ -157,7 +157,13 @@ var writers = map[string]bool{"replay": true, "import": true, "demo": true, "cop
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
 var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
-	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true}
+	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true}
+
+// takesURL are the commands that take a running agent's debug handler's
+// URL instead of a database: a lock another process holds is read
+// through that process instead.
+var takesURL = map[string]bool{"dump": true, "stats": true, "sessions": true, "resume": true,
+	"backup": true, "verify": true}
 
 // dbError marks an error as about the database db, where a command has two
 // (copy's DST): run explains it for db, not the command's database.
@@ -351,18 +357,20 @@ func checkTimeout(d time.Duration) error {
 // waited for at most timeout, and never a byte written.
 func openReadOnly(path string, timeout time.Duration) (*store.DB, error) {
 	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: timeout})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, errors.WithHint(explainOpen(err), hintURL)
-	}
 	if err != nil {
-		return nil, err
+		return nil, explainOpen(err)
 	}
 	return db, nil
 }
 
-// openReadOnly's hint when another process holds the database: a reading
-// command can ask that process instead.
+// hintURL is the hint, when another process holds the database, of a
+// command that takes a debug handler's URL (takesURL): it can ask that
+// process instead.
 const hintURL = "if it serves strata's debug handler (package debughttp), give its URL instead: http://127.0.0.1:6060/debug/strata"
+
+// hintBackupURL is backup's hint when another process holds the database,
+// in place of the store's "stop it, or read a backup".
+const hintBackupURL = "another process has it open; if it serves strata's debug handler (package debughttp), back up through its URL: strata backup http://127.0.0.1:6060/debug/strata DEST; or wait longer with --timeout, e.g. --timeout 30s"
 
 // explainOpen makes ErrLocked say plainly that another process holds the
 // file; run adds which one (explainLocked).
@@ -373,10 +381,19 @@ func explainOpen(err error) error {
 	return err
 }
 
-// explainLocked adds to ErrLocked on db which processes hold it, where the
-// system says (Linux: /proc/locks), and for a writing command with a
-// --timeout that --timeout waits longer.
-func explainLocked(err error, db string, wait bool) error {
+// explainLocked adds to ErrLocked of the command name on db which
+// processes hold it, where the system says (Linux: /proc/locks); for a
+// command that takes a debug handler's URL, that it can read through the
+// holder's (backup's hint replaces the store's, which points at a
+// backup); and for a writing command with a --timeout, that --timeout
+// waits longer.
+func explainLocked(err error, db, name string, wait bool) error {
+	if name == "backup" {
+		err = errors.Mark(errors.Handled(err), store.ErrLocked) // drops the hints
+		err = errors.WithHint(err, hintBackupURL)
+	} else if takesURL[name] {
+		err = errors.WithHint(err, hintURL)
+	}
 	if holders := lockHolders(db); len(holders) > 0 {
 		err = errors.WithHintf(err, "held by %s", strings.Join(holders, ", "))
 	}

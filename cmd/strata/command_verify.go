@@ -50,8 +50,9 @@ format, held by another process) is an error: status 1.
 "problems":[{"session", "what"}]} ("session" absent for a problem of the
 file as a whole), with the same exit status.
 
-DB may be the URL of a running agent's debug handler: its hot backup is
-fetched into a temporary file, checked, and removed.
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler: a handler's hot backup is fetched into a temporary file, checked,
+and removed.
 
 On a terminal, progress (sessions and raw events checked) is shown on
 stderr, on one line that is cleared at the end; piped, verify is quiet.`,

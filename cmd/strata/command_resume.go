@@ -75,7 +75,8 @@ postgres:// URL, or the URL of a running agent's debug handler
 // validate checks the flags and parses --marker; its errors are bad usage.
 func (o *resumeOptions) validate() error {
 	if o.session == "" {
-		return usagef("--session is required")
+		return &usageError{err: errors.WithHintf(errors.New("--session is required"),
+			"to list the sessions' ids, run: strata sessions %s", shellQuote(o.db))}
 	}
 	if o.marker == "latest" {
 		o.markerID = store.Latest

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/internal/shell"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // Exit codes of the strata command: the contract of every command.
@@ -84,6 +85,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ec.code
 	}
 	code := exitError
+	err = explainKind(err)
 	if db, ok := databaseOf(cmd, err); ok {
 		err = explain(cmd, err, db)
 	}
@@ -126,6 +128,21 @@ func explain(cmd *cobra.Command, err error, db string) error {
 		err = errors.WithHintf(err, "to list the sessions, run: strata sessions %s", shellQuote(db))
 	}
 	return err
+}
+
+// explainKind adds to an error that says an input event's kind is
+// unknown the kinds there are. (A damaged record of a kind is the
+// database's damage: explainDamage says what to run.)
+func explainKind(err error) error {
+	if !errors.Is(err, tier.ErrUnknownKind) || errors.Is(err, store.ErrCorrupt) {
+		return err
+	}
+	kinds := tier.Kinds()
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.String()
+	}
+	return errors.WithHintf(err, "an event's kind is one of: %s", strings.Join(names, ", "))
 }
 
 // explainDamage adds to an error that says the database is damaged — read

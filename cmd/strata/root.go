@@ -447,3 +447,11 @@ func closeDB(db *store.DB, err *error) {
 		*err = cerr
 	}
 }
+
+// plural returns "1 session", "2 sessions".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

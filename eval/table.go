@@ -17,8 +17,8 @@ import (
 // count and stickiness, which sets them side by side.
 func WriteText(w io.Writer, rep *Report, perSession bool) error {
 	p := rep.Policy
-	fmt.Fprintf(w, "strata eval: %d sessions, %d events; L1 every %d tokens / %d turns / %d events (0 = off), fold %d",
-		rep.Sessions, rep.Events, p.EveryTokens, p.EveryTurns, p.EveryEvents, p.Fold)
+	fmt.Fprintf(w, "strata eval: %s, %s; L1 every %d tokens / %d turns / %d events (0 = off), fold %d",
+		plural(rep.Sessions, "session"), plural(rep.Events, "event"), p.EveryTokens, p.EveryTurns, p.EveryEvents, p.Fold)
 	if p.MaxRoots > 0 {
 		fmt.Fprintf(w, ", max roots %d", p.MaxRoots)
 	}
@@ -54,7 +54,10 @@ func WriteText(w io.Writer, rep *Report, perSession bool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if quiet > 0 {
+		switch {
+		case quiet == 1:
+			fmt.Fprintln(w, "(1 session had no compaction under this policy and is not listed)")
+		case quiet > 1:
 			fmt.Fprintf(w, "(%d sessions had no compaction under this policy and are not listed)\n", quiet)
 		}
 	}
@@ -161,4 +164,12 @@ func sortedRateClasses(m map[string]float64) []string {
 		}
 	}
 	return out
+}
+
+// plural returns "1 session", "2 sessions".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

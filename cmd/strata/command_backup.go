@@ -43,8 +43,9 @@ directory (or a name ending in "/"): name the file to write, DIR/NAME.db.
 DEST "-" writes the copy to stdout and nothing else; it is refused when
 stdout is a terminal (redirect it), and with --json.
 
-DB may be the URL of a running agent's debug handler: DEST is then written
-only once the whole announced length has arrived.
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler: from a handler, DEST is written only once the whole announced
+length has arrived.
 
 DB may be a postgres:// URL: DEST is then a new bbolt file holding every
 session, copied from one snapshot (REPEATABLE READ) as strata copy copies

@@ -62,8 +62,8 @@ overlaps it and the raw events within it — and nothing else of the session.
 In JSON, the session's object is then {"id", "head_seq", "turn", "from",
 "to", "nodes", "events"}.
 
-DB may be the URL of a running agent's debug handler
-(http://127.0.0.1:6060/debug/strata): the same output, from one read
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler (http://127.0.0.1:6060/debug/strata): the same output, from one read
 transaction of the live database.`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -285,9 +286,10 @@ func TestDump_Usage(t *testing.T) {
 }
 
 // A database another process holds for writing: every command gives up
-// after --timeout and says so plainly. A reading command is pointed at the
-// debug handler's URL; a writing one is told which process holds the file
-// (on Linux) and that --timeout waits longer.
+// after --timeout and says so plainly, and names the process that holds
+// the file (on Linux). A command that takes a debug handler's URL is
+// pointed at it (backup with its own hint, not the store's "read a
+// backup"); a writing one is told that --timeout waits longer.
 func TestDump_Locked(t *testing.T) {
 	t.Parallel()
 	db := replayed(t, nil, incident(t))
@@ -301,6 +303,8 @@ func TestDump_Locked(t *testing.T) {
 		{"resume", db, "--session", "mig", "--timeout", "300ms"},
 		{"backup", "--timeout", "300ms", db, "-"},
 		{"verify", "--timeout", "300ms", db},
+		{"serve", "--timeout", "300ms", "--addr", "127.0.0.1:0", db},
+		{"copy", "--timeout", "300ms", db, filepath.Join(t.TempDir(), "copy.db")},
 		{"replay", "--db", db, "--timeout", "300ms", incident(t)},
 		{"replay", db, "--timeout", "300ms", incident(t)},
 		{"import", "--format", "openai", "--db", db, "--timeout", "300ms", writeFile(t, "t.json", `[{"role":"user","content":"hi"}]`)},
@@ -312,9 +316,15 @@ func TestDump_Locked(t *testing.T) {
 		if !strings.Contains(r.stderr, "another process") {
 			t.Errorf("%s: stderr %q does not say another process holds the database", cmd[0], r.stderr)
 		}
-		writes := cmd[0] == "replay" || cmd[0] == "import"
-		if got := strings.Contains(r.stderr, "/debug/strata"); got == writes {
-			t.Errorf("%s: the debug handler's URL offered: %t, want %t:\n%s", cmd[0], got, !writes, r.stderr)
+		writes := cmd[0] == "replay" || cmd[0] == "import" || cmd[0] == "copy"
+		takesURL := !writes && cmd[0] != "serve"
+		if got := strings.Contains(r.stderr, "/debug/strata"); got != takesURL {
+			t.Errorf("%s: the debug handler's URL offered: %t, want %t:\n%s", cmd[0], got, takesURL, r.stderr)
+		}
+		if cmd[0] == "backup" && (strings.Contains(r.stderr, "read a backup") ||
+			!strings.Contains(r.stderr, "strata backup http://127.0.0.1:6060/debug/strata DEST") ||
+			!strings.Contains(r.stderr, "--timeout")) {
+			t.Errorf("backup: the hint does not say back up through the URL or wait with --timeout:\n%s", r.stderr)
 		}
 		if got := strings.Contains(r.stderr, "Hint: --timeout waits longer"); got != writes {
 			t.Errorf("%s: --timeout hint %t, want %t:\n%s", cmd[0], got, writes, r.stderr)

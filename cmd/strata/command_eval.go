@@ -218,7 +218,7 @@ func (o *evalOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		return err
 	}
 	prog := newProgress(errOut, "eval", "runs", 0)
-	prog.setNote(fmt.Sprintf("%d sessions", len(sessions)))
+	prog.setNote(plural(len(sessions), "session"))
 	opts := o.opts
 	if prog != nil {
 		opts.Progress = func(done, total int) { prog.set(int64(done), int64(total)) }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,9 @@ func TestEval_Text(t *testing.T) {
 	if strings.Contains(out, "session  ") {
 		t.Errorf("--per-session=false printed the per-session table:\n%s", out)
 	}
+	if !regexp.MustCompile(`^strata eval: 1 session, \d+ events;`).MatchString(out) {
+		t.Errorf("one session is not counted in the singular:\n%s", out)
+	}
 	if strings.Contains(out, "  strata-repair  ") {
 		t.Errorf("--repair=false ran the repair arm:\n%s", out)
 	}
@@ -98,7 +102,7 @@ func TestEval_Progress(t *testing.T) {
 	t.Cleanup(func() { progressEvery = old })
 	r := cli(t, "", "eval", "--per-session=false", "--every-events", "6", "--dir", t.TempDir(), incident(t))
 	wantCode(t, r, exitOK)
-	if !strings.Contains(r.stderr, "eval: 3 of 3 runs (100%), 1 sessions") || !strings.HasSuffix(r.stderr, "\r\x1b[K") {
+	if !strings.Contains(r.stderr, "eval: 3 of 3 runs (100%), 1 session,") || !strings.HasSuffix(r.stderr, "\r\x1b[K") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	t.Setenv(progressEnv, "0")

@@ -124,7 +124,7 @@ a FILE.`,
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic or claude-code (required)")
 	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
-	f.StringVar(&o.db, "db", "", "store and compact in this database (created if missing; its directory must exist) instead of writing JSONL to stdout")
+	f.StringVar(&o.db, "db", "", "store and compact in this database, a file (created if missing; its directory must exist) or a postgres:// URL, instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
 	f.BoolVar(&o.sidechains, "sidechains", false, "claude-code: keep the sub-agent (sidechain) records of a main session")
 	o.policyFlags.add(f)

@@ -153,7 +153,7 @@ func TestReplay_BadLine(t *testing.T) {
 	for _, tc := range []struct{ name, line, want string }{
 		{"invalid JSON", `{"kind":"assistant","text":`, "tier: bad JSON"},
 		{"unknown id", `{"kind":"tool_result","id":"nope","text":"x"}`, "tier: id is not open"},
-		{"unknown kind", `{"kind":"dance"}`, "tier: unknown event kind"},
+		{"unknown kind", `{"kind":"dance"}`, "tier: unknown event kind (\"dance\")\nHint: an event's kind is one of: user, assistant, system, tool_call, tool_result, open, close, constraint, withdrawn, rejected, failed, superseded, artifact\n"},
 		{"seq out of order", `{"seq":7,"kind":"assistant"}`, "tier: seq out of order"},
 		{"opened twice", `{"kind":"tool_call","id":"c1"}`, "tier: id opened twice"},
 	} {

@@ -38,8 +38,9 @@ Text by default. --json prints {"session", "source": "marker"|"checkpoint",
 "marker", "checkpoint", "reason", "sha256", "context", ...} where sha256 is
 that of the text rendering, held in "context".
 
-The database is the first argument, or --db DB (not both). DB may be the
-URL of a running agent's debug handler (http://127.0.0.1:6060/debug/strata).`,
+The database is the first argument, or --db DB (not both): a file or a
+postgres:// URL, or the URL of a running agent's debug handler
+(http://127.0.0.1:6060/debug/strata).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) > 1:
@@ -74,7 +75,8 @@ URL of a running agent's debug handler (http://127.0.0.1:6060/debug/strata).`,
 // validate checks the flags and parses --marker; its errors are bad usage.
 func (o *resumeOptions) validate() error {
 	if o.session == "" {
-		return usagef("--session is required")
+		return &usageError{err: errors.WithHintf(errors.New("--session is required"),
+			"to list the sessions' ids, run: strata sessions %s", shellQuote(o.db))}
 	}
 	if o.marker == "latest" {
 		o.markerID = store.Latest

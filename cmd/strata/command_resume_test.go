@@ -57,6 +57,13 @@ func TestResume_Errors(t *testing.T) {
 	} {
 		wantCode(t, cli(t, "", args...), exitUsage, args...)
 	}
+	for _, dbArgs := range [][]string{{db}, {"--db", db}} {
+		r := cli(t, "", append([]string{"resume"}, dbArgs...)...)
+		wantCode(t, r, exitUsage, dbArgs...)
+		if want := "Error: --session is required\nHint: to list the sessions' ids, run: strata sessions " + shellQuote(db) + "\n"; !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("resume %v: stderr %q, want it to start with %q", dbArgs, r.stderr, want)
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -73,7 +73,7 @@ command.`,
 // validate checks the flags and the argument; its errors are bad usage.
 func (o *serveOptions) validate() error {
 	if isURL(o.db) {
-		return &usageError{err: errors.WithHintf(errors.Newf("serve takes a database file, not a URL: %s", o.db),
+		return &usageError{err: errors.WithHintf(errors.Newf("serve takes a database file or a postgres:// URL, not a debug handler's URL: %s", o.db),
 			"a running agent serves its own page: open %s/ui/", o.db)}
 	}
 	_, port, err := net.SplitHostPort(o.addr)

@@ -301,6 +301,7 @@ func TestServe_Usage(t *testing.T) {
 		says string
 	}{
 		{[]string{"serve", "http://127.0.0.1:6060/debug/strata"}, exitUsage, "Hint: a running agent serves its own page: open http://127.0.0.1:6060/debug/strata/ui/"},
+		{[]string{"serve", "http://127.0.0.1:6060/debug/strata"}, exitUsage, "Error: serve takes a database file or a postgres:// URL, not a debug handler's URL: http://127.0.0.1:6060/debug/strata\n"},
 		{[]string{"serve", "--addr", "6060", db}, exitUsage, `--addr "6060": `},
 		{[]string{"serve", "--addr", "127.0.0.1:99999", db}, exitUsage, `--addr "127.0.0.1:99999": address 99999: invalid port`},
 		{[]string{"serve", "--timeout", "0s", db}, exitUsage, "--timeout must be positive"},

@@ -55,8 +55,8 @@ event, never its raw log, so a large database lists as fast as a small one
 "nodes_by_depth", "roots", "markers_valid", "markers_invalid", "refusals",
 "last_time"}; last_time (RFC 3339) is absent for events without a time.
 
-DB may be the URL of a running agent's debug handler
-(http://127.0.0.1:6060/debug/strata).`,
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler (http://127.0.0.1:6060/debug/strata).`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]

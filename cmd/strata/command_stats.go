@@ -53,8 +53,8 @@ total's: raw event bytes per event. "file_bytes_per_event" is left out with
 PostgreSQL database, "table_bytes" and "table_bytes_per_event" take the
 place of the file's two.
 
-DB may be the URL of a running agent's debug handler
-(http://127.0.0.1:6060/debug/strata).`,
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler (http://127.0.0.1:6060/debug/strata).`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]

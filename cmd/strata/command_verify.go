@@ -50,8 +50,9 @@ format, held by another process) is an error: status 1.
 "problems":[{"session", "what"}]} ("session" absent for a problem of the
 file as a whole), with the same exit status.
 
-DB may be the URL of a running agent's debug handler: its hot backup is
-fetched into a temporary file, checked, and removed.
+DB is a file or a postgres:// URL, or the URL of a running agent's debug
+handler: a handler's hot backup is fetched into a temporary file, checked,
+and removed.
 
 On a terminal, progress (sessions and raw events checked) is shown on
 stderr, on one line that is cleared at the end; piped, verify is quiet.`,
@@ -138,7 +139,7 @@ func (o *verifyOptions) runChild(out io.Writer) error {
 		case errors.Is(err, store.ErrNotStrata):
 			err = explainForeign(err, o.db, "verify")
 		case errors.Is(err, store.ErrLocked):
-			err = explainLocked(err, o.db, false)
+			err = explainLocked(err, o.db, "verify", false)
 		}
 		msg := err.Error()
 		if serr := send(verifyMsg{Error: &msg, Hints: errors.GetAllHints(err)}); serr != nil {

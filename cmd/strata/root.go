@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/internal/shell"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 )
 
 // Exit codes of the strata command: the contract of every command.
@@ -84,6 +85,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return ec.code
 	}
 	code := exitError
+	err = explainKind(err)
 	if db, ok := databaseOf(cmd, err); ok {
 		err = explain(cmd, err, db)
 	}
@@ -119,13 +121,28 @@ func explain(cmd *cobra.Command, err error, db string) error {
 	}
 	switch {
 	case errors.Is(err, store.ErrLocked):
-		err = explainLocked(err, db, writers[cmd.Name()] && cmd.Flags().Lookup("timeout") != nil)
+		err = explainLocked(err, db, cmd.Name(), writers[cmd.Name()] && cmd.Flags().Lookup("timeout") != nil)
 	case errors.Is(err, store.ErrNotStrata):
 		err = explainForeign(err, db, cmd.Name())
 	case isSessionNotFound(err):
 		err = errors.WithHintf(err, "to list the sessions, run: strata sessions %s", shellQuote(db))
 	}
 	return err
+}
+
+// explainKind adds to an error that says an input event's kind is
+// unknown the kinds there are. (A damaged record of a kind is the
+// database's damage: explainDamage says what to run.)
+func explainKind(err error) error {
+	if !errors.Is(err, tier.ErrUnknownKind) || errors.Is(err, store.ErrCorrupt) {
+		return err
+	}
+	kinds := tier.Kinds()
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.String()
+	}
+	return errors.WithHintf(err, "an event's kind is one of: %s", strings.Join(names, ", "))
 }
 
 // explainDamage adds to an error that says the database is damaged — read
@@ -157,7 +174,13 @@ var writers = map[string]bool{"replay": true, "import": true, "demo": true, "cop
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
 var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
-	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true}
+	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true}
+
+// takesURL are the commands that take a running agent's debug handler's
+// URL instead of a database: a lock another process holds is read
+// through that process instead.
+var takesURL = map[string]bool{"dump": true, "stats": true, "sessions": true, "resume": true,
+	"backup": true, "verify": true}
 
 // dbError marks an error as about the database db, where a command has two
 // (copy's DST): run explains it for db, not the command's database.
@@ -239,10 +262,10 @@ func newRootCommand() *cobra.Command {
 		Long: `strata stores an agent's raw log, compacts it into summary tiers, and refuses
 to commit a recovery marker whose promise is false.
 
-Every command that takes a database takes it as its first argument, DB;
-replay, resume and demo also take it as --db DB, and import only so
-(without --db it writes events to stdout), as do the claude-code commands;
-copy takes two, SRC and DST. The commands that only read a database (dump,
+Every command that takes a database takes it as its first argument, DB, a
+file or a postgres:// URL; replay, resume and demo also take it as --db DB,
+and import only so (without --db it writes events to stdout), as do the
+claude-code commands; copy takes two, SRC and DST. The commands that only read a database (dump,
 stats, sessions, resume, backup, verify) also take the URL of a running
 agent's debug handler instead, e.g. http://127.0.0.1:6060/debug/strata.
 
@@ -351,18 +374,20 @@ func checkTimeout(d time.Duration) error {
 // waited for at most timeout, and never a byte written.
 func openReadOnly(path string, timeout time.Duration) (*store.DB, error) {
 	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: timeout})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, errors.WithHint(explainOpen(err), hintURL)
-	}
 	if err != nil {
-		return nil, err
+		return nil, explainOpen(err)
 	}
 	return db, nil
 }
 
-// openReadOnly's hint when another process holds the database: a reading
-// command can ask that process instead.
+// hintURL is the hint, when another process holds the database, of a
+// command that takes a debug handler's URL (takesURL): it can ask that
+// process instead.
 const hintURL = "if it serves strata's debug handler (package debughttp), give its URL instead: http://127.0.0.1:6060/debug/strata"
+
+// hintBackupURL is backup's hint when another process holds the database,
+// in place of the store's "stop it, or read a backup".
+const hintBackupURL = "another process has it open; if it serves strata's debug handler (package debughttp), back up through its URL: strata backup http://127.0.0.1:6060/debug/strata DEST; or wait longer with --timeout, e.g. --timeout 30s"
 
 // explainOpen makes ErrLocked say plainly that another process holds the
 // file; run adds which one (explainLocked).
@@ -373,10 +398,19 @@ func explainOpen(err error) error {
 	return err
 }
 
-// explainLocked adds to ErrLocked on db which processes hold it, where the
-// system says (Linux: /proc/locks), and for a writing command with a
-// --timeout that --timeout waits longer.
-func explainLocked(err error, db string, wait bool) error {
+// explainLocked adds to ErrLocked of the command name on db which
+// processes hold it, where the system says (Linux: /proc/locks); for a
+// command that takes a debug handler's URL, that it can read through the
+// holder's (backup's hint replaces the store's, which points at a
+// backup); and for a writing command with a --timeout, that --timeout
+// waits longer.
+func explainLocked(err error, db, name string, wait bool) error {
+	if name == "backup" {
+		err = errors.Mark(errors.Handled(err), store.ErrLocked) // drops the hints
+		err = errors.WithHint(err, hintBackupURL)
+	} else if takesURL[name] {
+		err = errors.WithHint(err, hintURL)
+	}
 	if holders := lockHolders(db); len(holders) > 0 {
 		err = errors.WithHintf(err, "held by %s", strings.Join(holders, ", "))
 	}
@@ -412,4 +446,12 @@ func closeDB(db *store.DB, err *error) {
 	if cerr := db.Close(); cerr != nil && *err == nil {
 		*err = cerr
 	}
+}
+
+// plural returns "1 session", "2 sessions".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,4 +85,25 @@ func TestReadOnly_FileUnchanged(t *testing.T) {
 		}
 	}
 	dbtest.MustVerify(t, db)
+}
+
+// The --help of the root command and of every command that takes a
+// database says that DB may be a postgres:// URL, as well as a file (and,
+// for the reading commands, a debug handler's URL); import says it of its
+// --db.
+func TestHelp_PostgresURL(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", "sessions", "dump", "verify", "stats", "resume", "backup", "import", "serve", "copy", "replay"} {
+		args := []string{"--help"}
+		if name != "" {
+			args = []string{name, "--help"}
+		}
+		out := mustCLI(t, args...)
+		if name != "import" && !regexp.MustCompile(`(?s)file.{0,40}postgres:// URL`).MatchString(out) {
+			t.Errorf("strata %s --help does not say DB may be a file or a postgres:// URL:\n%s", name, out)
+		}
+		if name == "import" && !regexp.MustCompile(`--db string +store and compact in this database, a file .* or a postgres:// URL`).MatchString(out) {
+			t.Errorf("strata import --help: --db does not say it may be a postgres:// URL:\n%s", out)
+		}
+	}
 }

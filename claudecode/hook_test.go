@@ -302,23 +302,32 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 	}
 }
 
+// compacted runs sessionTranscript as Claude Code would: PreCompact on
+// the records before its compaction, then SessionStart on the whole file,
+// whose summary it checks.
+func compacted(t *testing.T) (c *cc, boundary int, path string, db *store.DB, h *claudecode.Hook, start *claudecode.Result) {
+	t.Helper()
+	c, boundary = sessionTranscript()
+	path = filepath.Join(t.TempDir(), session+".jsonl")
+	db = dbtest.Open(t, store.Options{NoSync: true})
+	h = newHook(t, db, claudecode.Options{})
+	c.write(t, path, 0, boundary)
+	run(t, h, hookInput(path, claudecode.EventPreCompact))
+	c.write(t, path, boundary, len(c.lines))
+	start = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	if start.Check == nil || start.Unwritten {
+		t.Fatalf("SessionStart: %q; want the summary checked", start.Line())
+	}
+	return c, boundary, path, db, h, start
+}
+
 // TestHook_Run_BoundaryFromStore: SessionStart finds Claude Code's
 // compaction in the store, where the import stored its records, not in
 // the file: run again on a transcript rewritten to hold only the records
 // after the summary, it finds the same boundary and summary, and gives the
 // same output.
 func TestHook_Run_BoundaryFromStore(t *testing.T) {
-	c, boundary := sessionTranscript()
-	path := filepath.Join(t.TempDir(), session+".jsonl")
-	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{})
-	c.write(t, path, 0, boundary)
-	run(t, h, hookInput(path, claudecode.EventPreCompact))
-	c.write(t, path, boundary, len(c.lines))
-	start := run(t, h, hookInput(path, claudecode.EventSessionStart))
-	if start.Check == nil || start.Unwritten {
-		t.Fatalf("SessionStart: %q; want the summary checked", start.Line())
-	}
+	c, boundary, path, _, h, start := compacted(t)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -608,16 +617,7 @@ func TestDefaultStore(t *testing.T) {
 // session holds — the records after the summary are later than it — so
 // that the session's times never go back.
 func TestHook_Run_CheckFollowsTheHeadsTime(t *testing.T) {
-	c, boundary := sessionTranscript()
-	path := filepath.Join(t.TempDir(), session+".jsonl")
-	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{})
-	c.write(t, path, 0, boundary)
-	run(t, h, hookInput(path, claudecode.EventPreCompact))
-	c.write(t, path, boundary, len(c.lines))
-	if r := run(t, h, hookInput(path, claudecode.EventSessionStart)); r.Check == nil {
-		t.Fatalf("SessionStart: %q; want the summary checked", r.Line())
-	}
+	_, _, _, db, _, _ := compacted(t)
 	evs := storetest.Events(t, db, session)
 	last := evs[len(evs)-1]
 	if !strings.HasPrefix(last.Ref, "strata:summary-check:") {

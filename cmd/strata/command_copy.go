@@ -143,9 +143,9 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 			case dst == nil:
 				fmt.Fprintf(o.errOut, "copy: stopped; DST was not made\n")
 			case res.Unfinished != "":
-				fmt.Fprintf(o.errOut, "copy: stopped after %d sessions copied whole; %s\n", len(res.Sessions), unfinishedHint(res.Unfinished))
+				fmt.Fprintf(o.errOut, "copy: stopped after %s copied whole; %s\n", plural(len(res.Sessions), "session"), unfinishedHint(res.Unfinished))
 			default:
-				fmt.Fprintf(o.errOut, "copy: stopped after %d sessions copied whole\n", len(res.Sessions))
+				fmt.Fprintf(o.errOut, "copy: stopped after %s copied whole\n", plural(len(res.Sessions), "session"))
 			}
 		}
 		if errors.Is(err, store.ErrDestination) {
@@ -169,7 +169,7 @@ func (o *copyOptions) explain(err error, res store.CopyResult) error {
 		return errors.WithHint(err, "nothing was copied: copy into another database, or name the other sessions with --session ID")
 	}
 	if len(res.Sessions) > 0 {
-		err = errors.WithHintf(err, "%d sessions were copied whole before it", len(res.Sessions))
+		err = errors.WithHintf(err, "%s copied whole before it", plural(len(res.Sessions), "session"))
 	}
 	if res.Unfinished != "" {
 		err = errors.WithHint(err, unfinishedHint(res.Unfinished))

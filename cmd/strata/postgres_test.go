@@ -250,3 +250,46 @@ func TestPostgres_Serve(t *testing.T) {
 		t.Errorf("after Ctrl-C: exit %d, stderr:\n%s\nwant it to begin %q, without the password", exit, stderr, want)
 	}
 }
+
+// The hints of an error on a postgres:// URL — the database damaged (run
+// verify), a session it does not hold (run sessions) — name the URL
+// without its password, as every other line does: for claude-code status
+// of a store the hooks' settings name, as text and in its --json document,
+// and for a reading command given the URL.
+func TestPostgres_HintsHideThePassword(t *testing.T) {
+	url := pgtest.URL(t)
+	pu, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, has := pu.User.Password(); !has {
+		pu.User = neturl.UserPassword(pu.User.Username(), "s3cret-pw") // the test server trusts
+	}
+	password, _ := pu.User.Password()
+	url = pu.String()
+	mustCLI(t, "replay", "--db", url, "--every", "2", incident(t))
+
+	r := cli(t, "", "resume", "--session", "nope", url)
+	wantCode(t, r, exitError, "resume", "--session", "nope")
+	if !strings.Contains(r.stderr, "Hint: to list the sessions, run: strata sessions ") || strings.Contains(r.stderr, password) {
+		t.Errorf("resume of a missing session: stderr\n%s\nwant the sessions hint, without the password", r.stderr)
+	}
+
+	pgtest.Exec(t, url, `UPDATE strata_events SET value = value || '\x00'::bytea WHERE seq = 3`)
+	r = cli(t, "", "dump", "--raw", url)
+	wantCode(t, r, exitError, "dump", "--raw")
+	if !strings.Contains(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify ") || strings.Contains(r.stderr, password) {
+		t.Errorf("dump of a damaged store: stderr\n%s\nwant the verify hint, without the password", r.stderr)
+	}
+
+	dir, _ := newProject(t, nil)
+	mustCLI(t, "claude-code", "install", "--dir", dir, "--db", url)
+	for _, args := range [][]string{{"--json"}, nil} {
+		r := cli(t, "", append([]string{"claude-code", "status", "--dir", dir}, args...)...)
+		wantCode(t, r, exitError, append([]string{"claude-code", "status"}, args...)...)
+		if !strings.Contains(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify ") ||
+			strings.Contains(r.stderr, password) || strings.Contains(r.stdout, password) {
+			t.Errorf("claude-code status %v of a damaged store: stdout\n%s\nstderr\n%s\nwant the verify hint, and the password nowhere", args, r.stdout, r.stderr)
+		}
+	}
+}

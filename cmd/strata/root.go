@@ -114,7 +114,8 @@ func isUsage(err error) bool {
 // explain adds to an error of cmd on database db the hints that say what
 // to do next: damage (run verify), a lock another process holds (which
 // one; --timeout), a file that is not strata's (what it is), a session
-// that does not exist (how to list them).
+// that does not exist (how to list them). A hint names a URL without its
+// password (shownDB).
 func explain(cmd *cobra.Command, err error, db string) error {
 	if cmd.Name() != "verify" { // verify reports damage itself
 		err = explainDamage(err, db)
@@ -125,7 +126,7 @@ func explain(cmd *cobra.Command, err error, db string) error {
 	case errors.Is(err, store.ErrNotStrata):
 		err = explainForeign(err, db, cmd.Name())
 	case isSessionNotFound(err):
-		err = errors.WithHintf(err, "to list the sessions, run: strata sessions %s", shellQuote(db))
+		err = errors.WithHintf(err, "to list the sessions, run: strata sessions %s", shellQuote(shownDB(db)))
 	}
 	return err
 }
@@ -156,7 +157,7 @@ func explainDamage(err error, db string) error {
 	if !damaged {
 		return err
 	}
-	return errors.WithHintf(err, "the database is damaged; to list every problem it holds, run: strata verify %s", shellQuote(db))
+	return errors.WithHintf(err, "the database is damaged; to list every problem it holds, run: strata verify %s", shellQuote(shownDB(db)))
 }
 
 // isSessionNotFound reports whether err says a session does not exist,

@@ -414,3 +414,24 @@ func TestShownDB_HidesThePassword(t *testing.T) {
 		}
 	}
 }
+
+// A hook's command shows its URL without the password also when the
+// password holds a character the shell quotes ('), as install writes it
+// (shellQuote).
+func TestShownCommand_HidesAQuotedPassword(t *testing.T) {
+	for _, db := range []string{"postgres://u:pa'ss0rd@h/d", "postgres://u@h/d?password=it's%20me", "postgres://u:pa'ss0rd@h/d?password=o'k"} {
+		for _, command := range []string{
+			"strata claude-code hook --db " + shellQuote(db),
+			"strata claude-code hook --db " + shellQuote(db) + " --budget 2000",
+		} {
+			got := shownCommand(command)
+			if strings.Contains(got, "ss0rd") || strings.Contains(got, "s%20me") || strings.Contains(got, "o'\\''k") ||
+				!strings.Contains(got, "xxxxx") {
+				t.Errorf("shownCommand(%q) = %q: the password shows", command, got)
+			}
+			if words, ok := shellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
+				t.Errorf("shownCommand(%q) = %q: not the command with its URL shown as %q", command, got, shownDB(db))
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -221,8 +222,18 @@ var pgURLs = regexp.MustCompile(`postgres(ql)?://[^\s'"]+`)
 
 // shownCommand returns a command line (a hook's, in Claude Code's
 // settings) as output shows it: every PostgreSQL URL in it as shownDB
-// shows it.
+// shows it. A word holding a password is found as the shell reads the
+// line, and replaced where it stands quoted as install quotes it
+// (shellQuote), so that a password with a quote in it does not show past
+// the quote; every other URL is found in the text.
 func shownCommand(command string) string {
+	if words, ok := shellWords(command, nil); ok {
+		for _, w := range words {
+			if holdsPassword(w) {
+				command = strings.ReplaceAll(command, shellQuote(w), shellQuote(shownDB(w)))
+			}
+		}
+	}
 	return pgURLs.ReplaceAllStringFunc(command, shownDB)
 }
 

@@ -102,7 +102,7 @@ func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte,
 // (package compaction's Policy). It returns ErrNothingToCompact when to is
 // not past the compacted prefix: another compaction got there first.
 func (db *DB) PlanSpan(session string, to uint64, budget int) (*Plan, error) {
-	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+	return db.plan(session, false, func(ss *sess, st *stateRec) (*Plan, error) {
 		if to <= st.CompactedTo {
 			return nil, errors.Wrapf(ErrNothingToCompact, "seq %d is compacted already (1..%d)", to, st.CompactedTo)
 		}
@@ -121,7 +121,7 @@ func (db *DB) PlanFold(session string, first uint64, k int, budget int) (*Plan, 
 	if k < 2 {
 		return nil, errors.Wrapf(ErrNothingToCompact, "fold of %d roots", k)
 	}
-	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+	return db.plan(session, true, func(ss *sess, st *stateRec) (*Plan, error) {
 		roots, err := ss.roots(^uint64(0))
 		if err != nil {
 			return nil, err
@@ -175,7 +175,7 @@ func (db *DB) PlanFold(session string, first uint64, k int, budget int) (*Plan, 
 // When a digest is due is the caller's policy (package compaction's
 // Policy.MaxRoots).
 func (db *DB) PlanDigest(session string, budget int) (*Plan, error) {
-	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+	return db.plan(session, true, func(ss *sess, st *stateRec) (*Plan, error) {
 		roots, err := ss.roots(^uint64(0))
 		if err != nil {
 			return nil, err
@@ -262,7 +262,7 @@ func digestHash(first, raw []byte) []byte {
 // PlanRecompact plans a new node over the span of root node, to supersede
 // it (typically with a tighter budget).
 func (db *DB) PlanRecompact(session string, node uint64, budget int) (*Plan, error) {
-	return db.plan(session, func(ss *sess, st *stateRec) (*Plan, error) {
+	return db.plan(session, false, func(ss *sess, st *stateRec) (*Plan, error) {
 		n, err := ss.node(node)
 		if err != nil {
 			return nil, err
@@ -282,17 +282,22 @@ func (db *DB) PlanRecompact(session string, node uint64, budget int) (*Plan, err
 	}, budget)
 }
 
-func (db *DB) plan(session string, pick func(*sess, *stateRec) (*Plan, error), budget int) (*Plan, error) {
+// plan runs pick on session in a read transaction and reads the span of
+// the plan it returns. With frame, pick reads the roots: they are read
+// ahead with the session, in one round trip where reads are one.
+func (db *DB) plan(session string, frame bool, pick func(*sess, *stateRec) (*Plan, error), budget int) (*Plan, error) {
 	if err := db.acquire(); err != nil {
 		return nil, err
 	}
 	defer db.release()
 	var p *Plan
 	err := db.view(func(tx backend.Tx) error {
-		// The session and its roots in one round trip, where reads are
-		// one: every plan but a span's reads the frame.
 		if err := prefetch(tx, func() []backend.Read {
-			return []backend.Read{{Session: session}, {Session: session, Table: backend.Roots, Scan: true}}
+			reads := []backend.Read{{Session: session}}
+			if frame {
+				reads = append(reads, backend.Read{Session: session, Table: backend.Roots, Scan: true})
+			}
+			return reads
 		}); err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func TestRoundTrips(t *testing.T) {
 		tier.Event{Kind: tier.KindAssistant, Text: "built"},
 	))
 
-	// A plan reads the session with its roots, then the span with the
+	// A span's plan reads the session, then the span with the
 	// root before it, then that root's node (store's spanReads says why
 	// by itself); a read transaction ends with a ROLLBACK of its own. A
 	// commit is two, as an append is: its lock and everything it checks,

@@ -111,6 +111,8 @@ type sessionDoc struct {
 	Checkpoints statusList[checkpoint.Checkpoint] `json:"checkpoints"`
 	Refusals    refusalList                       `json:"refusals"`
 	Resume      resumeDoc                         `json:"resume"`
+	// Open lists the calls and resources open at the head, in seq order.
+	Open []tier.Open `json:"open"`
 }
 
 // rootDoc is a root of the frame.
@@ -273,6 +275,16 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 	}); err != nil {
 		return err
 	}
+
+	l, err := s.Ledger(id)
+	if err != nil {
+		return err
+	}
+	doc.Open = make([]tier.Open, 0, len(l.Open))
+	for _, o := range l.Open {
+		doc.Open = append(doc.Open, o)
+	}
+	slices.SortFunc(doc.Open, func(a, b tier.Open) int { return cmp.Compare(a.Seq, b.Seq) })
 
 	ctx, err := s.Resume(id, store.Latest)
 	if err != nil {

@@ -384,6 +384,8 @@ func TestPage_ClaudeCodeSession(t *testing.T) {
 			"document.querySelector("+js(cs)+").classList.contains('marked') && !document.getElementById('tl-marked').checked && "+
 			textOf(cs+" .head")+".includes("+js(call.Name)+")")
 
+	viewShot(t, ctx, cs, "FailedCall")
+
 	// A long output, collapsed, opened whole.
 	var big tier.Event
 	for _, e := range stored {
@@ -467,10 +469,9 @@ func TestPage_ClaudeCodeSession(t *testing.T) {
 		textOf("#tl-nav")+".includes('following the head')")
 	eval[bool](t, ctx, "(scrollTo(0, 0), true)")
 	screenshot(t, ctx)
-	if *screenshots != "" {
-		screenshotOf(t, ctx, "#timeline", "Timeline")
-		screenshotOf(t, ctx, "#summaries", "Summaries")
-	}
+	viewShot(t, ctx, "body", "Top")
+	viewShot(t, ctx, "#summaries", "Summaries")
+	viewShot(t, ctx, "#markers", "Markers")
 }
 
 // controlEscaped is s as the page shows it: each control character as its
@@ -494,13 +495,18 @@ func controlEscaped(s string) string {
 	return b.String()
 }
 
-// screenshotOf writes a PNG of the element sel to the -strata.screenshots
-// directory as TestName-name.png.
-func screenshotOf(t *testing.T, ctx context.Context, sel, name string) {
+// viewShot scrolls the element sel to the top of the window and, when
+// -strata.screenshots is set, writes a PNG of the window there as
+// TestName-name.png.
+func viewShot(t *testing.T, ctx context.Context, sel, name string) {
 	t.Helper()
-	b, err := chromedp.Run(ctx, chromedp.Screenshot(sel))
+	if *screenshots == "" {
+		return
+	}
+	eval[bool](t, ctx, "(document.querySelector("+js(sel)+").scrollIntoView({block: 'start'}), true)")
+	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
-		t.Fatalf("screenshot of %s: %v", sel, err)
+		t.Fatalf("screenshot at %s: %v", sel, err)
 	}
 	path := filepath.Join(*screenshots, t.Name()+"-"+name+".png")
 	if err := os.WriteFile(path, b, 0o644); err != nil {

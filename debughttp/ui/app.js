@@ -430,7 +430,7 @@ function drawSession(d) {
       () => table(mHead, oldM.map(markerRow), "")) : null));
   const ck = d.checkpoints;
   const ckRow = (c) => el("tr", {},
-    td(num(c.id), "num"), td(seqLink(c.seq, num(c.seq)), "num"), td((c.prefix || []).length ? "nodes " + c.prefix.join(", ") : "none"),
+    td(num(c.id), "num"), td(c.seq ? seqLink(c.seq, num(c.seq)) : "0", "num"), td((c.prefix || []).length ? "nodes " + c.prefix.join(", ") : "none"),
     td(el("span", { className: "badge " + (c.status === "valid" ? "valid" : "stale") }, c.status)), td(shown(c.why)), td(shown(c.reason || "")));
   const cHead = [["#", "num"], ["after seq", "num"], ["prefix"], ["status"], ["why"], ["reason"]];
   const validC = ck.shown.filter((c) => c.status === "valid").reverse();

@@ -41,12 +41,13 @@
 //   - {prefix}/resume?session=ID[&marker=ID|latest][&format=text] — the
 //     resumed context as `strata resume --json` prints it, or its text.
 //
-//   - {prefix}/session?session=ID — what the page shows of one session, as
-//     JSON: its info, roots, nodes per depth (tiers), uncompacted tail,
-//     markers and checkpoints (counted; every valid one and the last 50
-//     invalid listed), refusals (counted; the last 50 listed, with the
-//     failures each names), the latest resume's source, reason and
-//     sha256 (its nodes and events counted, not included) and the calls
+//   - {prefix}/session?session=ID[&history=all] — what the page shows of
+//     one session, as JSON: its info, roots, nodes per depth (tiers),
+//     uncompacted tail, markers and checkpoints (counted; every valid one
+//     and the last 50 invalid listed, all with history=all), refusals
+//     (counted; the last 50 listed, all with history=all, with the failures
+//     each names), the latest resume's source, reason and sha256 (its nodes
+//     and events counted, not included) and the calls
 //     open at its head.
 //
 //   - {prefix}/sessions — the session list the page filters: each session's

@@ -132,7 +132,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rest == "/backup":
 		serve, params = serveBackup, nil
 	case rest == "/session":
-		serve, params = serveSession, []string{"session"}
+		serve, params = serveSession, []string{"session", "history"}
 	case rest == "/sessions":
 		serve, params = serveSessions, nil
 	case rest == "/events":
@@ -316,7 +316,7 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		"stats":    h.prefix + "/stats?session=ID",
 		"resume":   h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
 		"backup":   h.prefix + "/backup",
-		"session":  h.prefix + "/session?session=ID",
+		"session":  h.prefix + "/session?session=ID&history=all",
 		"sessions": h.prefix + "/sessions",
 		"events":   h.prefix + "/events?session=ID&from=SEQ&to=SEQ&limit=N&clip=BYTES&q=TEXT&item=ID|KEY&marked=1",
 		"nodes":    h.prefix + "/nodes?session=ID",

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,7 +173,8 @@ func TestHandler_Session(t *testing.T) {
 		{"", 400, `session=\"\": required`},
 		{"?session=absent", 404, "session not found"},
 		{"?session=bad%01id", 400, "bad session id"},
-		{"?session=mig&raw=1", 400, "unknown parameter (this endpoint takes session)"},
+		{"?session=mig&raw=1", 400, "unknown parameter (this endpoint takes session, history)"},
+		{"?session=mig&history=some", 400, `history=\"some\": not all`},
 	} {
 		if resp, body := get(t, http.MethodGet, base+"/session"+tc.query); resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
 			t.Errorf("session%s: %s %s, want %d saying %s", tc.query, resp.Status, body, tc.status, tc.says)
@@ -237,6 +239,22 @@ func TestHandler_SessionListsTheLastInvalid(t *testing.T) {
 		t.Errorf("markers: valid %d %v, invalid %d, shown invalid %v; want valid %v, the last 50 of %d invalid",
 			doc.Markers.Valid, gotValid, doc.Markers.Invalid, gotInvalid, valid, len(invalid))
 	}
+	// history=all lists every one.
+	_, body = get(t, http.MethodGet, srv.URL+debughttp.DefaultPrefix+"/session?session=long&history=all")
+	var all sessionDoc
+	if err := json.Unmarshal(body, &all); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, m := range all.Markers.Shown {
+		ids = append(ids, m.ID)
+	}
+	want := append(slices.Clone(valid), invalid...)
+	slices.Sort(want)
+	if fmt.Sprint(ids) != fmt.Sprint(want) ||
+		all.Markers.Invalid != len(invalid) || len(all.Checkpoints.Shown) != all.Checkpoints.Valid+all.Checkpoints.Invalid {
+		t.Errorf("history=all: markers %v, want %v; %d of %d checkpoints", ids, want, len(all.Checkpoints.Shown), all.Checkpoints.Valid+all.Checkpoints.Invalid)
+	}
 }
 
 // The page's files are served without the token (they hold no data), with
@@ -294,7 +312,7 @@ func TestHandler_Page(t *testing.T) {
 	}
 	// The index names the page and the session endpoint.
 	_, body := get(t, http.MethodGet, base+"/", "Authorization", "Bearer s3cret")
-	if !strings.Contains(string(body), `"page": "/debug/strata/ui/"`) || !strings.Contains(string(body), `"session": "/debug/strata/session?session=ID"`) {
+	if !strings.Contains(string(body), `"page": "/debug/strata/ui/"`) || !strings.Contains(string(body), `"session": "/debug/strata/session?session=ID&history=all"`) {
 		t.Errorf("index: %s", body)
 	}
 }

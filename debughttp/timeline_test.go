@@ -459,6 +459,20 @@ func TestPage_ClaudeCodeSession(t *testing.T) {
 	waitFor(t, ctx, "the current markers, the history closed",
 		"document.querySelectorAll('#markers-s > table tbody tr').length === "+strconv.Itoa(ss.MarkersValid)+" && "+
 			"!document.getElementById('marker-history').open && document.querySelectorAll('#markers .badge.invalid').length === 0")
+	// The history on demand: the last 50, then all of it.
+	if err := chromedp.Do(ctx, chromedp.Click("#marker-history summary")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the last 50 invalidated markers", "document.querySelectorAll('#marker-history tbody tr').length === 50")
+	if err := chromedp.Do(ctx, chromedp.Click("#marker-history button.all")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "every invalidated marker", "document.querySelectorAll('#marker-history tbody tr').length === "+strconv.Itoa(ss.MarkersInvalid)+" && "+
+		"document.querySelectorAll('#marker-history .badge.stale').length === "+strconv.Itoa(ss.MarkersInvalid))
+	viewShot(t, ctx, "#markers", "Markers")
+	if err := chromedp.Do(ctx, chromedp.Click("#marker-history summary")); err != nil {
+		t.Fatal(err)
+	}
 	rc, err := db.Resume(id, store.Latest)
 	if err != nil {
 		t.Fatal(err)
@@ -471,7 +485,6 @@ func TestPage_ClaudeCodeSession(t *testing.T) {
 	screenshot(t, ctx)
 	viewShot(t, ctx, "body", "Top")
 	viewShot(t, ctx, "#summaries", "Summaries")
-	viewShot(t, ctx, "#markers", "Markers")
 }
 
 // controlEscaped is s as the page shows it: each control character as its

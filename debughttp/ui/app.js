@@ -425,9 +425,8 @@ function drawSession(d) {
   document.getElementById("markers").replaceChildren(section("markers-s", "Markers", num(mk.valid) + " valid, " + num(mk.invalid) + " invalid",
     table(mHead, validM.map(markerRow), "no valid marker"),
     mk.invalid ? details("marker-history", false,
-      "history: " + plural(mk.invalid, "marker") + " invalidated as the frame changed (folds, re-compactions)" +
-        (oldM.length < mk.invalid ? " — the last " + num(oldM.length) + " listed" : ""),
-      () => table(mHead, oldM.map(markerRow), "")) : null));
+      "history: " + plural(mk.invalid, "marker") + " invalidated as the frame changed (folds, re-compactions)",
+      () => history("markers", mk, oldM, (all) => table(mHead, all.map(markerRow), ""))) : null));
   const ck = d.checkpoints;
   const ckRow = (c) => el("tr", {},
     td(num(c.id), "num"), td(c.seq ? seqLink(c.seq, num(c.seq)) : "0", "num"), td((c.prefix || []).length ? "nodes " + c.prefix.join(", ") : "none"),
@@ -438,9 +437,25 @@ function drawSession(d) {
   document.getElementById("checkpoints").replaceChildren(section("checkpoints-s", "Checkpoints", num(ck.valid) + " valid, " + num(ck.invalid) + " invalid",
     table(cHead, validC.map(ckRow), "no valid checkpoint"),
     ck.invalid ? details("checkpoint-history", false,
-      "history: " + plural(ck.invalid, "checkpoint") + " invalidated as the frame changed" +
-        (oldC.length < ck.invalid ? " — the last " + num(oldC.length) + " listed" : ""),
-      () => table(cHead, oldC.map(ckRow), "")) : null));
+      "history: " + plural(ck.invalid, "checkpoint") + " invalidated as the frame changed",
+      () => history("checkpoints", ck, oldC, (all) => table(cHead, all.map(ckRow), ""))) : null));
+}
+
+// history shows the invalidated markers or checkpoints (what names which)
+// the session document lists, the newest first, and when it lists only the
+// last ones, a button that reads them all (session?history=all).
+function history(what, list, shownOld, draw) {
+  const box = el("div", { className: "history" }, draw(shownOld));
+  if (shownOld.length >= list.invalid) return box;
+  const b = el("button", { type: "button", className: "all" }, "the last " + num(shownOld.length) + " of " + num(list.invalid) + " listed: show all");
+  b.addEventListener("click", async () => {
+    try {
+      const d = JSON.parse(await get("session?" + q({ session: state.session, history: "all" })));
+      box.replaceChildren(draw(d[what].shown.filter((x) => x.status !== "valid").reverse()));
+    } catch (e) { b.textContent = "not loaded: " + e.message; }
+  });
+  box.prepend(el("p", { className: "note" }, b));
+  return box;
 }
 
 // loadContext fetches the context text, once per sha256.

@@ -426,7 +426,7 @@ function drawSession(d) {
     table(mHead, validM.map(markerRow), "no valid marker"),
     mk.invalid ? details("marker-history", false,
       "history: " + plural(mk.invalid, "marker") + " invalidated as the frame changed (folds, re-compactions)",
-      () => history("markers", mk, oldM, (all) => table(mHead, all.map(markerRow), ""))) : null));
+      () => historyBox("markers", mk, oldM, (all) => table(mHead, all.map(markerRow), ""))) : null));
   const ck = d.checkpoints;
   const ckRow = (c) => el("tr", {},
     td(num(c.id), "num"), td(c.seq ? seqLink(c.seq, num(c.seq)) : "0", "num"), td((c.prefix || []).length ? "nodes " + c.prefix.join(", ") : "none"),
@@ -438,13 +438,13 @@ function drawSession(d) {
     table(cHead, validC.map(ckRow), "no valid checkpoint"),
     ck.invalid ? details("checkpoint-history", false,
       "history: " + plural(ck.invalid, "checkpoint") + " invalidated as the frame changed",
-      () => history("checkpoints", ck, oldC, (all) => table(cHead, all.map(ckRow), ""))) : null));
+      () => historyBox("checkpoints", ck, oldC, (all) => table(cHead, all.map(ckRow), ""))) : null));
 }
 
-// history shows the invalidated markers or checkpoints (what names which)
+// historyBox shows the invalidated markers or checkpoints (what names which)
 // the session document lists, the newest first, and when it lists only the
 // last ones, a button that reads them all (session?history=all).
-function history(what, list, shownOld, draw) {
+function historyBox(what, list, shownOld, draw) {
   const box = el("div", { className: "history" }, draw(shownOld));
   if (shownOld.length >= list.invalid) return box;
   const b = el("button", { type: "button", className: "all" }, "the last " + num(shownOld.length) + " of " + num(list.invalid) + " listed: show all");

@@ -472,7 +472,7 @@ async function loadContext(sha) {
 
 // ---- Summaries ----
 
-// claimFields are the fields of a claim that name an event's seq.
+// SEQ_FIELDS are the fields of a claim that name an event's seq.
 const SEQ_FIELDS = new Set(["seq", "at", "failed_at", "opener"]);
 
 // claimLine shows one claim, whatever its class: each field as name=value,

@@ -18,6 +18,9 @@ import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+
+	// The evaluation's databases are bbolt files it makes.
+	_ "github.com/strata-go/strata/backend/boltfile"
 )
 
 // Arm names.

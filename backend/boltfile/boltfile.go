@@ -61,9 +61,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Backend is the backend of one bbolt file. It implements backend.Backend
-// and backend.Checker; its read transactions implement
-// backend.Snapshotter, and a ReleaseMapped method that store.Snapshot's
-// ReleaseMapped calls.
+// and backend.Checker, Pather, Versioner and FileSizer; its read
+// transactions implement backend.Snapshotter and MappedReleaser.
 type Backend struct {
 	path string
 	opts Options
@@ -77,7 +76,13 @@ type Backend struct {
 	closeErr  error
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.Checker   = (*Backend)(nil)
+	_ backend.Pather    = (*Backend)(nil)
+	_ backend.Versioner = (*Backend)(nil)
+	_ backend.FileSizer = (*Backend)(nil)
+)
 var _ backend.Checker = (*Backend)(nil)
 
 // Open opens the database at path.

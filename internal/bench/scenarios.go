@@ -16,6 +16,9 @@ import (
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+
+	// The scenarios open bbolt files and PostgreSQL URLs.
+	_ "github.com/strata-go/strata"
 )
 
 // AppendSerial appends s's events to p one per call, from one goroutine,

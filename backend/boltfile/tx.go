@@ -69,7 +69,7 @@ type tableRef struct {
 type viewTx struct{ *tx }
 
 var (
-	_ backend.Tx          = (*tx)(nil)
+	_ backend.Tx             = (*tx)(nil)
 	_ backend.Snapshotter    = (*viewTx)(nil)
 	_ backend.MappedReleaser = (*viewTx)(nil)
 )

@@ -240,14 +240,18 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			marker.Frame{Version: st.FrameVersion, RootDepth: slot},
 			required, p.Depth, &c.claims)
 	}
-	if invalid == nil {
-		claims := c.claims
-		if c.validate {
-			// Valid claims name the facts the span requires, no more and no
-			// fewer; the node carries those facts as the raw log recorded
-			// them, never the summarizer's words for them.
-			claims = required.Claims()
+	claims := c.claims
+	if invalid == nil && c.validate {
+		// Valid claims name the facts the span requires, no more and no
+		// fewer; the node carries those facts as the raw log recorded
+		// them, never the summarizer's words for them — and those are
+		// what must fit.
+		claims = required.Claims()
+		if f := claimsSize("the raw log's claims", &claims, db.opts.limits()); f != nil {
+			invalid = &marker.InvalidError{Failures: f}
 		}
+	}
+	if invalid == nil {
 		return ss.accept(&st, p, c.sum, claims, !c.validate, required, spanBytes, &c.res)
 	}
 	var ie *marker.InvalidError
@@ -277,7 +281,12 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 	if n := len(sum.Narrative); n > lim.MaxEventBytes {
 		return []marker.Failure{{Class: marker.ClassSize, Item: "narrative", Detail: fmt.Sprintf("%d bytes, limit %d", n, lim.MaxEventBytes)}}
 	}
-	c := &sum.Claims
+	return claimsSize("claims", &sum.Claims, lim)
+}
+
+// claimsSize returns a ClassSize failure, its item named item, when the
+// texts of c are over the event limit together: what one node may carry.
+func claimsSize(item string, c *tier.Claims, lim tier.Limits) []marker.Failure {
 	total := 0
 	var fields []string
 	for _, x := range c.Resolved {
@@ -302,7 +311,7 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 		total += len(f)
 	}
 	if total > lim.MaxEventBytes {
-		return []marker.Failure{{Class: marker.ClassSize, Item: "claims", Detail: fmt.Sprintf("%d claims of %d bytes, limit %d", c.Count(), total, lim.MaxEventBytes)}}
+		return []marker.Failure{{Class: marker.ClassSize, Item: item, Detail: fmt.Sprintf("%d claims of %d bytes, limit %d", c.Count(), total, lim.MaxEventBytes)}}
 	}
 	return nil
 }

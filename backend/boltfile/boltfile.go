@@ -203,6 +203,11 @@ func open(path string, opts Options) (b *Backend, err error) {
 	if err := b.init(); err != nil {
 		return nil, errors.CombineErrors(err, guard(db.Close))
 	}
+	if !opts.ReadOnly {
+		// What a creation or a write of path killed midway left beside it:
+		// a second name of this file, a dead writer's temporary file.
+		sweepTemps(path, time.Now())
+	}
 	return b, nil
 }
 

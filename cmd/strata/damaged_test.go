@@ -292,3 +292,52 @@ func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
 	}
 	wantCode(t, cli(t, "", "verify", db), exitProblems, "verify")
 }
+
+// A root page that a lost write left holding another bucket's old page is
+// damage to every command, verify included — never "not a strata database".
+func TestDamaged_RootPageIsDamage(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	s, err := store.Open(db, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbtest.ReplayIncident(t, s, "s", compaction.Extractive{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, sess uint64
+	if err := bdb.View(func(tx *bolt.Tx) error {
+		root, sess = uint64(tx.Cursor().Bucket().Root()), uint64(tx.Bucket([]byte("s/s")).Root())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ps := bdb.Info().PageSize
+	bdb.Close()
+	raw := readBytes(t, db)
+	page := func(id uint64) []byte { return raw[int(id)*ps : int(id+1)*ps] }
+	for binary.LittleEndian.Uint16(page(sess)[8:]) == 0x01 { // a branch: its first child
+		sess = binary.LittleEndian.Uint64(page(sess)[16+8:])
+	}
+	copy(page(root), page(sess))
+	binary.LittleEndian.PutUint64(page(root), root)
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "verify", db)
+	wantCode(t, r, exitProblems, "verify")
+	if !strings.Contains(r.stdout, "root page") || strings.Contains(r.stdout+r.stderr, "not a strata database") {
+		t.Errorf("strata verify: stdout does not report the damaged root page:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"sessions", db}, {"stats", db}, {"dump", db}, {"resume", "--db", db, "--session", "s"}} {
+		r := cli(t, "", args...)
+		if r.code == exitOK || !strings.Contains(r.stderr, "database is damaged") || strings.Contains(r.stderr, "not a strata database") {
+			t.Errorf("strata %s: exit %d, stderr:\n%s\nwant it to say the database is damaged", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

@@ -133,7 +133,7 @@ func (db *DB) newCommitReq(p *Plan, sum Summary, validate bool, refused []marker
 	if c.preFailed == nil && validate {
 		c.preFailed = summarySize(&sum, db.opts.limits())
 	}
-	c.claims = cloneClaims(sum.Claims)
+	c.claims = sum.Claims.Clone() // the caller's, which it may change after
 	c.claims.Normalize()
 	return c
 }
@@ -257,17 +257,6 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 	}
 	c.invalid = invalid
 	return ss.refuse(&st, p, lastTurn, spanBytes, c.sum, ie, &c.res)
-}
-
-func cloneClaims(c tier.Claims) tier.Claims {
-	return tier.Claims{
-		Resolved:     slices.Clone(c.Resolved),
-		Unresolved:   slices.Clone(c.Unresolved),
-		Failures:     slices.Clone(c.Failures),
-		Dispositions: slices.Clone(c.Dispositions),
-		Constraints:  slices.Clone(c.Constraints),
-		Artifacts:    slices.Clone(c.Artifacts),
-	}
 }
 
 // summarySize returns a ClassSize failure when the summary's narrative or
@@ -408,7 +397,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	}
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
-		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash,
+		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: slices.Clone(p.SpanHash),
 		Unchecked: unchecked, Repairs: sum.Repairs}
 	for _, c := range p.Children {
 		n.Children = append(n.Children, c.ID)

@@ -3,6 +3,7 @@ package compaction
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -329,11 +330,13 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 
 // repair commits, after refusal (the last attempt's audit record), the
 // claims the store computed from the raw span with narrative: the
-// summarizer's, or Extractive's when it gave none or one over the size
-// limits (Options.Repair).
+// summarizer's, or Extractive's when it gave none, one over the size
+// limits or one that could not be used (not UTF-8) (Options.Repair).
 func (c *Compactor) repair(ctx context.Context, plan *store.Plan, r Result, narrative string, refusal *store.Refusal, attempt int) (Result, error) {
 	claims := plan.Required.Claims()
-	if narrative == "" || slices.ContainsFunc(refusal.Failures, func(f marker.Failure) bool { return f.Class == marker.ClassSize }) {
+	if narrative == "" || slices.ContainsFunc(refusal.Failures, func(f marker.Failure) bool {
+		return f.Class == marker.ClassSize || f.Class == marker.ClassOutput
+	}) {
 		out, err := Extractive{}.Summarize(ctx, NewInput(plan, attempt, refusal.Failures))
 		if err != nil {
 			return r, err
@@ -368,8 +371,10 @@ func (r *Result) accepted(cr *store.CommitResult) {
 // the error may quote the model's output.
 const maxOutputDetail = 512
 
-// clip returns s cut to at most n bytes, on a rune boundary, marked "…".
+// clip returns s cut to at most n bytes, on a rune boundary, marked "…",
+// with what is not UTF-8 in it (a summarizer's output it quotes) as U+FFFD.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

@@ -30,6 +30,9 @@ type Request struct {
 	// the assistant's — the user's prompt, the tools' results, the
 	// client's reminders.
 	Last string
+	// LastUser is the text of the last message (or input item) of role
+	// user: where a client puts its request for a compaction's summary.
+	LastUser string
 	// Stream says the client asked for server-sent events.
 	Stream bool
 	// Tools says the request offers the model tools: a turn of the
@@ -118,6 +121,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 			for _, k := range []string{"messages", "input"} {
 				if l, ok := m[k].([]any); ok && len(l) > 0 {
 					r.Last = sinceAssistant(l)
+					for i := len(l) - 1; i >= 0; i-- {
+						if m, _ := l[i].(map[string]any); m["role"] == "user" {
+							r.LastUser = allText(m)
+							break
+						}
+					}
 				}
 			}
 		}

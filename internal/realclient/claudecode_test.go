@@ -51,7 +51,7 @@ func claudeScript(project string) fakemodel.Script {
 // summary of a compaction: Claude Code's and Codex's prompts ask for a
 // summary of the conversation.
 func isSummaryRequest(r *fakemodel.Request) bool {
-	l := strings.ToLower(r.Last)
+	l := strings.ToLower(r.LastUser)
 	return strings.Contains(l, "summary") && (strings.Contains(l, "conversation") || strings.Contains(l, "compaction") || strings.Contains(l, "handoff"))
 }
 

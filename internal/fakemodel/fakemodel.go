@@ -7,7 +7,6 @@
 package fakemodel
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,7 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	r := &Request{Path: hr.URL.Path, Body: body}
 	var v any
 	if json.Unmarshal(body, &v) == nil {
-		r.Text = strings.Join(strings.FieldsFunc(allText(v), func(c rune) bool { return c == 0 }), "\n")
+		r.Text = allText(v)
 		if m, ok := v.(map[string]any); ok {
 			r.Stream, _ = m["stream"].(bool)
 			tools, _ := m["tools"].([]any)
@@ -172,7 +171,8 @@ func sinceAssistant(l []any) string {
 	return b.String()
 }
 
-// allText returns the strings of a decoded JSON value, separated by NULs.
+// allText returns the strings of a decoded JSON value, each on a line of
+// its own.
 func allText(v any) string {
 	var b strings.Builder
 	var walk func(v any)
@@ -180,7 +180,7 @@ func allText(v any) string {
 		switch x := v.(type) {
 		case string:
 			b.WriteString(x)
-			b.WriteByte(0)
+			b.WriteByte('\n')
 		case []any:
 			for _, e := range x {
 				walk(e)
@@ -281,14 +281,4 @@ func responses(w http.ResponseWriter, reply Reply, n int) {
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": id, "status": "completed", "output": items,
 		"usage": map[string]any{"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": 10, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": in + 10}}})
-}
-
-// Contains reports whether any of the requests' text holds s.
-func Contains(reqs []*Request, s string) bool {
-	for _, r := range reqs {
-		if bytes.Contains([]byte(r.Text), []byte(s)) {
-			return true
-		}
-	}
-	return false
 }

@@ -56,7 +56,7 @@ func isSummaryRequest(r *fakemodel.Request) bool {
 }
 
 func TestClaudeCode_RealClientCompacts(t *testing.T) {
-	claude := client(t, "STRATA_TEST_CLAUDE", "claude")
+	claude := client(t, "STRATA_TEST_CLAUDE")
 	bin := buildStrata(t)
 	root := t.TempDir()
 	project := filepath.Join(root, "project")

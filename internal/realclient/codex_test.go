@@ -48,7 +48,7 @@ func codexScript() fakemodel.Script {
 }
 
 func TestCodex_RealClientCompactsAndTheRolloutImports(t *testing.T) {
-	codex := client(t, "STRATA_TEST_CODEX", "codex")
+	codex := client(t, "STRATA_TEST_CODEX")
 	root := t.TempDir()
 	project := filepath.Join(root, "project")
 	codexHome := filepath.Join(root, "home", ".codex")

@@ -10,23 +10,20 @@ import (
 	"time"
 )
 
-// client returns the path of a real client: the environment variable env
-// (.ci/run sets it to the pinned version it installed), else name on
-// PATH. The test skips when there is none.
-func client(t *testing.T, env, name string) string {
+// client returns the path of a real client: the environment variable env,
+// which .ci/run sets to the pinned version it installed from npm. The test
+// skips without it, and under -short.
+func client(t *testing.T, env string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the real clients take tens of seconds")
+	p := os.Getenv(env)
+	switch {
+	case p == "":
+		t.Skipf("%s is not set: .ci/run sets it to the client it installs from npm (docs/realclients.md)", env)
+	case testing.Short():
+		t.Skip("-short: a real client takes tens of seconds")
 	}
-	if p := os.Getenv(env); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s=%s: %v", env, p, err)
-		}
-		return p
-	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("no %s: set %s to the client (.ci/run installs it from npm; docs/realclients.md)", name, env)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s=%s: %v", env, p, err)
 	}
 	return p
 }

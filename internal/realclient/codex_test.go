@@ -2,6 +2,7 @@ package realclient_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,9 +79,11 @@ trust_level = "trusted"
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	hookLog := filepath.Join(root, "hook-inputs.jsonl")
+	recordHooks(t, filepath.Join(codexHome, "hooks.json"), hookLog)
 	env := append(baseEnv(t, root, filepath.Dir(codex)), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
 	exec := func(args ...string) string {
-		return run(t, project, env, 2*time.Minute, codex, append([]string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}, args...)...)
+		return run(t, project, env, 2*time.Minute, codex, append([]string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust"}, args...)...)
 	}
 	exec(cxTask)
 	if _, err := os.Stat(filepath.Join(project, writtenFile)); err != nil {
@@ -103,6 +106,7 @@ trust_level = "trusted"
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkCodexHookInputs(t, hookLog, rollouts[0])
 	ss, rep, err := transcript.Read(transcript.Codex, bytes.NewReader(raw), transcript.Options{File: rollouts[0]})
 	if err != nil {
 		t.Fatal(err)
@@ -155,5 +159,66 @@ trust_level = "trusted"
 	}})
 	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
 		t.Errorf("the rollout read again against the store: %v, %d sessions, want no event", err, len(again))
+	}
+}
+
+// recordHooks writes a Codex hooks.json whose hooks append their input to
+// log, one line each: PreCompact, PostCompact and SessionStart.
+func recordHooks(t *testing.T, path, log string) {
+	t.Helper()
+	cmd := fmt.Sprintf("cat >> %q; echo >> %q", log, log)
+	entry := []map[string]any{{"hooks": []map[string]any{{"type": "command", "command": cmd, "timeout": 30}}}}
+	raw, err := json.Marshal(map[string]any{"hooks": map[string]any{"PreCompact": entry, "PostCompact": entry, "SessionStart": entry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCodexHookInputs checks the inputs Codex gave the hooks: in order,
+// SessionStart startup, PreCompact and PostCompact (trigger auto, with the
+// turn), SessionStart resume and SessionStart compact, each naming the
+// session and the rollout.
+func checkCodexHookInputs(t *testing.T, log, rollout string) {
+	t.Helper()
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("the hooks recorded nothing: %v", err)
+	}
+	var got []string
+	session := ""
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var in struct {
+			SessionID      string `json:"session_id"`
+			TurnID         string `json:"turn_id"`
+			TranscriptPath string `json:"transcript_path"`
+			Cwd            string `json:"cwd"`
+			Event          string `json:"hook_event_name"`
+			Model          string `json:"model"`
+			Source         string `json:"source"`
+			Trigger        string `json:"trigger"`
+		}
+		if err := json.Unmarshal(line, &in); err != nil {
+			t.Fatalf("hook input %q: %v", line, err)
+		}
+		if session == "" {
+			session = in.SessionID
+		}
+		if in.SessionID != session || in.TranscriptPath != rollout || in.Cwd == "" || in.Model != "gpt-5.5" {
+			t.Errorf("hook input %s: want session %s, the rollout %s, the cwd and the model", line, session, rollout)
+		}
+		if (in.Event == "PreCompact" || in.Event == "PostCompact") && in.TurnID == "" {
+			t.Errorf("hook input %s: no turn_id", line)
+		}
+		got = append(got, in.Event+":"+in.Source+in.Trigger)
+	}
+	want := []string{"SessionStart:startup", "PreCompact:auto", "PostCompact:auto", "SessionStart:resume", "SessionStart:compact"}
+	if !slices.Equal(got, want) {
+		t.Errorf("hooks ran %q, want %q", got, want)
+	}
+	if !strings.Contains(rollout, session) {
+		t.Errorf("the hooks' session %s is not the rollout's %s", session, rollout)
 	}
 }

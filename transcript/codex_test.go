@@ -258,8 +258,15 @@ func TestRead_Codex(t *testing.T) {
 
 // A rollout read as it grew, and again whole, stores what one read of the
 // whole stores; a second read adds nothing (refs are the rollout's ids).
+// The rollouts: the fixture, the one recorded from Codex 0.171.0, and one
+// public rollout of an older version, whose items lack ids.
 func TestRead_CodexGrownAndAgain(t *testing.T) {
-	names := append(codexRollouts(t), "testdata/codex/rollout.jsonl")
+	names := []string{"testdata/codex/rollout.jsonl"}
+	for _, n := range codexRollouts(t) {
+		if strings.Contains(n, "realclient") || strings.HasSuffix(n, "tomjnsn_agentlogs_crud.jsonl") {
+			names = append(names, n)
+		}
+	}
 	for _, name := range names {
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			full, err := os.ReadFile(name)

@@ -1,11 +1,12 @@
 // Package transcript converts the transcripts agents leave behind — OpenAI
-// chat messages, Anthropic Messages, Claude Code session files, and the
+// chat messages, Anthropic Messages, Claude Code session files, Codex
+// rollouts, and the
 // exports and agent trajectories built of them — into raw events
 // (tier.Event, the event format of docs/events.md) that the store accepts
 // as they are, a session per conversation.
 //
 // A transcript holds one conversation or several, each named by its own id
-// (a Claude Code record's sessionId; a conversation object's id,
+// (a Claude Code record's sessionId; a Codex rollout's session_meta id; a conversation object's id,
 // conversation_id, session_id or uuid), else after the file: "<file>", or
 // "<file>-<n>" for the n-th of a file that holds a list of conversations (a
 // JSON array of them, JSONL of them). Options.Target says
@@ -38,6 +39,11 @@
 //	tool create/str_replace/insert,
 //	write_file, apply_patch …
 //	Claude Code compact_boundary          → a system event; the compact summary → system
+//	Codex compacted                       → a system event (CodexCompacted), its message → system
+//	Codex exec/patch end events           → ok:false on a non-zero exit_code or a patch not applied;
+//	                                       the files a patch event changed → artifact
+//	Codex developer messages, hook output → nothing (skipped: strata's own injection is not the
+//	                                       user's words)
 //	an agent's step (action, observation) → assistant text, tool_call "step-N" named after the
 //	                                       action's first word, and its tool_result
 //	timestamps                            → time

@@ -162,11 +162,21 @@ const maxConflicts = 8
 func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	var out []Result
 	p := c.opts.Policy
-	planSpan := func() (*store.Plan, error) { return p.PlanSpan(c.db, session) }
+	var info store.Info
+	planSpan := func() (plan *store.Plan, err error) {
+		plan, info, err = p.planSpan(c.db, session)
+		return plan, err
+	}
 	for {
 		r, due, err := c.step(ctx, planSpan)
 		if err != nil {
 			return out, err
+		}
+		if !due && !p.frameDue(info.Roots) {
+			// Nothing is due, and the frame the span's plan read has
+			// too few roots for a fold or a digest: no need to read it
+			// again to know.
+			return out, nil
 		}
 		if due {
 			out = append(out, r)

@@ -23,22 +23,37 @@ import (
 // summarizer that keeps failing is asked once per period, each time over a
 // longer span.
 func (p Policy) PlanSpan(db *store.DB, session string) (*store.Plan, error) {
+	plan, _, err := p.planSpan(db, session)
+	return plan, err
+}
+
+// planSpan is PlanSpan, also returning the session's Info as the policy
+// read it.
+func (p Policy) planSpan(db *store.DB, session string) (*store.Plan, store.Info, error) {
 	var to uint64
+	var info store.Info
 	err := db.View(func(s *store.Snapshot) error {
-		info, err := s.Info(session)
-		if err != nil {
+		var err error
+		if info, err = s.Info(session); err != nil {
 			return err
 		}
 		to, err = p.spanEnd(s, &info)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	if to == 0 {
-		return nil, store.ErrNothingToCompact
+		return nil, info, store.ErrNothingToCompact
 	}
-	return db.PlanSpan(session, to, p.budget())
+	plan, err := db.PlanSpan(session, to, p.budget())
+	return plan, info, err
+}
+
+// frameDue reports whether a frame of roots roots may make a fold or a
+// digest due: a fold needs Fold roots, a digest more than MaxRoots.
+func (p Policy) frameDue(roots int) bool {
+	return (p.Fold >= 2 && roots >= p.Fold) || (p.MaxRoots >= 1 && roots > p.MaxRoots)
 }
 
 // spanEnd returns the end of the next due L1 span, or 0. Whether a rule is

@@ -75,8 +75,9 @@ token); a depth d+1 node whenever --fold consecutive roots of depth d have
 accumulated. By hand instead: an L1 node as soon as the tail reaches
 --every-tokens tokens, every --every turns, or as soon as it holds
 --every-events events — whichever boundary comes first. A boundary by size or
-by events may fall mid-turn: the node claims the calls then open UNRESOLVED. After a refused span, each rule waits for its next boundary past
-it, and the next attempt covers the longer span.
+by events may fall mid-turn: the node claims the calls then open UNRESOLVED.
+After a refused span, each rule waits for its next boundary past it, and the
+next attempt covers the longer span.
 
 Each compaction prints one line:
   compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..] [repaired=A missed=class:item,...]

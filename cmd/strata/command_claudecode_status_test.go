@@ -166,7 +166,9 @@ func TestClaudeCodeStatus(t *testing.T) {
 	}
 
 	files := claudeCodeFixtures(t)
-	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", store}, files...)...)
+	// The fixtures are small beside the default policy's window: a small
+	// policy compacts some of them.
+	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", store, "--every-tokens", "500"}, files...)...)
 	before := readBytes(t, store)
 	out = mustCLI(t, "claude-code", "status", "--dir", dir)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -255,7 +257,9 @@ func TestClaudeCodeStatus_RealTranscripts(t *testing.T) {
 	dir, _ := newProject(t, nil)
 	mustCLI(t, "claude-code", "install", "--dir", dir)
 	db := filepath.Join(dir, ".claude", "strata.db")
-	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", db}, files...)...)
+	// A summary every 500 tokens: every failure stands before the latest
+	// marker (the default policy leaves the last ~40k tokens raw).
+	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", db, "--every-tokens", "500"}, files...)...)
 	st := statusOf(t, "--dir", dir)
 	if !st.StoreExists || len(st.Sessions) != len(files) {
 		t.Fatalf("status: %+v", st)

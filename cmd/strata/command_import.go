@@ -75,8 +75,8 @@ open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
 (created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
-them (the extractive summarizer; --every-tokens, --every, --every-events,
---fold, --max-roots and --budget as replay's). A line per session says
+them (the extractive summarizer; --window, --share, --every-tokens, --every,
+--every-events, --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
 then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
@@ -149,7 +149,7 @@ func (o *importOptions) validate() error {
 		}
 	}
 	if o.db == "" && o.policySet {
-		return usagef("--every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
+		return usagef("--window, --share, --every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
 	}
 	if o.db == "" && o.timeoutSet {
 		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")

@@ -63,18 +63,21 @@ type replayOptions struct {
 func newReplayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...",
+		Use:   "replay DB [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
 		Long: `Append the events of each JSONL file (the format of docs/events.md; "-"
-reads stdin) to the database, creating it if missing, and compact as it goes:
-an L1 node as soon as the uncompacted tail reaches --every-tokens tokens
-(default ` + strconv.Itoa(compaction.DefaultEveryTokens) + `; the tail as a resumed context would carry it, 4 bytes a
-token), and, when set, every --every turns or as soon as the tail holds
---every-events events — whichever boundary comes first — and a depth d+1 node
-whenever --fold consecutive roots of depth d have accumulated. A boundary by
-size or by events may fall mid-turn: the node claims the calls then open
-UNRESOLVED. After a refused span, each rule waits for its next boundary past
-it, and the next attempt covers the longer span.
+reads stdin) to the database, creating it if missing, and compact as it goes,
+keeping a resumed context within --share of the model's --window (default
+` + strconv.Itoa(compaction.DefaultWindow) + ` tokens, ` + strconv.FormatFloat(compaction.DefaultShare, 'g', -1, 64) + `): at most --max-roots summaries of --budget tokens,
+and an L1 node as soon as the raw tail reaches what they leave (by default
+` + strconv.Itoa(compaction.DefaultEveryTokens) + ` tokens; the tail as a resumed context would carry it, 4 bytes a
+token); a depth d+1 node whenever --fold consecutive roots of depth d have
+accumulated. By hand instead: an L1 node as soon as the tail reaches
+--every-tokens tokens, every --every turns, or as soon as it holds
+--every-events events — whichever boundary comes first. A boundary by size or
+by events may fall mid-turn: the node claims the calls then open UNRESOLVED.
+After a refused span, each rule waits for its next boundary past it, and the
+next attempt covers the longer span.
 
 Each compaction prints one line:
   compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..] [repaired=A missed=class:item,...]

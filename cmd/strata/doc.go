@@ -5,8 +5,8 @@
 //
 // Usage:
 //
-//	strata replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
-//	              [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...
+//	strata replay DB [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M]
+//	              [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...
 //	strata replay --db DB [flags] FILE...
 //	strata import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
@@ -17,8 +17,8 @@
 //	strata backup [--json] DB|URL DEST
 //	strata copy [--session ID]... [--json] SRC DST
 //	strata stats [--json] [--session ID] DB|URL
-//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
-//	            [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
+//	strata eval [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M]
+//	            [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
 //	strata version [--json]
@@ -64,9 +64,12 @@
 // locked one, what a file that is not a database is, how to list the
 // sessions or markers when one asked for does not exist.
 //
-// replay, import --db and eval compact on size by default: an L1 node each
-// time the uncompacted tail reaches --every-tokens tokens (default 500);
-// --every (turns) and --every-events are off unless given.
+// replay, import --db and eval compact by default so that a resumed
+// context stays within a quarter (--share 0.25) of a model's window of
+// 200,000 tokens (--window): at most 4 summaries of 2,048 tokens, and an L1
+// node each time the raw tail reaches the 41,808 tokens they leave.
+// --every-tokens, --every (turns) and --every-events state the policy by
+// hand instead.
 //
 // Every command that only reads a database opens it read-only, waiting at
 // most --timeout (default 1s) for the file lock, and never changes a byte of

@@ -337,7 +337,7 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
-		r: &replayer{ctx: context.Background(), out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
+		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // file stores the sessions of the file called name, each in one append,

@@ -35,29 +35,11 @@ type replayOptions struct {
 	db      string
 	session string
 	policyFlags
-	summarizer string
-	drop       string
-	retries    int
-	repair     bool
-	timeout    time.Duration
-	noSync     bool
-	json       bool
-	files      []string
-
-	// --summarizer openai: the model, its endpoint and how patiently to
-	// ask it. llmSet says whether any of these flags was given.
-	model, baseURL, apiKeyEnv string
-	llmTimeout                time.Duration
-	llmRetries                int
-	llmSet                    bool
-	dropSet                   bool // --drop was given
-
-	sum compaction.Summarizer // set by validate
-
-	// Set by run: the progress line and stderr, where a model's retries
-	// are reported.
-	prog   *progress
-	errOut io.Writer
+	summarizerFlags
+	timeout time.Duration
+	noSync  bool
+	json    bool
+	files   []string
 }
 
 // newReplayCommand returns `strata replay`.
@@ -143,10 +125,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 				return err
 			}
 			o.db, o.files = db, files
-			for _, name := range []string{"model", "base-url", "api-key-env", "llm-timeout", "llm-retries"} {
-				o.llmSet = o.llmSet || cmd.Flags().Changed(name)
-			}
-			o.dropSet = cmd.Flags().Changed("drop")
+			o.summarizerFlags.changed(cmd.Flags())
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -157,16 +136,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 	f.StringVar(&o.db, "db", "", "the database file or postgres:// URL (created if missing; its directory must exist): then every argument is a FILE")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
-	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")
-	f.StringVar(&o.model, "model", "", "--summarizer openai: the model name, e.g. gpt-4o-mini or llama3.1:8b")
-	f.StringVar(&o.baseURL, "base-url", "", "--summarizer openai: the API base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
-	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "--summarizer openai: the environment variable holding the API key (default "+openai.EnvAPIKey+", then "+openai.EnvOpenAIAPIKey+")")
-	f.DurationVar(&o.llmTimeout, "llm-timeout", openai.DefaultTimeout, "--summarizer openai: the time limit of each request")
-	f.IntVar(&o.llmRetries, "llm-retries", 3, "--summarizer openai: send a request again up to N times after a 429, 5xx, timeout, connection error or unusable answer")
-	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
-		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
-	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
-	f.BoolVar(&o.repair, "repair", false, "after the last refused retry, commit the summarizer's narrative with the claims computed from the raw span (the refusal stays in the audit)")
+	o.summarizerFlags.add(f)
 	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
 	addJSONFlag(cmd, &o.json, "JSON lines: one object per compaction, then the summary")
 	addTimeoutFlag(cmd, &o.timeout)
@@ -188,9 +158,6 @@ func (o *replayOptions) validate() error {
 	if err := o.policyFlags.validate(); err != nil {
 		return err
 	}
-	if o.retries < 0 {
-		return usagef("--retries must be 0 or more, got %d", o.retries)
-	}
 	if o.session != "" {
 		if err := store.CheckSession(o.session); err != nil {
 			return &usageError{err: errors.Wrap(err, "--session")}
@@ -199,58 +166,7 @@ func (o *replayOptions) validate() error {
 	if err := checkTimeout(o.timeout); err != nil {
 		return err
 	}
-	drop := strings.Split(o.drop, ",")
-	if _, err := compaction.NewLossy(drop...); err != nil { // checks the list whatever the summarizer
-		return &usageError{err: errors.Wrap(err, "--drop")}
-	}
-	if o.dropSet && o.summarizer != "lossy" {
-		return usagef("--drop applies only to --summarizer lossy")
-	}
-	if o.summarizer == "openai" {
-		return o.validateOpenAI()
-	}
-	if o.llmSet {
-		return usagef("--model, --base-url, --api-key-env, --llm-timeout and --llm-retries apply only to --summarizer openai")
-	}
-	sum, err := compaction.New(o.summarizer, drop)
-	if err != nil {
-		return &usageError{err: errors.Wrap(err, "--summarizer")}
-	}
-	o.sum = sum
-	return nil
-}
-
-// validateOpenAI checks the --summarizer openai flags and builds the
-// summarizer: a missing --model or --base-url, a bad value or a key
-// variable that is unset is bad usage.
-func (o *replayOptions) validateOpenAI() error {
-	if o.model == "" || o.baseURL == "" {
-		return &usageError{err: errors.WithHint(errors.New("--summarizer openai needs --model and --base-url"),
-			"e.g. --model llama3.1:8b --base-url http://localhost:11434/v1 (Ollama)")}
-	}
-	if o.llmTimeout <= 0 {
-		return usagef("--llm-timeout must be positive, got %s", o.llmTimeout)
-	}
-	if o.llmRetries < 0 || o.llmRetries > openai.MaxRetries {
-		return usagef("--llm-retries must be 0..%d, got %d", openai.MaxRetries, o.llmRetries)
-	}
-	sum, err := openai.New(openai.Config{BaseURL: o.baseURL, Model: o.model, APIKeyEnv: o.apiKeyEnv,
-		Timeout: o.llmTimeout, Retries: o.llmRetries, OnRetry: o.reportRetry})
-	if err != nil {
-		return &usageError{err: errors.Wrap(err, "--summarizer openai")}
-	}
-	o.sum = sum
-	return nil
-}
-
-// reportRetry says on stderr that the model is asked again, why, and after
-// what wait: a 429 with Retry-After or a model that hangs until
-// --llm-timeout would otherwise stall the replay without a word.
-func (o *replayOptions) reportRetry(r openai.Retry) {
-	if o.errOut == nil {
-		return
-	}
-	o.prog.above(func() { fmt.Fprintf(o.errOut, "replay: model %s: %s\n", o.model, r) })
+	return o.summarizerFlags.validate()
 }
 
 // run replays the files into the database, creating it if missing, and
@@ -261,19 +177,14 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		return err
 	}
 	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
-	comp, err := compaction.NewCompactor(db, compaction.Options{
-		Summarizer: o.sum,
-		Policy:     o.policy(),
-		Retries:    o.retries,
-		Repair:     o.repair,
-	})
+	comp, err := compaction.NewCompactor(db, o.options(o.policy()))
 	if err != nil {
 		return err
 	}
 	r := newReplayer(ctx, db, out, o.json)
 	r.defaultSession = o.session
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
-	o.prog, o.errOut = r.prog, errOut
+	o.command, o.prog, o.errOut = "replay", r.prog, errOut
 	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	// Compactions run on a goroutine of their own while the next events
 	// are read and appended; their commits share the appends' fsyncs.

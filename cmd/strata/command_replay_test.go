@@ -660,4 +660,3 @@ func TestReplay_AgainConflict(t *testing.T) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }
-

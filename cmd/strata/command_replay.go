@@ -40,6 +40,8 @@ type replayOptions struct {
 	noSync  bool
 	json    bool
 	files   []string
+
+	compactHint string // what to run when events were stored, not compacted
 }
 
 // newReplayCommand returns `strata replay`.
@@ -129,6 +131,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.compactHint = compactHint(cmd, o.db)
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -194,6 +197,10 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		// before anything that stopped the appending.
 		if cerr := r.bg.Close(); cerr != nil {
 			err = cerr
+			if r.events > 0 && ctx.Err() == nil {
+				// Stored, not compacted: compact goes on from there.
+				err = errors.WithHint(err, o.compactHint)
+			}
 		}
 		if errors.Is(err, openai.ErrTimeout) {
 			err = errors.WithHint(err, "give the model more time per request with --llm-timeout")

@@ -170,11 +170,11 @@ func isSessionNotFound(err error) bool {
 
 // writers are the commands that open a database for writing: a lock
 // another process holds is worth waiting for, and no URL serves them.
-var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true}
+var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true, "compact": true}
 
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
-var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
+var takesDB = map[string]bool{"replay": true, "compact": true, "resume": true, "dump": true, "verify": true,
 	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true}
 
 // takesURL are the commands that take a running agent's debug handler's
@@ -271,9 +271,9 @@ read a database (dump, stats, sessions, resume, backup, verify) also take
 the URL of a running agent's debug handler instead, e.g.
 http://127.0.0.1:6060/debug/strata.
 
---json prints a command's result as JSON: one document, or for replay and
-import one object per line (JSONL). It is the one JSON flag: replay,
-import, sessions, dump, resume, verify, backup, copy, stats, eval, version
+--json prints a command's result as JSON: one document, or for replay,
+compact and import one object per line (JSONL). It is the one JSON flag:
+replay, compact, import, sessions, dump, resume, verify, backup, copy, stats, eval, version
 and claude-code status take it.
 
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
@@ -291,6 +291,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.AddCommand(
 		newReplayCommand(),
+		newCompactCommand(),
 		newDumpCommand(),
 		newResumeCommand(),
 		newVerifyCommand(),

@@ -65,7 +65,9 @@
 // Errors go to stderr as "Error: …", followed by "Hint: …" lines that say
 // what to do: run verify on a damaged database, which process holds a
 // locked one, what a file that is not a database is, how to list the
-// sessions or markers when one asked for does not exist.
+// sessions or markers when one asked for does not exist. With --json an
+// error goes to stderr as one JSON line instead, {"error", "hints",
+// "exit_code"}, with the same exit code.
 //
 // replay, import --db and eval compact on size by default: an L1 node each
 // time the uncompacted tail reaches --every-tokens tokens (default 500);

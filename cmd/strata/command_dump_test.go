@@ -415,6 +415,7 @@ func TestDump_Range(t *testing.T) {
 	for _, args := range [][]string{{"dump", "--session", "mig", "--from", "70", db}, {"dump", "--json", "--session", "mig", "--to", "80", "--from", "42", db}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr)
 		if r.stdout != "" || !strings.HasPrefix(r.stderr, "Error: dump: seq range starts past the session's head: seq "+args[len(args)-2]+"..") ||
 			!strings.Contains(r.stderr, `of session "mig", whose head is seq 41`) {
 			t.Errorf("%v: stdout %q, stderr %q", args, r.stdout, r.stderr)

@@ -188,3 +188,22 @@ func TestJSON_Errors(t *testing.T) {
 		t.Errorf("replay --json of a bad line: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 }
+
+// asText returns stderr in the text form: the line of an error printed
+// with --json (errorJSON) as the Error: and Hint: lines it holds; any
+// other stderr as it is.
+func asText(t testing.TB, stderr string) string {
+	t.Helper()
+	var e errorJSON
+	if !strings.HasPrefix(stderr, `{"error":`) {
+		return stderr
+	}
+	if err := json.Unmarshal([]byte(stderr), &e); err != nil {
+		t.Fatalf("stderr is no JSON error (%v): %s", err, stderr)
+	}
+	text := "Error: " + e.Error + "\n"
+	for _, h := range e.Hints {
+		text += "Hint: " + h + "\n"
+	}
+	return text
+}

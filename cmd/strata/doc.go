@@ -17,7 +17,7 @@
 //	strata resume --db DB|URL --session ID [--marker ID|latest] [--json]
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
-//	strata copy [--session ID]... [--json] SRC DST
+//	strata copy [--session ID]... [--skip-damaged] [--json] SRC DST
 //	strata stats [--json] [--session ID] DB|URL
 //	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
 //	            [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...

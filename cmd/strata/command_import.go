@@ -51,7 +51,7 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...",
+		Use:   "import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or store and compact them in a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
 Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
@@ -125,7 +125,7 @@ a FILE.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic or claude-code (required)")
+	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic, claude-code or codex (required)")
 	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
 	f.StringVar(&o.db, "db", "", "store and compact in this database, a file (created if missing; its directory must exist) or a postgres:// URL, instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
@@ -139,7 +139,7 @@ a FILE.`,
 // validate checks the flags; its errors are bad usage.
 func (o *importOptions) validate() error {
 	if o.format == "" {
-		return usagef("--format is required (openai, anthropic or claude-code)")
+		return usagef("--format is required (openai, anthropic, claude-code or codex)")
 	}
 	f, err := transcript.ParseFormat(o.format)
 	if err != nil {
@@ -259,7 +259,7 @@ func (o *importOptions) read(in io.Reader, name string, target func(string) (tra
 	}
 	ss, _, err := transcript.Read(o.f, in, transcript.Options{File: file, Target: target, Sidechains: o.sidechains, Dir: o.dir})
 	if errors.Is(err, transcript.ErrNothingRecognized) {
-		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic and claude-code (strata import --help)", o.f)
+		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic, claude-code and codex (strata import --help)", o.f)
 	}
 	return ss, err
 }

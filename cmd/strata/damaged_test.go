@@ -285,6 +285,7 @@ func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
 	for _, args := range [][]string{{"sessions", db}, {"sessions", "--json", db}, {"stats", db}, {"stats", "--json", db}, {"stats", "--session", "s", db}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr) // --json: the same error as a JSON line
 		if !strings.HasPrefix(r.stderr, "Error: store: database is damaged: ") || !strings.HasSuffix(r.stderr, hint) {
 			t.Errorf("strata %s: stderr does not say the damage and hint at verify:\n%s", strings.Join(args, " "), r.stderr)
 		}

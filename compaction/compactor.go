@@ -203,6 +203,41 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	}
 }
 
+// RunSessions compacts what the store holds: it runs Run on each of
+// sessions in turn, or on every session the store holds when none is
+// named, and hands each session's Results to each (nil: none wanted). The
+// policy runs over each session's uncompacted tail as it would have after
+// every append, so the compactions fall where an agent that compacted as
+// it went would have had them. What is compacted, and a span refused, is
+// not asked for again: a second call adds nothing, and a call after one
+// that stopped (a summarizer that did not answer) goes on where it
+// stopped. A named session the store does not hold is
+// store.ErrSessionNotFound, before anything is compacted.
+func (c *Compactor) RunSessions(ctx context.Context, sessions []string, each func(session string, rs []Result)) error {
+	if len(sessions) == 0 {
+		ids, err := c.db.Sessions()
+		if err != nil {
+			return err
+		}
+		sessions = ids
+	}
+	for _, id := range sessions {
+		if _, err := c.db.Info(id); err != nil {
+			return errors.Wrapf(err, "compaction: session %q", id)
+		}
+	}
+	for _, id := range sessions {
+		rs, err := c.Run(ctx, id)
+		if each != nil && len(rs) > 0 {
+			each(id, rs)
+		}
+		if err != nil {
+			return errors.Wrapf(err, "compaction: session %q", id)
+		}
+	}
+	return nil
+}
+
 // CompactTo compacts session's uncompacted tail through seq to into one L1
 // node, whatever the policy's L1 rules say — a boundary the caller chose,
 // such as the point where the agent is about to cut its own context —

@@ -316,12 +316,13 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 			!strings.HasPrefix(st.Error, c.error) || !slices.Contains(st.Hints, c.hint) {
 			t.Errorf("%s: %+v", c.name, st)
 		}
+		var e errorJSON
+		if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.Error != st.Error || !slices.Equal(e.Hints, st.Hints) || e.ExitCode != exitError {
+			t.Errorf("%s: stderr\n%s\nwant what the document says as JSON (%v)", c.name, r.stderr, err)
+		}
 		stderr := "Error: " + st.Error + "\n"
 		for _, h := range st.Hints {
 			stderr += "Hint: " + h + "\n"
-		}
-		if r.stderr != stderr {
-			t.Errorf("%s: stderr\n%s\nwant what the document says\n%s", c.name, r.stderr, stderr)
 		}
 		// As text: the hooks part, then the same error on stderr.
 		text := cli(t, "", "claude-code", "status", "--dir", dir, "--db", c.db, "--timeout", "50ms")

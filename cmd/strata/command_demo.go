@@ -116,7 +116,7 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		r := &replayer{ctx: ctx, out: out, sessions: map[string]bool{}}
+		r := newReplayer(ctx, db, out, false)
 		r.bg = comp.Background(ctx, r.reportRun)
 		in := bytes.Replace(strata.DemoJSONL, []byte(`"session":"migration"`), []byte(`"session":"`+session+`"`), 1)
 		err = r.replayFile("-", bytes.NewReader(in))

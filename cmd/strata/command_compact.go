@@ -29,7 +29,7 @@ type compactOptions struct {
 func newCompactCommand() *cobra.Command {
 	o := &compactOptions{}
 	cmd := &cobra.Command{
-		Use:   "compact DB [--session ID]... [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json]",
+		Use:   "compact DB [--session ID]... [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json]",
 		Short: "Compact the events a database holds, as replay would have",
 		Long: `Compact what the database holds under the policy: in every session, or in
 each --session given, the compactions the policy makes due over the

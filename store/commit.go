@@ -267,6 +267,11 @@ func cloneClaims(c tier.Claims) tier.Claims {
 		Dispositions: slices.Clone(c.Dispositions),
 		Constraints:  slices.Clone(c.Constraints),
 		Artifacts:    slices.Clone(c.Artifacts),
+		Requests:     slices.Clone(c.Requests),
+		Plan:         slices.Clone(c.Plan),
+
+		RequestsLeftOut: c.RequestsLeftOut,
+		PlanAt:          c.PlanAt,
 	}
 }
 
@@ -297,6 +302,12 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 	}
 	for _, x := range c.Artifacts {
 		fields = append(fields, x.Key, x.Text)
+	}
+	for _, x := range c.Requests {
+		fields = append(fields, x.Text)
+	}
+	for _, x := range c.Plan {
+		fields = append(fields, x.Key, x.Status)
 	}
 	for _, f := range fields {
 		total += len(f)

@@ -146,8 +146,8 @@ type Required struct {
 // Success is the first successful result of a call on a target in a
 // span.
 type Success struct {
-	Key string // SameTarget
-	At  uint64
+	Key string `msgpack:"y" json:"key"` // SameTarget
+	At  uint64 `msgpack:"a" json:"at"`
 }
 
 // Before is the state a span starts on: what is open at its first seq − 1,

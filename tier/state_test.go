@@ -27,9 +27,9 @@ func TestPlanOf_ThreeClients(t *testing.T) {
 		}
 	}
 	for _, e := range []tier.Event{
-		{Kind: tier.KindToolCall, Name: "Bash", Text: `{"todos":[]}`},              // not a plan tool
-		{Kind: tier.KindToolCall, Name: "TodoWrite", Text: `not json`},             // no structured input
-		{Kind: tier.KindToolResult, Name: "TodoWrite", Text: `{"todos":[]}`},       // a result, not a call
+		{Kind: tier.KindToolCall, Name: "Bash", Text: `{"todos":[]}`},             // not a plan tool
+		{Kind: tier.KindToolCall, Name: "TodoWrite", Text: `not json`},            // no structured input
+		{Kind: tier.KindToolResult, Name: "TodoWrite", Text: `{"todos":[]}`},      // a result, not a call
 		{Kind: tier.KindToolCall, Name: "TodoWrite", Text: `{"items":[{"a":1}]}`}, // no list
 	} {
 		if items, ok := tier.PlanOf(&e); ok {

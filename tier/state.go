@@ -1,8 +1,11 @@
 package tier
 
 import (
+	"cmp"
 	"encoding/json"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -292,4 +295,49 @@ func keepRequests(rs []Request) ([]Request, int) {
 	out = append(out, rs[0])
 	out = append(out, rs[len(rs)-MaxRequests+1:]...)
 	return out, len(rs) - MaxRequests
+}
+
+// FailureGroup is the failures of one target (SameTarget) as one fact:
+// how many there were, the newest, and whether a success on the target
+// after it fixed them.
+type FailureGroup struct {
+	// Key is the target's SameTarget key, or "call ID" for a failure whose
+	// call names no target: it is its own group.
+	Key    string
+	Count  int
+	Newest Resolution
+	// Fixed is the seq of the success after the newest failure on the
+	// target (its Fixed): 0 while the failure stands.
+	Fixed uint64
+}
+
+// GroupFailures returns fs grouped by target, newest failure first (by
+// the seq that resolved it, then by key).
+func GroupFailures(fs []Resolution) []FailureGroup {
+	idx := map[string]int{}
+	var out []FailureGroup
+	for _, f := range fs {
+		k := SameTarget(f.Name, f.Target)
+		if k == "" {
+			k = "call " + f.ID + "@" + strconv.FormatUint(f.Seq, 10)
+		}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, FailureGroup{Key: k, Count: 1, Newest: f, Fixed: f.Fixed})
+			continue
+		}
+		g := &out[i]
+		g.Count++
+		if f.At > g.Newest.At {
+			g.Newest, g.Fixed = f, f.Fixed
+		}
+	}
+	slices.SortStableFunc(out, func(a, b FailureGroup) int {
+		if c := cmp.Compare(b.Newest.At, a.Newest.At); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out
 }

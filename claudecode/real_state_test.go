@@ -185,6 +185,7 @@ func prefix(s string) string {
 // target fixed is shown standing, the block is within the budget; and it
 // measures the recall of standing failures by their command or file.
 func TestRealTranscripts_InjectedState(t *testing.T) {
+	sessions := map[string]bool{}
 	var cuts, standing, shown, fixedSeen, todos, standingLines, trueLines int
 	for _, path := range realTranscripts(t) {
 		f, err := os.Open(path)
@@ -227,6 +228,7 @@ func TestRealTranscripts_InjectedState(t *testing.T) {
 				continue
 			}
 			cuts++
+			sessions[path] = true
 			if r.Rendered.Tokens > claudecode.DefaultBudget {
 				t.Errorf("%s: %d tokens, budget %d", name, r.Rendered.Tokens, claudecode.DefaultBudget)
 			}
@@ -279,8 +281,8 @@ func TestRealTranscripts_InjectedState(t *testing.T) {
 	if cuts == 0 {
 		t.Skip("no transcript with a request")
 	}
-	t.Logf("%d cuts: recall %d of %d standing failures injected by command or file; precision %d of %d standing lines name a failure standing on its exact target; %d failures fixed by a later exact success named; %d open todos, all checked",
-		cuts, shown, standing, trueLines, standingLines, fixedSeen, todos)
+	t.Logf("%d sessions, %d cuts: recall %d of %d standing failures injected by command or file; precision %d of %d standing lines name a failure standing on its exact target; %d failures fixed by a later exact success named; %d open todos, all checked",
+		len(sessions), cuts, shown, standing, trueLines, standingLines, fixedSeen, todos)
 	if standing > 0 && shown*10 < standing*9 {
 		t.Errorf("recall of standing failures %d/%d, under 90%%", shown, standing)
 	}

@@ -154,7 +154,7 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 			s = s[i+w:]
 		}
 	}
-	if n.Claims.Count() > 0 || n.Claims.PlanAt != 0 {
+	if n.Claims.Count() > 0 {
 		if n.Unchecked {
 			b.WriteString(UncheckedClaimsLabel)
 		} else {
@@ -179,7 +179,7 @@ const (
 // dispositions, constraints, artifacts. Each claim is one line: a text
 // holding a line break or another control character is quoted.
 func ClaimLines(c *tier.Claims) []string {
-	if c.Count() == 0 && c.PlanAt == 0 {
+	if c.Count() == 0 {
 		return nil
 	}
 	var b bytes.Buffer

@@ -315,6 +315,12 @@ func TestClaimLines(t *testing.T) {
 	if got := checkpoint.ClaimLines(&tier.Claims{}); got != nil {
 		t.Fatalf("no claims gave %q", got)
 	}
+	// A count of requests left out and a plan with no open item are a
+	// line each.
+	c := tier.Claims{Requests: []tier.Request{{Seq: 1, Text: "task"}}, RequestsLeftOut: 3, PlanAt: 9}
+	if got := checkpoint.ClaimLines(&c); len(got) != c.Count() || got[1] != "- user requests not listed: 3" || got[2] != "- plan of seq 9: no open item" {
+		t.Fatalf("%d claims gave %q", c.Count(), got)
+	}
 }
 
 // TestContext_Text_NarrativeCannotForgeClaims: a summarizer's narrative is

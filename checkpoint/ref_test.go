@@ -35,7 +35,7 @@ func refWriteNode(b *bytes.Buffer, n *tier.Node) {
 	}
 	cl := &n.Claims
 	switch {
-	case cl.Count() == 0 && cl.PlanAt == 0:
+	case cl.Count() == 0:
 	case n.Unchecked:
 		b.WriteString(UncheckedClaimsLabel)
 	default:

@@ -64,10 +64,18 @@ func (c *Claims) Normalize() {
 	c.Artifacts = slices.Compact(c.Artifacts)
 }
 
-// Count returns the number of claims.
+// Count returns the number of claims: one per entry of each list, one for
+// a count of requests left out, one for a plan with no open item.
 func (c *Claims) Count() int {
-	return len(c.Resolved) + len(c.Unresolved) + len(c.Failures) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts) +
+	n := len(c.Resolved) + len(c.Unresolved) + len(c.Failures) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts) +
 		len(c.Requests) + len(c.Plan)
+	if c.RequestsLeftOut > 0 {
+		n++
+	}
+	if c.PlanAt != 0 && len(c.Plan) == 0 {
+		n++
+	}
+	return n
 }
 
 // Equal reports whether c and o claim the same, texts included (an empty

@@ -3,6 +3,7 @@ package compaction
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -280,15 +281,15 @@ func (c *Compactor) Recompact(ctx context.Context, session string, node uint64, 
 // when Options.Repair says so.
 func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, error) {
 	r := Result{Session: plan.Session, Kind: plan.Kind, Depth: plan.Depth, From: plan.From, To: plan.To}
-	in := &Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
-		Events: plan.Events, Children: plan.Children, Required: plan.Required}
 	name := c.opts.Summarizer.Name()
+	var missing []marker.Failure // what the previous attempt lacked
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
-		in.Attempt = attempt
-		out, err := c.opts.Summarizer.Summarize(ctx, in)
+		// Each attempt gets an input of its own (NewInput): nothing a
+		// summarizer does to it reaches the plan or the next attempt.
+		out, err := c.opts.Summarizer.Summarize(ctx, NewInput(plan, attempt, missing))
 		r.Attempts++
 		sum := store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: name, Attempt: attempt}
 		var cr store.CommitResult
@@ -314,11 +315,11 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 		case errors.As(err, &ie):
 			r.Checkpoint, r.Refused = cr.Checkpoint, ie
 			if attempt < c.opts.Retries {
-				in.Missing = ie.Failures
+				missing = ie.Failures
 				continue
 			}
 			if c.opts.Repair && cr.Refusal != nil {
-				return c.repair(ctx, plan, in, r, out.Narrative, cr.Refusal, attempt+1)
+				return c.repair(ctx, plan, r, out.Narrative, cr.Refusal, attempt+1)
 			}
 			return r, nil
 		default:
@@ -329,12 +330,14 @@ func (c *Compactor) compact(ctx context.Context, plan *store.Plan) (Result, erro
 
 // repair commits, after refusal (the last attempt's audit record), the
 // claims the store computed from the raw span with narrative: the
-// summarizer's, or Extractive's when it gave none or one over the size
-// limits (Options.Repair).
-func (c *Compactor) repair(ctx context.Context, plan *store.Plan, in *Input, r Result, narrative string, refusal *store.Refusal, attempt int) (Result, error) {
+// summarizer's, or Extractive's when it gave none, one over the size
+// limits or one that could not be used (not UTF-8) (Options.Repair).
+func (c *Compactor) repair(ctx context.Context, plan *store.Plan, r Result, narrative string, refusal *store.Refusal, attempt int) (Result, error) {
 	claims := plan.Required.Claims()
-	if narrative == "" || slices.ContainsFunc(refusal.Failures, func(f marker.Failure) bool { return f.Class == marker.ClassSize }) {
-		out, err := Extractive{}.Summarize(ctx, in)
+	if narrative == "" || slices.ContainsFunc(refusal.Failures, func(f marker.Failure) bool {
+		return f.Class == marker.ClassSize || f.Class == marker.ClassOutput
+	}) {
+		out, err := Extractive{}.Summarize(ctx, NewInput(plan, attempt, refusal.Failures))
 		if err != nil {
 			return r, err
 		}
@@ -368,8 +371,10 @@ func (r *Result) accepted(cr *store.CommitResult) {
 // the error may quote the model's output.
 const maxOutputDetail = 512
 
-// clip returns s cut to at most n bytes, on a rune boundary, marked "…".
+// clip returns s cut to at most n bytes, on a rune boundary, marked "…",
+// with what is not UTF-8 in it (a summarizer's output it quotes) as U+FFFD.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

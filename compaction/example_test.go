@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	_ "github.com/strata-go/strata" // links the bbolt file and PostgreSQL backends into store.Open
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -27,6 +28,17 @@ type Input struct {
 	// Missing lists what the previous attempt lacked, on a retry (Attempt ≥ 1).
 	Missing []marker.Failure
 	Attempt int
+}
+
+// NewInput returns the input of a summarizer for plan, on attempt attempt
+// with what the previous attempt missed: the store's own copy of the plan's
+// events, children and required facts, sharing no memory with plan, so that
+// a summarizer that edits its input in place changes neither the plan the
+// compaction commits nor the input of a later attempt.
+func NewInput(plan *store.Plan, attempt int, missing []marker.Failure) *Input {
+	return &Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
+		Events: tier.CloneEvents(plan.Events), Children: tier.CloneNodes(plan.Children), Required: plan.Required.Clone(),
+		Missing: slices.Clone(missing), Attempt: attempt}
 }
 
 // Output is a summary: narrative text and the claims it makes.

@@ -12,7 +12,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-	"github.com/strata-go/strata/backend/boltfile"
 )
 
 // A copy's destination transactions are bounded: each carries at most
@@ -96,8 +95,8 @@ func (s *Snapshot) Copy(ctx context.Context, dst *DB, opts CopyOptions) (CopyRes
 }
 
 // CopyFile copies sessions of the snapshot (opts.Sessions, or all), as
-// Copy does, into a new bbolt file at path, built beside it
-// (boltfile.Build): written without an fsync until it is whole, fsynced,
+// Copy does, into a new database file at path, built beside it by the file
+// backend (backend.Builder: boltfile.Build): written without an fsync until it is whole, fsynced,
 // and given the name path only then — renamed over a file there when
 // replace is true, else linked to path, which must not exist. A failure,
 // an ended ctx, damage in the source, leaves path as it was and no
@@ -108,7 +107,11 @@ func (s *Snapshot) CopyFile(ctx context.Context, path string, replace bool, opts
 	if err := s.db.refuseItself("copy", path); err != nil {
 		return CopyResult{}, err
 	}
-	err = boltfile.Build(path, boltfile.Options{}, replace, func(be *boltfile.Backend) error {
+	b, err := fileDriver[backend.Builder]("copy to", path)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	err = b.Build(path, replace, func(be backend.Backend) error {
 		res, err = s.copyTo(ctx, be, opts)
 		return err
 	})

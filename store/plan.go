@@ -85,19 +85,11 @@ type planSeal struct {
 }
 
 // sealed returns a seal of what db planned, with a copy of req that shares
-// no slice with it.
+// no memory with it: the plan's Required is the caller's, and what the
+// caller or a summarizer does to it changes nothing Commit validates
+// against or commits (tier.Required.Clone).
 func sealed(db *DB, kind PlanKind, session string, from, to uint64, hash []byte, req *tier.Required, lastTurn, bytes uint64) *planSeal {
-	r := *req
-	r.Unresolved = slices.Clone(r.Unresolved)
-	r.Resolved = slices.Clone(r.Resolved)
-	r.ResolvedInside = slices.Clone(r.ResolvedInside)
-	r.Dispositions = slices.Clone(r.Dispositions)
-	r.Constraints = slices.Clone(r.Constraints)
-	r.Artifacts = slices.Clone(r.Artifacts)
-	r.Requests = slices.Clone(r.Requests)
-	r.Plan = slices.Clone(r.Plan)
-	r.Successes = slices.Clone(r.Successes)
-	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: r, lastTurn: lastTurn, bytes: bytes}
+	return &planSeal{db: db, kind: kind, session: session, from: from, to: to, hash: slices.Clone(hash), required: req.Clone(), lastTurn: lastTurn, bytes: bytes}
 }
 
 // PlanSpan plans an L1 node over the oldest uncompacted raw span, from the

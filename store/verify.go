@@ -75,7 +75,7 @@ func (db *DB) Verify(opts VerifyOptions) (Report, error) {
 	defer db.release()
 	err := db.view(func(tx backend.Tx) error {
 		release := func() {}
-		if r, ok := tx.(interface{ ReleaseMapped() }); ok {
+		if r, ok := tx.(backend.MappedReleaser); ok {
 			release = r.ReleaseMapped
 		}
 		if c, ok := db.be.(backend.Checker); ok {

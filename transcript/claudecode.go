@@ -267,7 +267,9 @@ func claudeClientRecord(content json.RawMessage) bool {
 }
 
 // claudeResultInfo reads a record's toolUseResult: the rejection string,
-// an "Error: …" string, or an object naming the file a write went to.
+// or an object naming the file a write went to. Whether the result failed
+// is its tool_result block's is_error: the "Error: …" string Claude Code
+// puts in toolUseResult beside a failed result repeats the result's text.
 func claudeResultInfo(raw json.RawMessage) resultInfo {
 	var info resultInfo
 	raw = bytes.TrimSpace(raw)
@@ -276,12 +278,7 @@ func claudeResultInfo(raw json.RawMessage) resultInfo {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		switch {
-		case s == claudeRejected:
-			info.rejected = true
-		case strings.HasPrefix(s, "Error"):
-			info.failed = true
-		}
+		info.rejected = s == claudeRejected
 		return info
 	}
 	var obj struct {

@@ -25,12 +25,14 @@
 //	user / assistant / system text       → user / assistant / system events
 //	OpenAI tool_calls, Anthropic tool_use → tool_call (id, name, text = arguments)
 //	OpenAI role "tool", tool_result       → tool_result resolving the call; ok:false on
-//	                                       is_error (Claude Code: also an "Error…" toolUseResult;
-//	                                       Anthropic server tools: a *_tool_result_error content)
+//	                                       is_error (Anthropic server tools: a
+//	                                       *_tool_result_error content)
 //	Responses API mcp_call                → tool_call and its tool_result; ok:false on an error
 //	                                       or status "failed"
-//	a refused tool use                    → tool_result ok:false, then rejected with key
-//	                                       "tool/<name>:<file or command>" and the user's reason
+//	a refused tool use: a failed result   → tool_result ok:false, then rejected with key
+//	(is_error) with Claude Code's           "tool/<name>:<file or command>" and the user's reason
+//	toolUseResult "User rejected tool
+//	use", or the harness's rejection text
 //	a successful Write, Edit, MultiEdit,  → artifact, key = the file (relative to the
 //	NotebookEdit, str_replace_based_edit_   working directory when under it)
 //	tool create/str_replace/insert,
@@ -44,6 +46,11 @@
 // session, appended in order to a session whose open calls were passed as
 // Target.Open, pass the ledger's rules: every tool_result resolves an open
 // call, no id is opened twice while open.
+//
+// Facts come from structured fields only — is_error, toolUseResult, an
+// mcp_call's error or status, a tool's input — never from the words of a
+// result: a result that did not fail is neither a failure nor a rejection,
+// whatever its text says.
 //
 // # Quirks
 //

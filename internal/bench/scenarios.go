@@ -16,6 +16,9 @@ import (
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+
+	// The scenarios open bbolt files and PostgreSQL URLs.
+	_ "github.com/strata-go/strata"
 )
 
 // AppendSerial appends s's events to p one per call, from one goroutine,
@@ -253,8 +256,7 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 		resume = append(resume, time.Since(t0))
 	}
 	summarize := func(p *store.Plan) (store.Summary, error) {
-		out, err := sum.Summarize(ctx, &compaction.Input{Session: p.Session, Depth: p.Depth, From: p.From, To: p.To,
-			Budget: p.Budget, Events: p.Events, Children: p.Children, Required: p.Required})
+		out, err := sum.Summarize(ctx, compaction.NewInput(p, 0, nil))
 		return store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}, err
 	}
 	for i := 0; i < k; i++ {

@@ -281,6 +281,14 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 	t := cutRune(text, lo)
 	if i := strings.LastIndexByte(t, '\n'); i > 0 {
 		t = t[:i+1]
+	} else {
+		t = ""
+	}
+	if strings.TrimSpace(t) == "" {
+		// Never nothing where the span has words: the claims took the
+		// budget, and the node goes over it by one line — the user's
+		// first, where the span has one.
+		t = keptLine(text)
 	}
 	return t
 }
@@ -288,6 +296,21 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 // narrativeFloor is the share of a node's budget (1/narrativeFloor) its
 // narrative keeps however much of the budget its claims take.
 const narrativeFloor = 16
+
+// keptLine returns the line of an extract a narrative keeps whatever the
+// budget: the first user line ("user: …"), else the first line.
+func keptLine(text string) string {
+	first := ""
+	for line := range strings.Lines(text) {
+		if first == "" && strings.TrimSpace(line) != "" {
+			first = line
+		}
+		if strings.HasPrefix(line, "user: ") {
+			return line
+		}
+	}
+	return first
+}
 
 // cutRune returns s cut to at most n bytes, at a rune boundary.
 func cutRune(s string, n int) string {

@@ -243,7 +243,8 @@ func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Commit(p, store.Summary{Narrative: strings.Repeat(fmt.Sprintf("step %d. ", i), 10), Summarizer: "test"}); err != nil {
+		// The summary claims what the span requires: the user's request.
+		if _, err := s.Commit(p, store.Summary{Narrative: strings.Repeat(fmt.Sprintf("step %d. ", i), 10), Claims: p.Required.Claims(), Summarizer: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -206,8 +206,8 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 		kind := tier.KindAssistant
 		if rec.Type == "user" {
 			kind = tier.KindUser
-			if rec.IsMeta || rec.IsCompactSummary {
-				kind = tier.KindSystem // injected by Claude Code, not typed by the user
+			if rec.IsMeta || rec.IsCompactSummary || claudeBookkeeping(msg.Content) {
+				kind = tier.KindSystem // written by Claude Code, not typed by the user
 			}
 		}
 		r.ant.content(kind, msg.Content, t, claudeResultInfo(rec.ToolUseResult))
@@ -231,6 +231,43 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 		b.rep.skip(&b.rep.Unknown, rec.Type)
 	}
 	return nil
+}
+
+// claudeBookkeepingTags open the user records Claude Code writes about its
+// own local commands (a slash command such as /compact, its output, the
+// caveat before them): the client's bookkeeping, not the user's words.
+var claudeBookkeepingTags = []string{
+	"<command-name>", "<command-message>", "<command-args>",
+	"<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>",
+}
+
+// claudeBookkeeping reports whether a user record's content is one of
+// Claude Code's local-command records: a string, or text blocks, whose
+// text opens with one of claudeBookkeepingTags.
+func claudeBookkeeping(content json.RawMessage) bool {
+	var text string
+	if json.Unmarshal(content, &text) != nil {
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+			return false
+		}
+		for _, b := range blocks {
+			if b.Type != "text" {
+				return false
+			}
+		}
+		text = blocks[0].Text
+	}
+	text = strings.TrimSpace(text)
+	for _, tag := range claudeBookkeepingTags {
+		if strings.HasPrefix(text, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // claudeResultInfo reads a record's toolUseResult: the rejection string,

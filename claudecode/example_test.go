@@ -60,8 +60,8 @@ func ExampleHook_Run() {
 	// ## calls open at the boundary, no result (UNRESOLVED): 0
 	//
 	// ## failed tool calls, newest first: 2
-	// - FAILED call toolu_03 (Edit), opened at seq 7, failed at seq 8 — The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.
-	// - FAILED call toolu_02 (Bash), opened at seq 4, failed at seq 5 — FAILED tests/test_login.py::test_login - TimeoutError: session not ready
+	// - FAILED call toolu_03 (Edit: /home/dev/app/.github/workflows/ci.yml), opened at seq 7, failed at seq 8 — The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.
+	// - FAILED call toolu_02 (Bash: pytest tests/test_login.py -x), opened at seq 4, failed at seq 5 — FAILED tests/test_login.py::test_login - TimeoutError: session not ready
 	//
 	// ## rejected, failed or superseded items, newest first: 1
 	// - rejected: tool/Edit:.github/workflows/ci.yml — the user rejected the tool use

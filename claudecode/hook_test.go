@@ -169,8 +169,8 @@ func TestHook_Run(t *testing.T) {
 	}
 	text := additionalContext(t, start.Output)
 	for _, want := range []string{
-		"## calls open at the boundary, no result (UNRESOLVED): 1\n- UNRESOLVED call toolu_serve (Bash), opened at seq",
-		"## failed tool calls, newest first: 1\n- FAILED call toolu_build (Bash)",
+		"## calls open at the boundary, no result (UNRESOLVED): 1\n- UNRESOLVED call toolu_serve (Bash: go run ./cmd/server), opened at seq",
+		"## failed tool calls, newest first: 1\n- FAILED call toolu_build (Bash: make build)",
 		`— "Exit code 2\nmain.go:3: undefined: x"`,
 		"## artifacts (files written), newest first: 1\n- artifact: main.go — written by Write (call toolu_write)",
 		fmt.Sprintf("`strata resume --db .claude/strata.db --session %s --marker %d` (marker %d, sha256 %s)", session, st.Marker, st.Marker, st.SHA256),
@@ -279,7 +279,7 @@ func TestHook_Run_BoundaryNotWritten(t *testing.T) {
 			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
 				t.Fatalf("%+v, line %q; want the state at seq %d, PreCompact's head, and no check", r, r.Line(), pre.Import.Last)
 			}
-			if !strings.Contains(additionalContext(t, r.Output), "- FAILED call toolu_build (Bash)") {
+			if !strings.Contains(additionalContext(t, r.Output), "- FAILED call toolu_build (Bash: make build)") {
 				t.Fatal("the failure is not injected")
 			}
 		})

@@ -27,6 +27,10 @@ const MinBudget = 256
 // say how many bytes are left out; the resumed context holds them whole.
 const maxFactText = 240
 
+// maxSubjectBytes bounds what a call was about (State.Subjects) in the
+// injected state, apart from its text: a command is named whole up to it.
+const maxSubjectBytes = 400
+
 // State is the state the raw log of a session implies at a boundary —
 // what the hook injects after Claude Code compacts: every call open at
 // the boundary (UNRESOLVED), every failed call, every disposition
@@ -50,6 +54,11 @@ type State struct {
 	// Claims hold the facts, each list newest first. Resolved and
 	// withdrawn constraints are left out: they are no state.
 	Claims tier.Claims
+	// Subjects name what each failed or open call was about, by its id:
+	// the command, file, pattern or URL of its input (callSubjects), so
+	// that a failure whose output says nothing of it — a tool use denied
+	// — still says what it was.
+	Subjects map[string]string
 }
 
 // computeState returns the state session's raw log implies at seq
@@ -60,14 +69,33 @@ func computeState(s *store.Snapshot, session string, boundary uint64) (*State, e
 		return st, nil
 	}
 	b := tier.NewRequiredBuilder(nil)
-	if err := s.Events(session, 1, boundary, b.Add); err != nil {
+	subjects := map[string]string{}
+	if err := s.Events(session, 1, boundary, func(e tier.Event) error {
+		if e.Kind == tier.KindToolCall {
+			if sub := callSubject(e.Text); sub != "" {
+				subjects[e.ID] = sub
+			}
+		}
+		return b.Add(e)
+	}); err != nil {
 		return nil, err
 	}
+	st.Subjects = map[string]string{}
 	req := b.Required()
 	c := tier.Claims{Unresolved: req.Unresolved, Failures: req.Failures, Dispositions: req.Dispositions, Artifacts: req.Artifacts}
 	for _, x := range req.Constraints {
 		if !x.Withdrawn {
 			c.Constraints = append(c.Constraints, x)
+		}
+	}
+	for _, o := range c.Unresolved {
+		if sub := subjects[o.ID]; sub != "" {
+			st.Subjects[o.ID] = sub
+		}
+	}
+	for _, r := range c.Failures {
+		if sub := subjects[r.ID]; sub != "" {
+			st.Subjects[r.ID] = sub
 		}
 	}
 	newestFirst(c.Unresolved, func(o tier.Open) (uint64, string) { return o.Seq, o.ID })
@@ -104,16 +132,34 @@ type section struct {
 func (s *State) sections() []section {
 	c := s.Claims
 	failures := clipped(c.Failures, func(r *tier.Resolution) *string { return &r.Reason })
+	unresolved := slices.Clone(c.Unresolved)
+	for i := range failures {
+		failures[i].Name = s.about(failures[i].ID, failures[i].Name)
+	}
+	for i := range unresolved {
+		unresolved[i].Name = s.about(unresolved[i].ID, unresolved[i].Name)
+	}
 	disps := clipped(c.Dispositions, func(d *tier.Disposition) *string { return &d.Reason })
 	constraints := clipped(c.Constraints, func(x *tier.Constraint) *string { return &x.Text })
 	artifacts := clipped(c.Artifacts, func(a *tier.Artifact) *string { return &a.Text })
 	return []section{
-		{"calls open at the boundary, no result (UNRESOLVED)", "open call", checkpoint.ClaimLines(&tier.Claims{Unresolved: c.Unresolved})},
+		{"calls open at the boundary, no result (UNRESOLVED)", "open call", checkpoint.ClaimLines(&tier.Claims{Unresolved: unresolved})},
 		{"failed tool calls, newest first", "failed tool call", checkpoint.ClaimLines(&tier.Claims{Failures: failures})},
 		{"rejected, failed or superseded items, newest first", "item", checkpoint.ClaimLines(&tier.Claims{Dispositions: disps})},
 		{"active constraints, newest first", "constraint", checkpoint.ClaimLines(&tier.Claims{Constraints: constraints})},
 		{"artifacts (files written), newest first", "artifact", checkpoint.ClaimLines(&tier.Claims{Artifacts: artifacts})},
 	}
+}
+
+// about returns a call's tool name with what the call was about, "Bash:
+// make build", its subject cut to maxSubjectBytes; the name alone when its
+// input names nothing.
+func (s *State) about(id, name string) string {
+	sub := s.Subjects[id]
+	if sub == "" {
+		return name
+	}
+	return name + ": " + oneLine(tier.ClipTo(sub, maxSubjectBytes))
 }
 
 // clipped returns a copy of s with the text of each fact cut to

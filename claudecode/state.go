@@ -29,7 +29,7 @@ const maxFactText = 240
 
 // maxSubjectBytes bounds what a call was about (State.Subjects) in the
 // injected state, apart from its text: a command is named whole up to it.
-const maxSubjectBytes = 400
+const maxSubjectBytes = 200
 
 // State is the state the raw log of a session implies at a boundary —
 // what the hook injects after Claude Code compacts: every call open at

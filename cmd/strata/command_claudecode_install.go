@@ -23,10 +23,12 @@ import (
 // claudeHookEvents are the Claude Code hook events strata's hook runs on,
 // each with the matcher of its group: PreCompact with none, which is every
 // trigger (manual and auto); SessionStart only when the session starts
-// again after a compaction.
+// again after a compaction; PostCompact with none, whose input carries
+// Claude Code's summary.
 var claudeHookEvents = []struct{ name, matcher string }{
 	{"PreCompact", ""},
 	{"SessionStart", "compact"},
+	{"PostCompact", ""},
 }
 
 // claudeHookTimeout is the timeout, in seconds, install gives each hook:
@@ -387,10 +389,10 @@ func newClaudeCodeInstallCommand() *cobra.Command {
 		Long: `Add strata's hooks to Claude Code's settings: .claude/settings.json of the
 project in the current directory (--dir PROJECT: that project's), created
 with its directory when missing, or with --user ~/.claude/settings.json,
-for every project. Two hooks, each of the command
-strata claude-code hook --db DB, with a timeout of 30 seconds: PreCompact,
-without a matcher (every trigger, manual and auto), and SessionStart with
-the matcher compact.
+for every project. Three hooks, each of the command
+strata claude-code hook --db DB, with a timeout of 30 seconds: PreCompact
+and PostCompact, without a matcher (every trigger, manual and auto), and
+SessionStart with the matcher compact.
 
 DB is the store. By default it is beside the settings, .claude/strata.db,
 written "$CLAUDE_PROJECT_DIR"/.claude/strata.db (with --user

@@ -200,7 +200,7 @@ func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
 			// Again: nothing changes, and it says so.
 			again := mustCLI(t, "claude-code", "install", "--dir", dir)
 			if !strings.HasPrefix(again, shown+" holds strata's hooks already: nothing changed\n") ||
-				strings.Count(again, "unchanged ") != 2 {
+				strings.Count(again, "unchanged ") != 3 {
 				t.Errorf("a second install says:\n%s", again)
 			}
 			if got := readBytes(t, settings); string(got) != string(installed) {
@@ -266,8 +266,8 @@ func TestClaudeCodeUninstall_KeepsWhatCameAfter(t *testing.T) {
 	// beside strata's in its SessionStart group.
 	text = strings.Replace(text, "        ]\n      }\n    ],\n    \"SessionStart\"",
 		"        ]\n      },\n      {\"matcher\": \"auto\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo auto\"}]}\n    ],\n    \"SessionStart\"", 1)
-	text = strings.Replace(text, "\"timeout\": 30\n          }\n        ]\n      }\n    ]\n  }",
-		"\"timeout\": 30\n          },\n          {\"type\": \"command\", \"command\": \"echo after\"}\n        ]\n      }\n    ]\n  }", 1)
+	text = strings.Replace(text, "\"timeout\": 30\n          }\n        ]\n      }\n    ],\n    \"PostCompact\"",
+		"\"timeout\": 30\n          },\n          {\"type\": \"command\", \"command\": \"echo after\"}\n        ]\n      }\n    ],\n    \"PostCompact\"", 1)
 	if err := os.WriteFile(settings, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 	}
 
 	st := statusOf(t)
-	if len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != user || len(st.Elsewhere[0].Hooks) != 2 ||
+	if len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != user || len(st.Elsewhere[0].Hooks) != 3 ||
 		st.Elsewhere[1].Settings != local || len(st.Elsewhere[1].Hooks) != 1 || st.Elsewhere[1].Hooks[0].Command != "strata claude-code hook --db /srv/mine.db" {
 		t.Errorf("status: elsewhere %+v", st.Elsewhere)
 	}
@@ -570,9 +570,11 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 	want := "hooks: installed in " + shown + "\n" +
 		"  PreCompact: " + defaultHookCommand + "\n" +
 		"  SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"  PostCompact: " + defaultHookCommand + "\n" +
 		"hooks: also in " + user + ", which Claude Code runs too; strata claude-code uninstall --user removes them\n" +
 		"  PreCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
 		"  SessionStart (matcher compact): strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
+		"  PostCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
 		"hooks: also in " + local + ", which Claude Code runs too; take them out of it by hand, or strata claude-code uninstall removes them with those of settings.json\n" +
 		"  PreCompact: strata claude-code hook --db /srv/mine.db\n" +
 		"store: " + filepath.Join(".claude", "strata.db") + ": none yet (the hook makes it at the first compaction)\n"
@@ -671,7 +673,7 @@ func TestClaudeCodeInstall_User(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--user", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if !st.Installed || st.Settings != settings || st.Store != filepath.Join(home, ".claude", "strata.db") || len(st.Hooks) != 2 {
+	if !st.Installed || st.Settings != settings || st.Store != filepath.Join(home, ".claude", "strata.db") || len(st.Hooks) != 3 {
 		t.Errorf("status --user: %+v", st)
 	}
 	mustCLI(t, "claude-code", "uninstall", "--user")
@@ -747,7 +749,7 @@ func FuzzClaudeCodeInstall(f *testing.F) {
 		if err != nil {
 			t.Fatalf("install of %q: %v", text, err)
 		}
-		if len(changes) != 2 {
+		if len(changes) != len(claudeHookEvents) {
 			t.Fatalf("install of %q: %+v", text, changes)
 		}
 		checkInstalledShape(t, installed, defaultHookCommand)
@@ -755,7 +757,7 @@ func FuzzClaudeCodeInstall(f *testing.F) {
 		if err != nil {
 			t.Fatalf("uninstall of %q: %v", installed, err)
 		}
-		if len(removed) != 2 || string(back) != text {
+		if len(removed) != len(claudeHookEvents) || string(back) != text {
 			t.Fatalf("install then uninstall of\n%q\ngave\n%q\n(installed %q)", text, back, installed)
 		}
 	})
@@ -780,8 +782,10 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 		}
 	}
 
-	// Lists of other hooks under both events: the file comes back whole.
-	orig := settingsCases["4 spaces, other hooks under the same events"]
+	// Lists of other hooks under every event: the file comes back whole.
+	orig := strings.Replace(settingsCases["4 spaces, other hooks under the same events"], `        "PostToolUse": [`,
+		`        "PostCompact": [{"hooks": [{"type": "command", "command": "echo post"}]}],
+        "PostToolUse": [`, 1)
 	withStrata, _, _, err := installHooks(local, []byte(orig), mine)
 	if err != nil {
 		t.Fatal(err)
@@ -794,10 +798,12 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 	want := "removed strata's hooks from " + settings + ":\n" +
 		"  removed PreCompact: " + defaultHookCommand + "\n" +
 		"  removed SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"  removed PostCompact: " + defaultHookCommand + "\n" +
 		"removed " + settings + ": install created it, and nothing else is in it\n" +
 		"removed strata's hooks from " + local + ":\n" +
 		"  removed PreCompact: " + mine + "\n" +
 		"  removed SessionStart (matcher compact): " + mine + "\n" +
+		"  removed PostCompact: " + mine + "\n" +
 		"the store stays: " + filepath.Join(".claude", "mine.db") + "; to delete it: rm -f .claude/mine.db .claude/strata.log\n"
 	if r.stdout != want || r.stderr != "" {
 		t.Errorf("uninstall: stdout\n%s\nwant\n%s\nstderr\n%s", r.stdout, want, r.stderr)

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion"
 )
 
 // claudeHookEvents are the Claude Code hook events strata's hook runs on,
@@ -538,6 +539,13 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 		}
 		fmt.Fprintln(out)
 	}
+	if ig, err := ignoreStore(out, s, command); err != nil {
+		return err
+	} else if ig.Created && ig.File == filepath.Join(s.dir, ".gitignore") && !slices.Contains(created, "gitignore") {
+		if err := writeInstallRecord(s, append(created, "gitignore")); err != nil {
+			return errors.Wrapf(err, "writing %s", s.beside(claudeInstallRecord))
+		}
+	}
 	if holdsPassword(o.db) {
 		fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
 	}
@@ -558,6 +566,64 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	}
 	checkStrataOnPath(errOut)
 	return nil
+}
+
+// ignoreStore adds the store the hook's command names and its log, when
+// they are files in the project, to the project's ignore rules (the
+// nearest .gitignore, companion.IgnoreFiles) and says where. They hold
+// the session's transcripts; uninstall leaves the rules, as it leaves the
+// store.
+func ignoreStore(out io.Writer, s *claudeSettings, command string) (companion.Ignored, error) {
+	db, ok := s.storeOf(command)
+	if s.user || !ok {
+		return companion.Ignored{}, nil
+	}
+	log := claudecode.DefaultLog(db, s.project, "")
+	var files []string
+	if !postgres.IsURL(db) {
+		files = append(files, db)
+	}
+	files = append(files, log, log+".1")
+	files = slices.DeleteFunc(files, func(f string) bool {
+		rel, err := filepath.Rel(s.project, f)
+		return err != nil || !filepath.IsLocal(rel)
+	})
+	if len(files) == 0 {
+		return companion.Ignored{}, nil
+	}
+	ig, err := companion.IgnoreFiles(s.project, files...)
+	if err != nil {
+		return ig, errors.Wrap(err, "adding the store to the project's ignore rules")
+	}
+	shown := s.show(ig.File)
+	switch {
+	case len(ig.Added) == 0:
+		fmt.Fprintf(out, "git ignores the store and its log: %s lists them already\n", shown)
+	case ig.Created:
+		fmt.Fprintf(out, "git ignores the store and its log: created %s with %s\n", shown, strings.Join(ig.Added, " "))
+	default:
+		fmt.Fprintf(out, "git ignores the store and its log: added %s to %s\n", strings.Join(ig.Added, " "), shown)
+	}
+	return ig, nil
+}
+
+// removeIgnore removes the .gitignore install created beside the
+// settings when it holds strata's rules alone (each "/" and a file name)
+// and none of the files they name is there: a store or log the hooks made
+// stays, and so do the rules that keep it out of git.
+func removeIgnore(s *claudeSettings) {
+	path := filepath.Join(s.dir, ".gitignore")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		name, ok := strings.CutPrefix(l, "/")
+		if !ok || strings.Contains(name, "/") || name == "" || fileExists(filepath.Join(s.dir, name)) {
+			return // another rule, someone's, or a file of strata's that stays
+		}
+	}
+	_ = os.Remove(path)
 }
 
 // fileExists reports whether there is a file (or anything) at path.
@@ -701,6 +767,9 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 		}
 		if err := writeInstallRecord(s, nil); err != nil {
 			return err
+		}
+		if slices.Contains(created, "gitignore") {
+			removeIgnore(s)
 		}
 		if slices.Contains(created, "directory") {
 			_ = os.Remove(s.dir) // only when empty: the store may be there

@@ -857,3 +857,40 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 		t.Errorf("the broken local file changed: %q", got)
 	}
 }
+
+// install keeps the store and its log, which hold transcripts, out of git:
+// in the project's .gitignore when it has one, else in one it creates
+// beside them, and says where; uninstall takes out a .gitignore it created
+// while nothing of strata's is there, and keeps the rules of a store the
+// hook made.
+func TestClaudeCodeInstall_IgnoresTheStore(t *testing.T) {
+	t.Parallel()
+	dir, _ := newProject(t, nil)
+	out := mustCLI(t, "claude-code", "install", "--dir", dir)
+	ignore := filepath.Join(dir, ".claude", ".gitignore")
+	if got := string(readBytes(t, ignore)); got != "/strata.db\n/strata.log\n/strata.log.1\n" ||
+		!strings.Contains(out, "git ignores the store and its log: created "+filepath.Join(dir, ".claude", ".gitignore")+" with /strata.db /strata.log /strata.log.1\n") {
+		t.Fatalf("install says:\n%s\n.gitignore: %q", out, got)
+	}
+	if out := mustCLI(t, "claude-code", "install", "--dir", dir); !strings.Contains(out, "lists them already") {
+		t.Errorf("a second install says:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "strata.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+	if _, err := os.Stat(ignore); err != nil {
+		t.Errorf("uninstall removed the rules of the store that stays: %v", err)
+	}
+
+	// A project with its own .gitignore: the rules go there.
+	dir, _ = newProject(t, nil)
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("node_modules/"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = mustCLI(t, "claude-code", "install", "--dir", dir)
+	if got := string(readBytes(t, filepath.Join(dir, ".gitignore"))); got != "node_modules/\n/.claude/strata.db\n/.claude/strata.log\n/.claude/strata.log.1\n" ||
+		!strings.Contains(out, "git ignores the store and its log: added /.claude/strata.db /.claude/strata.log /.claude/strata.log.1 to ") {
+		t.Errorf("install says:\n%s\n.gitignore: %q", out, got)
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/companion"
 )
 

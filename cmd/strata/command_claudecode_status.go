@@ -17,7 +17,7 @@ import (
 
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/checkpoint"
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"

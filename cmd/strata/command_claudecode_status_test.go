@@ -333,7 +333,7 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 // PostCompact with its compact_summary, then the records): status --json
 // lists the check PostCompact stored, with the facts the summary omitted.
 func TestClaudeCodeStatus_SummaryOmitted(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "data", "realclient")
+	dir := filepath.Join("..", "..", "..", "shared", "data", "realclient")
 	raw, err := os.ReadFile(filepath.Join(dir, "claude-code-2.1.332-print-task-compact-followup.jsonl"))
 	if err != nil {
 		t.Skipf("../shared/data/realclient is absent: %v", err)
@@ -393,7 +393,9 @@ func TestClaudeCodeStatus_SummaryOmitted(t *testing.T) {
 	}
 	c := st.Sessions[0].SummaryChecks[0]
 	want := []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)", "artifact migrations/003_down.sql"}
-	if c.Facts != 2 || c.Omitted != 2 || c.SummarySeq != 0 || !slices.Equal(c.SummaryOmitted, want) {
+	// The doc's figures: the check is the event after PreCompact's head,
+	// seq 9 (the transcript's first 9 events), made at PostCompact.
+	if c.Seq != 10 || c.Boundary != 9 || c.Facts != 2 || c.Omitted != 2 || c.SummarySeq != 0 || !slices.Equal(c.SummaryOmitted, want) {
 		t.Errorf("summary check %+v; want both facts omitted: %q", c, want)
 	}
 	out := mustCLI(t, "claude-code", "status", "--json")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/store/storetest"
@@ -18,7 +18,7 @@ import (
 
 // The files recorded from the real Claude Code 2.1.332 (README there).
 const (
-	realclientDir        = "../../shared/data/realclient"
+	realclientDir        = "../../../shared/data/realclient"
 	realclientTranscript = "claude-code-2.1.332-print-task-compact-followup.jsonl"
 	realclientHookIO     = "claude-code-2.1.332-hook-io.jsonl"
 )

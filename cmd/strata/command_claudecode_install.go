@@ -17,8 +17,8 @@ import (
 
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
-	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/companion"
+	"github.com/strata-go/strata/companion/claudecode"
 )
 
 // claudeHookEvents are the Claude Code hook events strata's hook runs on,

@@ -21,23 +21,6 @@ import (
 	"github.com/strata-go/strata/companion/claudecode"
 )
 
-// claudeHookEvents are the Claude Code hook events strata's hook runs on,
-// each with the matcher of its group: PreCompact with none, which is every
-// trigger (manual and auto); SessionStart only when the session starts
-// again after a compaction; PostCompact with none, whose input carries
-// Claude Code's summary.
-var claudeHookEvents = []struct{ name, matcher string }{
-	{"PreCompact", ""},
-	{"SessionStart", "compact"},
-	{"PostCompact", ""},
-}
-
-// claudeHookTimeout is the timeout, in seconds, install gives each hook:
-// Claude Code stops a hook that runs longer. A hook's work is an
-// incremental import and one compaction; the first run on a long
-// transcript imports it whole.
-const claudeHookTimeout = 30
-
 // The files of strata beside Claude Code's settings, in the .claude
 // directory.
 const (
@@ -140,26 +123,20 @@ func (s *claudeSettings) others() ([]otherSettings, error) {
 
 // strataHooksIn returns strata's hooks in the settings file s, and
 // whether the file exists (none when it does not).
-func strataHooksIn(s *claudeSettings) (hooks []claudeHook, exists bool, err error) {
+func strataHooksIn(s *claudeSettings) (hooks []claudecode.SettingsHook, exists bool, err error) {
 	text, _, _, err := readSettings(s)
 	if err != nil || text == nil {
 		return nil, false, err
 	}
-	h, err := parseClaudeHooks(s.shown, text)
-	if err != nil {
-		return nil, true, err
-	}
-	for _, e := range h.strata {
-		hooks = append(hooks, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
-	}
-	return hooks, true, nil
+	hooks, err = claudecode.StrataHooks(s.shown, text)
+	return hooks, true, err
 }
 
 // claudeHooksElsewhere is strata's hooks in another settings file than the
 // one a command is about (otherSettings).
 type claudeHooksElsewhere struct {
-	Settings string       `json:"settings"`
-	Hooks    []claudeHook `json:"hooks"`
+	Settings string                    `json:"settings"`
+	Hooks    []claudecode.SettingsHook `json:"hooks"`
 	remove   string
 }
 
@@ -222,7 +199,7 @@ func (s *claudeSettings) storeOf(command string) (db string, ok bool) {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
-	words, ok := shellWords(command, func(name string) string {
+	words, ok := companion.ShellWords(command, func(name string) string {
 		switch name {
 		case "CLAUDE_PROJECT_DIR":
 			return project
@@ -485,11 +462,11 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	newText, changes, created, err := installHooks(s.shown, text, command)
+	newText, changes, created, err := claudecode.InstallHooks(s.shown, text, command)
 	if err != nil {
 		return err
 	}
-	fresh := !slices.ContainsFunc(changes, func(c hookChange) bool { return c.What != "added" })
+	fresh := !slices.ContainsFunc(changes, func(c claudecode.HookChange) bool { return c.What != "added" })
 	switch {
 	case bytes.Equal(newText, text):
 		fmt.Fprintf(out, "%s holds strata's hooks already: nothing changed\n", s.shown)
@@ -666,7 +643,7 @@ type settingsRemoval struct {
 	target  string
 	mode    fs.FileMode
 	text    []byte
-	removed []hookChange
+	removed []claudecode.HookChange
 	empty   bool // the document is an empty object without them
 }
 
@@ -676,7 +653,7 @@ type settingsRemoval struct {
 func removeFrom(s *claudeSettings, text []byte, target string, mode fs.FileMode, created []string) (*settingsRemoval, error) {
 	r := &settingsRemoval{s: s, target: target, mode: mode}
 	var err error
-	if r.text, r.removed, r.empty, err = uninstallHooks(s.shown, text, created); err != nil {
+	if r.text, r.removed, r.empty, err = claudecode.UninstallHooks(s.shown, text, created); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -726,7 +703,7 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 		if text != nil {
 			local, err = removeFrom(l, text, target, mode, nil)
 		}
-		if errors.HasType(err, (*jsonSyntaxError)(nil)) {
+		if errors.HasType(err, (*claudecode.SyntaxError)(nil)) {
 			// Claude Code does not read such a file; it is not the one the
 			// command is about, and uninstall does not stop for it.
 			fmt.Fprintf(errOut, "warning: %v: uninstall leaves it as it is\n", err)

@@ -33,10 +33,10 @@ type claudeStatusOptions struct {
 
 // claudeStatus is what `strata claude-code status --json` prints.
 type claudeStatus struct {
-	Settings  string       `json:"settings"`
-	Installed bool         `json:"installed"` // a hook of strata's under every event it hooks
-	Hooks     []claudeHook `json:"hooks"`     // strata's hooks in the settings
-	Missing   []string     `json:"missing"`   // the events without one
+	Settings  string                    `json:"settings"`
+	Installed bool                      `json:"installed"` // a hook of strata's under every event it hooks
+	Hooks     []claudecode.SettingsHook `json:"hooks"`     // strata's hooks in the settings
+	Missing   []string                  `json:"missing"`   // the events without one
 	// Elsewhere is strata's hooks in the other settings files Claude Code
 	// reads for the same sessions (the project's settings.local.json, the
 	// user's or the project's settings), each file that holds some: Claude
@@ -213,7 +213,7 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	st := claudeStatus{Settings: s.shown, Hooks: []claudeHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
+	st := claudeStatus{Settings: s.shown, Hooks: []claudecode.SettingsHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
 	if st.Elsewhere, err = strataHooksElsewhere(s); err != nil {
 		return err
 	}
@@ -228,9 +228,9 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 			db = named
 		}
 	}
-	for _, ev := range claudeHookEvents {
-		if !slices.ContainsFunc(st.Hooks, func(h claudeHook) bool { return h.Event == ev.name }) {
-			st.Missing = append(st.Missing, ev.name)
+	for _, ev := range claudecode.HookEvents {
+		if !slices.ContainsFunc(st.Hooks, func(h claudecode.SettingsHook) bool { return h.Event == ev.Name }) {
+			st.Missing = append(st.Missing, ev.Name)
 		}
 	}
 	st.Installed = len(st.Missing) == 0

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
@@ -159,8 +160,8 @@ func TestClaudeCodeStatus(t *testing.T) {
 	if !st.Installed || len(st.Hooks) != 3 || len(st.Missing) != 0 || st.Store != store || st.StoreExists || len(st.Sessions) != 0 {
 		t.Errorf("status after install: %+v", st)
 	}
-	for i, ev := range claudeHookEvents {
-		if h := st.Hooks[i]; h.Event != ev.name || h.Matcher != ev.matcher || h.Command != defaultHookCommand {
+	for i, ev := range claudecode.HookEvents {
+		if h := st.Hooks[i]; h.Event != ev.Name || h.Matcher != ev.Matcher || h.Command != defaultHookCommand {
 			t.Errorf("hook %d: %+v", i, h)
 		}
 	}

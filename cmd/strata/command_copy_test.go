@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 )
@@ -429,7 +430,7 @@ func TestShownCommand_HidesAQuotedPassword(t *testing.T) {
 				!strings.Contains(got, "xxxxx") {
 				t.Errorf("shownCommand(%q) = %q: the password shows", command, got)
 			}
-			if words, ok := shellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
+			if words, ok := companion.ShellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
 				t.Errorf("shownCommand(%q) = %q: not the command with its URL shown as %q", command, got, shownDB(db))
 			}
 		}

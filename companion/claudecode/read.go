@@ -176,9 +176,3 @@ func (t *transcriptFile) findLast(pat string, ok func(*record) bool) (rec record
 	}
 	return record{}, 0, false, nil
 }
-
-// jsonString is s as a JSON string, as a search looks for it.
-func jsonString(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
-}

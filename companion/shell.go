@@ -11,7 +11,7 @@ import (
 // of the one simple command it runs: quotes, escapes, a "#" comment, "~"
 // and "~/…" (as env's HOME), $NAME and ${NAME} (env's; an unquoted one
 // holding a blank is split into words, as sh splits it). With env nil a
-// variable is kept as written ("$NAME") and "~" is not expanded. ok is
+// variable is kept as "$NAME", and "~/" stands for "$HOME/". ok is
 // false for a line that is not one simple command with words only — a
 // pipe, a list, a redirection, an assignment, a command substitution —
 // or that sh would not parse. The line is read, never run: nothing is
@@ -31,8 +31,8 @@ func ShellWords(s string, env func(string) string) (words []string, ok bool) {
 		lookup = func(name string) string { return "$" + name }
 	}
 	cfg := &expand.Config{Env: expand.FuncEnviron(func(name string) string {
-		if env == nil && name == "HOME" {
-			return "~"
+		if name == "IFS" {
+			return "" // unset: sh's blanks split the words
 		}
 		return lookup(name)
 	})}

@@ -14,8 +14,9 @@
 // (an http.Handler serving a running agent's database). The command-line
 // tool is cmd/strata.
 //
-// This package holds only embedded sample sessions: the one `strata demo`
-// replays, and the seed's incident, which the tests replay.
+// Importing this package links the bbolt file and PostgreSQL backends into
+// store.Open; otherwise it holds only embedded sample sessions: the one
+// `strata demo` replays, and the seed's incident, which the tests replay.
 package strata
 
 import _ "embed"

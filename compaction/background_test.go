@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -410,5 +412,61 @@ func TestBackground_AppendGoesOnWhileItsSessionCompacts(t *testing.T) {
 	}
 	if got := len(allEvents(t, db, "x")); got != 6 {
 		t.Errorf("x holds %d events, want 6", got)
+	}
+}
+
+// TestBackground_GoesOnPastAnOversizeNode: a span whose raw log's claims are
+// over the size limit is refused with its reason, however small the
+// summary that names them; the Background compactor reports the refusal
+// and goes on: it takes the session's next appends, asks again past the
+// refusal (a span from the same start, refused for the same reason), and
+// compacts another session meanwhile; Close reports no error.
+func TestBackground_GoesOnPastAnOversizeNode(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true, MaxEventBytes: 1000})
+	keysOnly := summarizerFunc{name: "keys", fn: func(in *compaction.Input) (compaction.Output, error) {
+		c := in.Required.Claims()
+		for i := range c.Artifacts {
+			c.Artifacts[i].Text = ""
+		}
+		return compaction.Output{Narrative: "a span", Claims: c}, nil
+	}}
+	comp := newCompactor(t, db, compaction.Options{Summarizer: keysOnly, Policy: compaction.Policy{EveryEvents: 4, Budget: 1000}})
+	var reports []compaction.Result
+	bg := comp.Background(context.Background(), func(_ string, rs []compaction.Result) { reports = append(reports, rs...) })
+	big := strings.Repeat("x", 400)
+	var artifacts, users []tier.Event
+	for _, k := range []string{"a", "b", "c", "d"} {
+		artifacts = append(artifacts, tier.Event{Kind: tier.KindArtifact, Key: "file/" + k, Text: big})
+		users = append(users, tier.Event{Kind: tier.KindUser, Text: "next " + k})
+	}
+	for _, w := range []struct {
+		session string
+		events  []tier.Event
+	}{{"s", artifacts}, {"other", users}, {"s", users}} {
+		if _, err := bg.Append(w.session, w.events...); err != nil {
+			t.Fatalf("append to %s: %v", w.session, err)
+		}
+	}
+	if err := bg.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var refusals, other int
+	for _, r := range reports {
+		switch {
+		case r.Session == "other" && r.Committed():
+			other++
+		case r.Session == "s" && r.Refused != nil:
+			if f := r.Refused.Failures; len(f) != 1 || f[0].Class != marker.ClassSize || f[0].Item != "the raw log's claims" {
+				t.Errorf("span %d..%d refused for %v, want the raw log's claims' size", r.From, r.To, f)
+			}
+			refusals++
+		default:
+			t.Errorf("report %+v", r)
+		}
+	}
+	// s's second Run may come after both of its appends, its first Run
+	// then refusing 1..8 at once.
+	if refusals == 0 || other != 1 {
+		t.Errorf("%d refusals of s and %d nodes of other, want some and 1", refusals, other)
 	}
 }

@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -27,6 +29,17 @@ type Input struct {
 	// Missing lists what the previous attempt lacked, on a retry (Attempt ≥ 1).
 	Missing []marker.Failure
 	Attempt int
+}
+
+// NewInput returns the input of a summarizer for plan, on attempt attempt
+// with what the previous attempt missed: the store's own copy of the plan's
+// events, children and required facts, sharing no memory with plan, so that
+// a summarizer that edits its input in place changes neither the plan the
+// compaction commits nor the input of a later attempt.
+func NewInput(plan *store.Plan, attempt int, missing []marker.Failure) *Input {
+	return &Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
+		Events: tier.CloneEvents(plan.Events), Children: tier.CloneNodes(plan.Children), Required: plan.Required.Clone(),
+		Missing: slices.Clone(missing), Attempt: attempt}
 }
 
 // Output is a summary: narrative text and the claims it makes.
@@ -200,6 +213,15 @@ func extract(in *Input) string {
 			fmt.Fprintf(&b, "call %s %s: %s\n", e.ID, e.Name, firstLine(e.Text, 120))
 		}
 	}
+	if b.Len() == 0 {
+		// A span of no message and no call — a system prompt given as a
+		// constraint, a large tool result that ends a span alone — is
+		// told by its other events.
+		for i := range in.Events {
+			e := &in.Events[i]
+			fmt.Fprintf(&b, "%s %s: %s\n", e.Kind, cmp.Or(e.Key, e.ID, e.Name), firstLine(e.Text, 120))
+		}
+	}
 	return b.String()
 }
 
@@ -253,11 +275,41 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 			hi = mid - 1
 		}
 	}
+	// Claims that fill the budget leave the narrative its floor, over the
+	// budget: a node is read by a person too.
+	lo = max(lo, min(len(text), 4*in.Budget/narrativeFloor))
 	t := cutRune(text, lo)
 	if i := strings.LastIndexByte(t, '\n'); i > 0 {
 		t = t[:i+1]
+	} else {
+		t = ""
+	}
+	if strings.TrimSpace(t) == "" {
+		// Never nothing where the span has words: the claims took the
+		// budget, and the node goes over it by one line — the user's
+		// first, where the span has one.
+		t = keptLine(text)
 	}
 	return t
+}
+
+// narrativeFloor is the share of a node's budget (1/narrativeFloor) its
+// narrative keeps however much of the budget its claims take.
+const narrativeFloor = 16
+
+// keptLine returns the line of an extract a narrative keeps whatever the
+// budget: the first user line ("user: …"), else the first line.
+func keptLine(text string) string {
+	first := ""
+	for line := range strings.Lines(text) {
+		if first == "" && strings.TrimSpace(line) != "" {
+			first = line
+		}
+		if strings.HasPrefix(line, "user: ") {
+			return line
+		}
+	}
+	return first
 }
 
 // cutRune returns s cut to at most n bytes, at a rune boundary.

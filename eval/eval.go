@@ -18,6 +18,9 @@ import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+
+	// The evaluation's databases are bbolt files it makes.
+	_ "github.com/strata-go/strata/backend/boltfile"
 )
 
 // Arm names.
@@ -703,9 +706,7 @@ func (r *runner) naiveRun(ctx context.Context) ([]compaction.Result, error) {
 // marker as unsound when validation would have refused it.
 func (r *runner) naiveCompact(ctx context.Context, plan *store.Plan) (compaction.Result, error) {
 	x := compaction.Result{Session: plan.Session, Kind: plan.Kind, Depth: plan.Depth, From: plan.From, To: plan.To, Attempts: 1}
-	in := &compaction.Input{Session: plan.Session, Depth: plan.Depth, From: plan.From, To: plan.To, Budget: plan.Budget,
-		Events: plan.Events, Children: plan.Children, Required: plan.Required}
-	out, err := r.rec.Summarize(ctx, in)
+	out, err := r.rec.Summarize(ctx, compaction.NewInput(plan, 0, nil))
 	if err != nil {
 		return x, err
 	}

@@ -169,6 +169,13 @@ func (db *DB) prepareAppend(tx backend.Tx, session string, events []tier.Event) 
 		default:
 			e.Turn = turn
 		}
+		// The limits Event.Check applies to a given seq and turn, applied
+		// to those counted on: a user's turn after turn 2^53 is refused as
+		// the seq after 2^53 is, and nothing stored is past them.
+		if e.Seq > tier.MaxSeq || e.Turn > tier.MaxTurn {
+			return nil, &tier.EventError{Index: i, Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key,
+				Err: tier.ErrBadField, Detail: errors.Newf("seq %d, turn %d: over the limit %d (2^53)", e.Seq, e.Turn, uint64(tier.MaxSeq)).Error()}
+		}
 		if err := l.Apply(e); err != nil {
 			ee := err.(*tier.EventError)
 			ee.Index = i

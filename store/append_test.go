@@ -460,6 +460,23 @@ func TestAppend_ExplicitSeqsAndTurns(t *testing.T) {
 	}
 }
 
+// TestAppend_TurnLimit: the turn limit is the seq limit wherever a turn
+// comes from — a turn of 2^53 given is stored, and the user's turn after it,
+// which the store would count to 2^53+1, is refused as a seq past 2^53 is,
+// naming the event's kind; nothing of that append is stored.
+func TestAppend_TurnLimit(t *testing.T) {
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Turn: tier.MaxTurn}, tier.Event{Kind: tier.KindAssistant})
+	_, err := db.Append("s", tier.Event{Kind: tier.KindAssistant, Text: "still the turn"}, tier.Event{Kind: tier.KindUser, Text: "next"})
+	var ee *tier.EventError
+	if !errors.As(err, &ee) || !errors.Is(err, tier.ErrBadField) || ee.Index != 1 || ee.Kind != "user" {
+		t.Fatalf("the user's turn past 2^53: %v, want an ErrBadField *tier.EventError of event 1, kind user", err)
+	}
+	if st := state(t, db, "s"); len(st.Events) != 2 {
+		t.Errorf("session holds %d events, want 2: the refused append stored some", len(st.Events))
+	}
+}
+
 // TestAppend_BadInputFromJSONL feeds a JSONL log through tier.Reader and one
 // Append: a ledger error's Index leads back to the line.
 func TestAppend_BadInputFromJSONL(t *testing.T) {

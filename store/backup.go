@@ -8,7 +8,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-	"github.com/strata-go/strata/backend/boltfile"
 )
 
 // Backup writes a consistent copy of the whole database to w, from one read
@@ -41,24 +40,25 @@ func (db *DB) Backup(w io.Writer) (n int64, err error) {
 // copied from one snapshot as Snapshot.CopyFile copies them; the result
 // verifies and resumes as the source does. n is the file's size.
 func (db *DB) BackupFile(path string) (n int64, err error) {
-	if db.path == "" {
-		err = db.View(func(s *Snapshot) error {
-			_, err := s.CopyFile(context.Background(), path, true, CopyOptions{})
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return 0, errors.Wrap(err, "store: backup")
-		}
-		return fi.Size(), nil
-	}
 	if err := db.refuseItself("backup", path); err != nil {
 		return 0, err
 	}
-	return WriteFileAtomic(path, 0o600, func(w io.Writer) (int64, error) { return db.Backup(w) })
+	err = db.View(func(s *Snapshot) error {
+		if s.IsFile() {
+			n, err = WriteFileAtomic(path, 0o600, s.WriteTo)
+			return err
+		}
+		if _, err := s.CopyFile(context.Background(), path, true, CopyOptions{}); err != nil {
+			return err
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return errors.Wrap(err, "store: backup")
+		}
+		n = fi.Size()
+		return nil
+	})
+	return n, err
 }
 
 // refuseItself returns an error, of op, when path names the database's own
@@ -81,10 +81,31 @@ func (db *DB) refuseItself(op, path string) error {
 
 // WriteFileAtomic writes path through write into a temporary file beside
 // it, fsyncs, renames into place and fsyncs the directory: readers of path
-// see the old file or the whole new one, after a crash too. It is
-// boltfile.WriteFileAtomic, which documents the temporary files.
+// see the old file or the whole new one, after a crash too. It is the file
+// backend's (backend.AtomicWriter: boltfile.WriteFileAtomic, which
+// documents the temporary files).
 func WriteFileAtomic(path string, mode os.FileMode, write func(io.Writer) (int64, error)) (int64, error) {
-	return boltfile.WriteFileAtomic(path, mode, write)
+	w, err := fileDriver[backend.AtomicWriter]("write", path)
+	if err != nil {
+		return 0, err
+	}
+	return w.WriteFileAtomic(path, mode, write)
+}
+
+// fileDriver returns the driver of path's backend (a file's, unless path
+// is a URL) as the capability T that op needs: writing a file whole
+// (backend.AtomicWriter), building a new database (backend.Builder).
+func fileDriver[T any](op, path string) (T, error) {
+	var none T
+	d, err := backend.Lookup(path)
+	if err != nil {
+		return none, errors.Wrapf(err, "store: %s %s", op, path)
+	}
+	c, ok := d.(T)
+	if !ok {
+		return none, errors.Newf("store: %s %s: the %s backend writes no new file there", op, path, backend.Scheme(path))
+	}
+	return c, nil
 }
 
 // IsFile reports whether the database is a bbolt file, which WriteTo

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/errors"
 
@@ -83,6 +84,21 @@ func (db *DB) commit(p *Plan, sum Summary, validate bool, refused []marker.Failu
 	if db.opts.ReadOnly {
 		return CommitResult{}, ErrReadOnly
 	}
+	// Text that is not UTF-8 is refused before anything of it can be
+	// stored: what no refusal can record (the summarizer's name, a
+	// failure given to Refuse) and any text of an unchecked summary as an
+	// error; a checked summary's narrative or claims as a refusal
+	// (summaryText), so that a compaction goes on as after any refused
+	// summary.
+	if !utf8.ValidString(sum.Summarizer) {
+		return CommitResult{}, errors.Wrap(tier.ErrInvalidUTF8, "store: the summarizer's name")
+	}
+	if w := tier.InvalidUTF8(refused); w != "" {
+		return CommitResult{}, errors.Wrapf(tier.ErrInvalidUTF8, "store: the failures refused: %s", w)
+	}
+	if w := summaryText(&sum); w != "" && !validate {
+		return CommitResult{}, errors.Wrapf(tier.ErrInvalidUTF8, "store: the summary's %s", w)
+	}
 	if err := db.acquire(); err != nil {
 		return CommitResult{}, err
 	}
@@ -133,7 +149,10 @@ func (db *DB) newCommitReq(p *Plan, sum Summary, validate bool, refused []marker
 	if c.preFailed == nil && validate {
 		c.preFailed = summarySize(&sum, db.opts.limits())
 	}
-	c.claims = cloneClaims(sum.Claims)
+	if w := summaryText(&sum); c.preFailed == nil && validate && w != "" {
+		c.preFailed = []marker.Failure{{Class: marker.ClassOutput, Item: OutputInvalidUTF8, Detail: "the summary's " + w + " is not valid UTF-8"}}
+	}
+	c.claims = sum.Claims.Clone() // the caller's, which it may change after
 	c.claims.Normalize()
 	return c
 }
@@ -240,14 +259,18 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 			marker.Frame{Version: st.FrameVersion, RootDepth: slot},
 			required, p.Depth, &c.claims)
 	}
-	if invalid == nil {
-		claims := c.claims
-		if c.validate {
-			// Valid claims name the facts the span requires, no more and no
-			// fewer; the node carries those facts as the raw log recorded
-			// them, never the summarizer's words for them.
-			claims = required.Claims()
+	claims := c.claims
+	if invalid == nil && c.validate {
+		// Valid claims name the facts the span requires, no more and no
+		// fewer; the node carries those facts as the raw log recorded
+		// them, never the summarizer's words for them — and those are
+		// what must fit.
+		claims = required.Claims()
+		if f := claimsSize("the raw log's claims", &claims, db.opts.limits()); f != nil {
+			invalid = &marker.InvalidError{Failures: f}
 		}
+	}
+	if invalid == nil {
 		return ss.accept(&st, p, c.sum, claims, !c.validate, required, spanBytes, &c.res)
 	}
 	var ie *marker.InvalidError
@@ -259,15 +282,23 @@ func (db *DB) commitIn(tx backend.Tx, c *commitReq) error {
 	return ss.refuse(&st, p, lastTurn, spanBytes, c.sum, ie, &c.res)
 }
 
-func cloneClaims(c tier.Claims) tier.Claims {
-	return tier.Claims{
-		Resolved:     slices.Clone(c.Resolved),
-		Unresolved:   slices.Clone(c.Unresolved),
-		Failures:     slices.Clone(c.Failures),
-		Dispositions: slices.Clone(c.Dispositions),
-		Constraints:  slices.Clone(c.Constraints),
-		Artifacts:    slices.Clone(c.Artifacts),
+// OutputInvalidUTF8 is the item of the marker.ClassOutput failure of a
+// summary whose narrative or claims hold text that is not valid UTF-8: a
+// summarizer's output is input like any other, refused, and none of it
+// stored (the failure's detail names the field and the byte).
+const OutputInvalidUTF8 = "invalid_utf8"
+
+// summaryText returns where sum's narrative or claims hold text that is
+// not valid UTF-8 ("narrative, byte 3", "claims Failures[0].Reason, byte
+// 0"), or "".
+func summaryText(sum *Summary) string {
+	if w := tier.InvalidUTF8(sum.Narrative); w != "" {
+		return "narrative, " + w
 	}
+	if w := tier.InvalidUTF8(&sum.Claims); w != "" {
+		return "claims " + w
+	}
+	return ""
 }
 
 // summarySize returns a ClassSize failure when the summary's narrative or
@@ -277,7 +308,12 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 	if n := len(sum.Narrative); n > lim.MaxEventBytes {
 		return []marker.Failure{{Class: marker.ClassSize, Item: "narrative", Detail: fmt.Sprintf("%d bytes, limit %d", n, lim.MaxEventBytes)}}
 	}
-	c := &sum.Claims
+	return claimsSize("claims", &sum.Claims, lim)
+}
+
+// claimsSize returns a ClassSize failure, its item named item, when the
+// texts of c are over the event limit together: what one node may carry.
+func claimsSize(item string, c *tier.Claims, lim tier.Limits) []marker.Failure {
 	total := 0
 	var fields []string
 	for _, x := range c.Resolved {
@@ -298,11 +334,17 @@ func summarySize(sum *Summary, lim tier.Limits) []marker.Failure {
 	for _, x := range c.Artifacts {
 		fields = append(fields, x.Key, x.Text)
 	}
+	for _, x := range c.Requests {
+		fields = append(fields, x.Text)
+	}
+	for _, x := range c.Plan {
+		fields = append(fields, x.Key, x.Status)
+	}
 	for _, f := range fields {
 		total += len(f)
 	}
 	if total > lim.MaxEventBytes {
-		return []marker.Failure{{Class: marker.ClassSize, Item: "claims", Detail: fmt.Sprintf("%d claims of %d bytes, limit %d", c.Count(), total, lim.MaxEventBytes)}}
+		return []marker.Failure{{Class: marker.ClassSize, Item: item, Detail: fmt.Sprintf("%d claims of %d bytes, limit %d", c.Count(), total, lim.MaxEventBytes)}}
 	}
 	return nil
 }
@@ -408,7 +450,7 @@ func (ss *sess) accept(st *stateRec, p *Plan, sum Summary, claims tier.Claims, u
 	}
 	st.NextNode++
 	n := tier.Node{ID: st.NextNode, Depth: p.Depth, From: p.From, To: p.To, Narrative: sum.Narrative, Claims: claims,
-		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: p.SpanHash,
+		FrameVersion: p.FrameVersion, Summarizer: sum.Summarizer, Budget: p.Budget, SpanHash: slices.Clone(p.SpanHash),
 		Unchecked: unchecked, Repairs: sum.Repairs}
 	for _, c := range p.Children {
 		n.Children = append(n.Children, c.ID)

@@ -49,12 +49,12 @@ const MaxSessionBytes = 256
 // the bytes themselves (a file's lock, sync) are the backend's. Open is New
 // over the backend a path or URL names.
 //
-// A backend with a limit on its keys (a method MaxKeyBytes() int, as
-// PostgreSQL's has) bounds the ids and keys of events: MaxIDBytes defaults
+// A backend with a limit on its keys (backend.KeyLimiter, as PostgreSQL's
+// is) bounds the ids and keys of events: MaxIDBytes defaults
 // to that limit when it is lower than tier.DefaultMaxIDBytes, and a larger
 // MaxIDBytes is refused (ErrBadOptions).
 func New(be backend.Backend, opts Options) (*DB, error) {
-	if k, ok := be.(interface{ MaxKeyBytes() int }); ok {
+	if k, ok := be.(backend.KeyLimiter); ok {
 		limit := k.MaxKeyBytes()
 		if opts.MaxIDBytes == 0 && tier.DefaultMaxIDBytes > limit {
 			opts.MaxIDBytes = limit
@@ -68,7 +68,7 @@ func New(be backend.Backend, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{opts: opts, be: be}
-	if p, ok := be.(interface{ Path() string }); ok {
+	if p, ok := be.(backend.Pather); ok {
 		db.path = p.Path()
 	}
 	if !opts.ReadOnly {

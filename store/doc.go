@@ -2,7 +2,9 @@
 // log (L0), summary nodes (L1, L2, …), the roots and frame, recovery
 // markers, raw checkpoints, the audit of refused compactions and the ledger
 // at head, kept in a backend (package backend) — by Open, one bbolt file
-// (package boltfile).
+// (package boltfile) or PostgreSQL (package postgres), whichever the path
+// names, from package backend's registry. store imports no backend: a
+// program links in those it opens.
 //
 // Each step of the protocol has its file: append.go (the ledger's checks
 // and the events' write), group.go (the group commit every write goes
@@ -12,7 +14,9 @@
 // logical invariant), backup.go; session.go holds the records' encoding
 // over the backend's places (records.go, codec.go).
 //
-// The main path for an agent:
+// The main path for an agent, with the backends linked in (Open):
+//
+//	import _ "github.com/strata-go/strata"
 //
 //	db, err := store.Open("agent.db", store.Options{Create: true})
 //	res, err := db.Append("session-1", tier.Event{Kind: tier.KindUser, Text: "..."})

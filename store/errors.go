@@ -41,6 +41,9 @@ var (
 	// ErrReadOnly is returned when a write is attempted on a database opened
 	// with Options.ReadOnly.
 	ErrReadOnly = backend.ErrReadOnly
+	// ErrNoDriver is returned by Open when no backend is linked in for
+	// the path's URL scheme, or for a file path (see Open).
+	ErrNoDriver = backend.ErrNoDriver
 	// ErrClosed is returned by operations on a closed DB.
 	ErrClosed = errors.New("store: database is closed")
 	// ErrSessionNotFound is returned when a session does not exist.

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 
+	_ "github.com/strata-go/strata" // links the bbolt file and PostgreSQL backends into store.Open
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"

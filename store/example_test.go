@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	_ "github.com/strata-go/strata" // links the bbolt file and PostgreSQL backends into store.Open
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )

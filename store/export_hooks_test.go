@@ -131,7 +131,7 @@ func RewordClaims(db *DB, session string, id uint64, rewrite func(string) string
 			return errors.Newf("node %d claims no constraint", id)
 		}
 		f := r.facts()
-		r.Claims = cloneClaims(r.Claims)
+		r.Claims = r.Claims.Clone()
 		for i := range r.Claims.Constraints {
 			r.Claims.Constraints[i].Text = rewrite(r.Claims.Constraints[i].Text)
 		}

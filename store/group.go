@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -232,58 +233,36 @@ func batchReads(batch []*writeReq) []backend.Read {
 var errNothingWritten = errors.New("store: nothing written")
 
 // commitBatch commits batch in one write transaction, in order. A write
-// refused before it wrote anything fails alone; a write that fails
-// half-way rolls the whole transaction back, and every write of the batch
-// fails. The transaction's function may run more than once (a backend
-// retries a transaction another process's conflicted with): each run
-// starts every write afresh — its result and error reset, an append from
-// its events as given, a commit from its plan. queued says the batch came
-// through the committer, its appends counted in queuedApp.
+// refused before it wrote anything fails alone; so does a write that fails
+// half-way — its session's records while encoding them, say: that rolls
+// the transaction back, and the batch is committed again without it. An
+// error of the transaction itself (its commit, a prefetch) fails every
+// write of the batch. The transaction's function may run more than once (a
+// backend retries a transaction another process's conflicted with): each
+// run starts every write afresh — its result and error reset, an append
+// from its events as given, a commit from its plan. queued says the batch
+// came through the committer, its appends counted in queuedApp.
 func (db *DB) commitBatch(batch []*writeReq, queued bool) {
 	start := time.Now()
-	err := db.update(func(tx backend.Tx) error {
-		if err := prefetch(tx, func() []backend.Read { return batchReads(batch) }); err != nil {
-			return err
+	live := batch
+	var err error
+	for {
+		var culprit *writeReq
+		culprit, err = db.writeBatch(live)
+		if err == nil || culprit == nil || len(live) == 1 {
+			break
 		}
-		for _, req := range batch {
-			req.err, req.res = nil, AppendResult{}
-			if c := req.commit; c != nil {
-				if err := db.commitIn(tx, c); err != nil {
-					return err
-				}
-				continue
-			}
-			// On a copy: a backend may run this function again (a
-			// conflict with another process), from the events as given.
-			p, err := db.prepareAppend(tx, req.session, req.work[:copy(req.work, req.events)])
-			if err != nil {
-				// Refused before anything of it was written — bad input
-				// (an *tier.EventError), or damage in this session's
-				// records: the rest of the batch goes on.
-				req.err = err
-				continue
-			}
-			if req.res, err = p.write(tx); err != nil {
-				// A write failed half-way: only rolling back the whole
-				// transaction undoes it.
-				return err
-			}
-		}
-		for _, req := range batch {
-			if req.err == nil && (req.commit == nil || req.commit.err == nil) {
-				return nil
-			}
-		}
-		// Every write was refused before it wrote: roll back rather than
-		// pay a commit (a meta page and two fsyncs) for nothing.
-		return errNothingWritten
-	})
+		// The write that failed fails alone; the others go again, in a
+		// new transaction.
+		culprit.fail(err)
+		live = slices.DeleteFunc(slices.Clone(live), func(r *writeReq) bool { return r == culprit })
+	}
 	if errors.Is(err, errNothingWritten) {
 		err = nil
 	}
 	if err == nil {
 		appended, committed := false, false
-		for _, req := range batch {
+		for _, req := range live {
 			appended = appended || req.commit == nil && req.err == nil
 			committed = committed || req.commit != nil
 		}
@@ -308,13 +287,65 @@ func (db *DB) commitBatch(batch []*writeReq, queued bool) {
 	}
 	db.active.Store(n + pending)
 	for _, req := range batch {
-		if err != nil {
-			req.err = err
-			req.res = AppendResult{}
-			if c := req.commit; c != nil {
-				c.err, c.res, c.invalid = err, CommitResult{}, nil
-			}
+		if err != nil && slices.Contains(live, req) {
+			req.fail(err)
 		}
 		close(req.done)
 	}
+}
+
+// fail sets err as req's outcome: nothing of it is written.
+func (req *writeReq) fail(err error) {
+	req.err, req.res = err, AppendResult{}
+	if c := req.commit; c != nil {
+		c.err, c.res, c.invalid = err, CommitResult{}, nil
+	}
+}
+
+// writeBatch runs batch's writes in one write transaction and commits it.
+// A write that fails half-way rolls the transaction back; it is returned as
+// culprit, with its error. A write refused before it wrote anything — bad
+// input (an *tier.EventError), a conflict, damage in its session's
+// records — has its error and the rest of the batch goes on.
+func (db *DB) writeBatch(batch []*writeReq) (culprit *writeReq, err error) {
+	err = db.update(func(tx backend.Tx) error {
+		culprit = nil
+		if err := prefetch(tx, func() []backend.Read { return batchReads(batch) }); err != nil {
+			return err
+		}
+		for _, req := range batch {
+			req.err, req.res = nil, AppendResult{}
+			if c := req.commit; c != nil {
+				if err := db.commitIn(tx, c); err != nil {
+					culprit = req
+					return err
+				}
+				continue
+			}
+			// On a copy: a backend may run this function again (a
+			// conflict with another process), from the events as given.
+			p, err := db.prepareAppend(tx, req.session, req.work[:copy(req.work, req.events)])
+			if err != nil {
+				req.err = err
+				continue
+			}
+			if req.res, err = p.write(tx); err != nil {
+				// Only rolling back the whole transaction undoes it.
+				culprit = req
+				return err
+			}
+		}
+		for _, req := range batch {
+			if req.err == nil && (req.commit == nil || req.commit.err == nil) {
+				return nil
+			}
+		}
+		// Every write was refused before it wrote: roll back rather than
+		// pay a commit (a meta page and two fsyncs) for nothing.
+		return errNothingWritten
+	})
+	if err == nil || errors.Is(err, errNothingWritten) {
+		culprit = nil
+	}
+	return culprit, err
 }

@@ -129,40 +129,69 @@ func TestGroupCommit_RefusedWritesFailAlone(t *testing.T) {
 	mustVerify(t, db)
 }
 
-// TestGroupCommit_FailedCommitRollsBackTheBatch: a commit that fails while
-// writing (here encoding its node) rolls back the whole transaction: the
-// appends before it in the batch are not stored, and all fail.
-func TestGroupCommit_FailedCommitRollsBackTheBatch(t *testing.T) {
+// TestGroupCommit_FailedWriteFailsAlone: a commit that fails while writing
+// (here encoding its node) rolls its transaction back and fails alone: the
+// appends beside it in the batch are committed without it, and its
+// session's frame is as it was. So does an append that fails while
+// writing its events.
+func TestGroupCommit_FailedWriteFailsAlone(t *testing.T) {
 	db, p, sum := groupFixture(t)
-	before := allStates(t, db)
 	boom := fmt.Errorf("injected")
+	events := -1 // counting from the second batch
 	defer store.SetTestHook(func(step string) error {
-		if step == "encode:node" {
+		switch step {
+		case "encode:node":
 			return boom
+		case "encode:event":
+			if events >= 0 {
+				events++
+			}
+			if events == 3 { // the third append's, once
+				return boom
+			}
 		}
 		return nil
 	})()
 	rs := store.WriteGroup(db,
 		store.GroupWrite{Session: "a", Events: []tier.Event{ev("a1")}},
 		store.GroupWrite{Plan: p, Summary: sum},
+		store.GroupWrite{Session: "s", Events: []tier.Event{ev("s4")}},
 	)
-	for i, r := range rs {
-		if !errors.Is(r.Err, boom) {
-			t.Errorf("write %d: %v, want the injected failure", i, r.Err)
+	if !errors.Is(rs[1].Err, boom) {
+		t.Errorf("the failing commit: %v, want the injected failure", rs[1].Err)
+	}
+	for _, i := range []int{0, 2} {
+		if rs[i].Err != nil {
+			t.Errorf("append %d beside the failing commit: %v", i, rs[i].Err)
 		}
 	}
-	after := allStates(t, db)
-	if len(after) != len(before) {
-		t.Fatalf("sessions %d after the failed batch, %d before", len(after), len(before))
+	if got := state(t, db, "a"); len(got.Events) != 1 {
+		t.Errorf("session a holds %d events, want 1", len(got.Events))
 	}
-	for id, st := range before {
-		if d := sameState(st, after[id]); d != nil {
-			t.Errorf("session %s changed: %v", id, d)
-		}
+	if got := state(t, db, "s"); len(got.Events) != 4 {
+		t.Errorf("session s holds %d events, want 4", len(got.Events))
 	}
 	if roots := mustRoots(t, db, "s"); len(roots) != 0 {
 		t.Errorf("roots %v after the failed commit, want none", roots)
 	}
+
+	events = 0
+	rs = store.WriteGroup(db,
+		store.GroupWrite{Session: "a", Events: []tier.Event{ev("a2")}},
+		store.GroupWrite{Session: "b", Events: []tier.Event{ev("b1")}},
+		store.GroupWrite{Session: "c", Events: []tier.Event{ev("c1")}},
+	)
+	// Encoded in order a, b, c: the third encode is c's.
+	if !errors.Is(rs[2].Err, boom) || rs[0].Err != nil || rs[1].Err != nil {
+		t.Errorf("appends a, b, c: %v, %v, %v; want only c's to fail", rs[0].Err, rs[1].Err, rs[2].Err)
+	}
+	if st := state(t, db, "c"); st.Exists {
+		t.Error("session c exists: its failed append was stored")
+	}
+	if got := state(t, db, "b"); len(got.Events) != 1 {
+		t.Errorf("session b holds %d events, want 1", len(got.Events))
+	}
+	mustVerify(t, db)
 }
 
 func mustRoots(t *testing.T, db *store.DB, session string) (roots []tier.Node) {

@@ -4,14 +4,22 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
-	"github.com/strata-go/strata/backend/boltfile"
-	"github.com/strata-go/strata/backend/postgres"
 )
 
 // Open opens the strata database at path: a bbolt file (package boltfile),
 // or, when path is a postgres:// or postgresql:// URL, strata's tables in a
 // PostgreSQL database (package postgres; the PG* environment variables
 // fill in what the URL leaves out, so "postgres://" alone takes them all).
+//
+// Open finds the backend by path's URL scheme, a path's being
+// backend.FileScheme, in package backend's registry, which each backend
+// package fills in its init: a program links the backends it opens in by
+// importing them, as database/sql's drivers are —
+//
+//	import _ "github.com/strata-go/strata" // the bbolt file and PostgreSQL backends
+//
+// or one of them (_ "github.com/strata-go/strata/backend/boltfile"). A
+// path of a scheme nobody registered is ErrNoDriver, naming the scheme.
 //
 // A file: unless opts.Create is set, the file must exist; a zero-length
 // file is refused (ErrEmptyFile); a file that another process holds is
@@ -36,15 +44,12 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, errors.WithHint(errors.New("store: no database given: the path is empty"),
 			"name a database file, or a postgres:// URL")
 	}
-	var be backend.Backend
-	var err error
-	if postgres.IsURL(path) {
-		be, err = postgres.Open(path, postgres.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
-			LockTimeout: opts.LockTimeout, NoSync: opts.NoSync})
-	} else {
-		be, err = boltfile.Open(path, boltfile.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
-			LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Mode: opts.Mode, Clock: opts.Clock})
+	d, err := backend.Lookup(path)
+	if err != nil {
+		return nil, err
 	}
+	be, err := d.Open(path, backend.Options{Create: opts.Create, ReadOnly: opts.ReadOnly,
+		LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Mode: opts.Mode, Clock: opts.Clock})
 	if err != nil {
 		return nil, err
 	}

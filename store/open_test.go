@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +372,66 @@ func TestOpen_EmptyPath(t *testing.T) {
 		if !strings.Contains(err.Error(), "the path is empty") {
 			t.Errorf("Create %v: %v, want the path named empty", create, err)
 		}
+	}
+}
+
+// store depends on package backend alone: the concrete backends are linked
+// in by whoever opens a database (their init registers them), never by
+// store itself.
+func TestOpen_StoreLinksNoBackend(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to list the imports with")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/strata-go/strata/backend") {
+		t.Fatalf("go list -deps . names no backend package: %q", deps)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, "github.com/strata-go/strata/backend/") || d == "github.com/strata-go/strata" {
+			t.Errorf("store depends on %s", d)
+		}
+	}
+}
+
+// A backend is a package and a registration: the memory backend, registered
+// in its init under mem://, is opened by URL as a file or PostgreSQL is,
+// and the database it holds is the same after a reopen.
+func TestOpen_RegisteredBackend(t *testing.T) {
+	name := "mem://" + t.Name()
+	if _, err := store.Open(name, store.Options{}); !errors.Is(err, store.ErrNotExist) {
+		t.Fatalf("Open of a new name without Create = %v, want ErrNotExist", err)
+	}
+	db, err := store.Open(name, store.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append("s", tier.Event{Kind: tier.KindUser, Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.Open(name, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	info, err := db.Info("s")
+	if err != nil || info.Head != 1 {
+		t.Fatalf("Info after reopen = %+v, %v; want head 1", info, err)
+	}
+}
+
+// A name whose scheme no linked-in package registered is ErrNoDriver,
+// naming the scheme.
+func TestOpen_UnregisteredScheme(t *testing.T) {
+	_, err := store.Open("nosuch://db", store.Options{})
+	if !errors.Is(err, store.ErrNoDriver) || !strings.Contains(err.Error(), "nosuch://") {
+		t.Fatalf("Open(nosuch://db) = %v, want ErrNoDriver naming the scheme", err)
 	}
 }

@@ -58,7 +58,7 @@ type Info struct {
 // FormatVersion returns the format version of the backend's layout (the
 // bbolt file's), or 0 for a backend without one.
 func (s *Snapshot) FormatVersion() (int, error) {
-	if be, ok := s.db.be.(interface{ FormatVersion() int }); ok {
+	if be, ok := s.db.be.(backend.Versioner); ok {
 		return be.FormatVersion(), nil
 	}
 	return 0, nil
@@ -354,7 +354,7 @@ func (db *DB) Info(session string) (info Info, err error) {
 // size of the file (bbolt maps the whole file). For a bbolt file on Linux;
 // elsewhere it does nothing. It never changes what the snapshot reads.
 func (s *Snapshot) ReleaseMapped() {
-	if r, ok := s.tx.(interface{ ReleaseMapped() }); ok {
+	if r, ok := s.tx.(backend.MappedReleaser); ok {
 		r.ReleaseMapped()
 	}
 }

@@ -36,12 +36,12 @@ func (s *Snapshot) Stats(sessions ...string) (Stats, error) {
 		out.Sessions = append(out.Sessions, st)
 		out.Total.add(&st.Counts)
 	}
-	if f, ok := s.db.be.(interface{ FileSize() (int64, error) }); ok {
+	if f, ok := s.db.be.(backend.FileSizer); ok {
 		if n, err := f.FileSize(); err == nil {
 			out.FileBytes = n
 		}
 	}
-	if t, ok := s.db.be.(interface{ TableBytes() (int64, error) }); ok {
+	if t, ok := s.db.be.(backend.TableSizer); ok {
 		n, err := t.TableBytes()
 		if err != nil {
 			return out, err

@@ -60,13 +60,11 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 	e := Event{ID: j.ID, Key: j.Key, Name: j.Name, By: j.By, Text: j.Text, Ref: j.Ref}
 	if j.Seq != nil {
 		e.Seq = *j.Seq
-		if e.Seq == 0 {
-			return e, eventErr(&e, ErrSeqOrder, "seq starts at 1")
-		}
 	}
 	if j.Turn != nil {
 		e.Turn = *j.Turn
 	}
+	// The kind first, so that every error names the kind the line has.
 	k, err := ParseKind(j.Kind)
 	if err != nil {
 		ee := eventErr(&e, ErrUnknownKind, fmt.Sprintf("%q", clip(j.Kind)))
@@ -74,6 +72,9 @@ func (j *EventJSON) Event(lim Limits) (Event, error) {
 		return e, ee
 	}
 	e.Kind = k
+	if j.Seq != nil && e.Seq == 0 {
+		return e, eventErr(&e, ErrSeqOrder, "seq starts at 1")
+	}
 	if j.OK != nil {
 		if !k.Resolves() {
 			return e, eventErr(&e, ErrBadField, "ok is only for tool_result and close")

@@ -157,6 +157,12 @@ func TestReader_BadInput(t *testing.T) {
 			if errors.As(err, &ee) != tc.event {
 				t.Errorf("errors.As(*EventError) = %v, want %v (err %v)", !tc.event, tc.event, err)
 			}
+			// The error names the kind the line has, whatever else is
+			// wrong with it.
+			var line struct{ Kind string }
+			if ee != nil && json.Unmarshal([]byte(tc.line), &line) == nil && line.Kind != "" && ee.Kind != line.Kind {
+				t.Errorf("the error names kind %q, the line has %q", ee.Kind, line.Kind)
+			}
 			for _, other := range allSentinels {
 				if other != tc.want && errors.Is(err, other) {
 					t.Errorf("error %v also matches %v", err, other)

@@ -165,10 +165,19 @@ func serverToolError(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &c) == nil && strings.HasSuffix(c.Type, "_tool_result_error")
 }
 
-// textMessage emits text as a message of kind; a user's interrupt notice
-// ("[Request interrupted by user…]") is a system event, counted.
+// interruptNotices are the user messages Claude Code writes when the user
+// interrupts the agent: the whole text of a user message, never a tool's
+// result.
+var interruptNotices = map[string]bool{
+	"[Request interrupted by user]":              true,
+	"[Request interrupted by user for tool use]": true,
+}
+
+// textMessage emits text as a message of kind; a user message that is an
+// interrupt notice and nothing else (interruptNotices) is a system event,
+// counted.
 func textMessage(b *builder, kind tier.Kind, text string, t int64) {
-	if kind == tier.KindUser && strings.HasPrefix(strings.TrimSpace(text), "[Request interrupted by user") {
+	if kind == tier.KindUser && interruptNotices[strings.TrimSpace(text)] {
 		b.rep.Interrupts++
 		kind = tier.KindSystem
 	}

@@ -172,22 +172,35 @@ func (b *builder) call(id, name string, input []byte, t int64) string {
 	return orig
 }
 
-// resultInfo is what a format says about a result beyond its text.
+// resultInfo is what a format's structured fields say about a result,
+// beside its text.
 type resultInfo struct {
-	failed   bool     // is_error, or the format's own failure sign
-	rejected bool     // the user refused the tool use (besides what the text says)
+	failed   bool     // is_error, or the format's own failure field
+	rejected bool     // Claude Code's toolUseResult "User rejected tool use"
 	paths    []string // files the tool reports it wrote (Claude Code's toolUseResult.filePath)
 }
 
 // result resolves the oldest open call of id. A result for no open call is
 // kept as a system event (Report.OrphanResults). A rejection adds a
 // rejected event; a successful write or edit adds an artifact per file.
+//
+// Whether a result failed, and whether it is a rejection, comes from the
+// format's structured fields only (info): a result that did not fail is
+// neither a failure nor a rejection, whatever its text says — a tool's
+// output can say anything. A failed result is a rejection when Claude
+// Code's toolUseResult says so, or when its text is the harness's
+// rejection (rejection): Claude Code records a rejection that carries the
+// user's words, and every rejection before version 2.1.32, only so.
 func (b *builder) result(id, text string, info resultInfo, t int64) {
-	reason, rejected := rejection(text)
-	if info.rejected && !rejected {
-		rejected, reason = true, "the user rejected the tool use"
+	failed := info.failed
+	var reason string
+	var rejected bool
+	if failed {
+		reason, rejected = rejection(text)
+		if info.rejected && !rejected {
+			rejected, reason = true, "the user rejected the tool use"
+		}
 	}
-	failed := info.failed || rejected
 	q := b.queues[id]
 	if id == "" || len(q) == 0 {
 		b.rep.OrphanResults++

@@ -206,8 +206,8 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 		kind := tier.KindAssistant
 		if rec.Type == "user" {
 			kind = tier.KindUser
-			if rec.IsMeta || rec.IsCompactSummary || claudeBookkeeping(msg.Content) {
-				kind = tier.KindSystem // written by Claude Code, not typed by the user
+			if rec.IsMeta || rec.IsCompactSummary || claudeClientRecord(msg.Content) {
+				kind = tier.KindSystem // injected by Claude Code, not typed by the user
 			}
 		}
 		r.ant.content(kind, msg.Content, t, claudeResultInfo(rec.ToolUseResult))
@@ -233,36 +233,32 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 	return nil
 }
 
-// claudeBookkeepingTags open the user records Claude Code writes about its
-// own local commands (a slash command such as /compact, its output, the
-// caveat before them): the client's bookkeeping, not the user's words.
-var claudeBookkeepingTags = []string{
-	"<command-name>", "<command-message>", "<command-args>",
-	"<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>",
-}
+// claudeClientTags open the text of the user records Claude Code writes
+// itself: a slash command's record and its output (/compact, /context),
+// a shell command's output, a background task's notice, a hook's output.
+// They are no request of the user's.
+var claudeClientTags = []string{"<command-name>", "<command-message>", "<local-command-", "<bash-stdout>",
+	"<bash-stderr>", "<task-notification>", "<user-prompt-submit-hook>"}
 
-// claudeBookkeeping reports whether a user record's content is one of
-// Claude Code's local-command records: a string, or text blocks, whose
-// text opens with one of claudeBookkeepingTags.
-func claudeBookkeeping(content json.RawMessage) bool {
+// claudeClientRecord reports whether a user record's content is one of
+// Claude Code's own: its text (a string, or its first text block) opens
+// with one of claudeClientTags.
+func claudeClientRecord(content json.RawMessage) bool {
 	var text string
 	if json.Unmarshal(content, &text) != nil {
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+		var blocks []block
+		if json.Unmarshal(content, &blocks) != nil {
 			return false
 		}
 		for _, b := range blocks {
-			if b.Type != "text" {
-				return false
+			if b.Type == "text" {
+				text = b.Text
+				break
 			}
 		}
-		text = blocks[0].Text
 	}
 	text = strings.TrimSpace(text)
-	for _, tag := range claudeBookkeepingTags {
+	for _, tag := range claudeClientTags {
 		if strings.HasPrefix(text, tag) {
 			return true
 		}
@@ -271,7 +267,9 @@ func claudeBookkeeping(content json.RawMessage) bool {
 }
 
 // claudeResultInfo reads a record's toolUseResult: the rejection string,
-// an "Error: …" string, or an object naming the file a write went to.
+// or an object naming the file a write went to. Whether the result failed
+// is its tool_result block's is_error: the "Error: …" string Claude Code
+// puts in toolUseResult beside a failed result repeats the result's text.
 func claudeResultInfo(raw json.RawMessage) resultInfo {
 	var info resultInfo
 	raw = bytes.TrimSpace(raw)
@@ -280,12 +278,7 @@ func claudeResultInfo(raw json.RawMessage) resultInfo {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		switch {
-		case s == claudeRejected:
-			info.rejected = true
-		case strings.HasPrefix(s, "Error"):
-			info.failed = true
-		}
+		info.rejected = s == claudeRejected
 		return info
 	}
 	var obj struct {

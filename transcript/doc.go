@@ -1,11 +1,12 @@
 // Package transcript converts the transcripts agents leave behind — OpenAI
-// chat messages, Anthropic Messages, Claude Code session files, and the
+// chat messages, Anthropic Messages, Claude Code session files, Codex
+// rollouts, and the
 // exports and agent trajectories built of them — into raw events
 // (tier.Event, the event format of docs/events.md) that the store accepts
 // as they are, a session per conversation.
 //
 // A transcript holds one conversation or several, each named by its own id
-// (a Claude Code record's sessionId; a conversation object's id,
+// (a Claude Code record's sessionId; a Codex rollout's session_meta id; a conversation object's id,
 // conversation_id, session_id or uuid), else after the file: "<file>", or
 // "<file>-<n>" for the n-th of a file that holds a list of conversations (a
 // JSON array of them, JSONL of them). Options.Target says
@@ -25,17 +26,24 @@
 //	user / assistant / system text       → user / assistant / system events
 //	OpenAI tool_calls, Anthropic tool_use → tool_call (id, name, text = arguments)
 //	OpenAI role "tool", tool_result       → tool_result resolving the call; ok:false on
-//	                                       is_error (Claude Code: also an "Error…" toolUseResult;
-//	                                       Anthropic server tools: a *_tool_result_error content)
+//	                                       is_error (Anthropic server tools: a
+//	                                       *_tool_result_error content)
 //	Responses API mcp_call                → tool_call and its tool_result; ok:false on an error
 //	                                       or status "failed"
-//	a refused tool use                    → tool_result ok:false, then rejected with key
-//	                                       "tool/<name>:<file or command>" and the user's reason
+//	a refused tool use: a failed result   → tool_result ok:false, then rejected with key
+//	(is_error) with Claude Code's           "tool/<name>:<file or command>" and the user's reason
+//	toolUseResult "User rejected tool
+//	use", or the harness's rejection text
 //	a successful Write, Edit, MultiEdit,  → artifact, key = the file (relative to the
 //	NotebookEdit, str_replace_based_edit_   working directory when under it)
 //	tool create/str_replace/insert,
 //	write_file, apply_patch …
 //	Claude Code compact_boundary          → a system event; the compact summary → system
+//	Codex compacted                       → a system event (CodexCompacted), its message → system
+//	Codex exec/patch end events           → ok:false on a non-zero exit_code or a patch not applied;
+//	                                       the files a patch event changed → artifact
+//	Codex developer messages, hook output → nothing (skipped: strata's own injection is not the
+//	                                       user's words)
 //	an agent's step (action, observation) → assistant text, tool_call "step-N" named after the
 //	                                       action's first word, and its tool_result
 //	timestamps                            → time
@@ -44,6 +52,11 @@
 // session, appended in order to a session whose open calls were passed as
 // Target.Open, pass the ledger's rules: every tool_result resolves an open
 // call, no id is opened twice while open.
+//
+// Facts come from structured fields only — is_error, toolUseResult, an
+// mcp_call's error or status, a tool's input — never from the words of a
+// result: a result that did not fail is neither a failure nor a rejection,
+// whatever its text says.
 //
 // # Quirks
 //

@@ -85,3 +85,11 @@ func FuzzClaudeCode(f *testing.F) {
 		`{"type":"user","isSidechain":true,"message":{"content":"x"}}`+"\n"+`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Write","input":{"file_path":"a"}}]}}`)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.ClaudeCode, data) })
 }
+
+func FuzzCodex(f *testing.F) {
+	seed(f, "codex", `{"type":"compacted","payload":{"message":"s"}}`,
+		`{"type":"response_item","payload":{"type":"function_call","call_id":"c","name":"exec_command","arguments":"{}"}}`+"\n"+
+			`{"type":"event_msg","payload":{"type":"exec_command_end","call_id":"c","exit_code":1}}`+"\n"+
+			`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x"}}`)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.Codex, data) })
+}

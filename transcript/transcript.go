@@ -34,10 +34,15 @@ const (
 	// (~/.claude/projects/<dir>/<session>.jsonl): one record per line, each
 	// in the session its sessionId names.
 	ClaudeCode Format = "claude-code"
+	// Codex is an OpenAI Codex CLI rollout
+	// (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl): lines of
+	// {timestamp, type, payload}, one thread, the session its session_meta
+	// names.
+	Codex Format = "codex"
 )
 
 // Formats lists the formats in the order the command line documents them.
-func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode} }
+func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode, Codex} }
 
 // ParseFormat returns the format named s, or an error wrapping
 // ErrUnknownFormat.
@@ -47,7 +52,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	names := make([]string, 0, 3)
+	names := make([]string, 0, 4)
 	for _, f := range Formats() {
 		names = append(names, string(f))
 	}
@@ -297,6 +302,7 @@ type Decoder struct {
 	oa   *openaiReader
 	an   *anthropicReader
 	cc   *claudeCodeReader
+	cx   *codexReader
 
 	sh       shared        // the line being mapped, the events mapped, a bug met
 	conv     *conversation // the conversation of the record being mapped
@@ -351,6 +357,9 @@ func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	case ClaudeCode:
 		d.src = newLineSource(r, opts.File, opts.MaxRecordBytes)
 		d.cc = newClaudeCodeReader(d)
+	case Codex:
+		d.src = newLineSource(r, opts.File, opts.MaxRecordBytes)
+		d.cx = newCodexReader(d)
 	default:
 		_, err := ParseFormat(string(f))
 		return nil, err
@@ -380,9 +389,12 @@ func (d *Decoder) Next() (tier.Event, error) {
 		case err != nil: // the source's: a *LineError, or reading failed
 		default:
 			d.sh.line = line
-			if d.cc != nil {
+			switch {
+			case d.cc != nil:
 				err = d.cc.record(raw)
-			} else {
+			case d.cx != nil:
+				err = d.cx.record(raw)
+			default:
 				err = d.value(raw, d.src.(*valueSource).listed)
 			}
 			var le *LineError
@@ -411,6 +423,11 @@ func (d *Decoder) Next() (tier.Event, error) {
 func (d *Decoder) finish() error {
 	if d.cc != nil {
 		if err := d.cc.finish(); err != nil {
+			return err
+		}
+	}
+	if d.cx != nil {
+		if err := d.cx.finish(); err != nil {
 			return err
 		}
 	}

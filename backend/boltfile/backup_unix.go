@@ -24,8 +24,11 @@ func lockTemp(f *os.File) {
 }
 
 // sweepTemps removes the temporary files that writers of path killed
-// midway left beside it: those no process holds locked and that hold
-// bytes, or have been empty for staleTempAge. It returns how many it
+// midway left beside it: a second name of the database at path (a
+// creation killed between linking its file to path and removing the
+// temporary name: removing a name of a file that keeps another touches no
+// byte of it, locked or not), and those no process holds locked that hold
+// bytes or have been empty for staleTempAge. It returns how many it
 // removed; it never fails, since a leftover costs only space.
 func sweepTemps(path string, now time.Time) int {
 	dir, prefix := filepath.Dir(path), tempPrefix(path)
@@ -33,6 +36,7 @@ func sweepTemps(path string, now time.Time) int {
 	if err != nil {
 		return 0
 	}
+	live, _ := os.Stat(path)
 	removed := 0
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), prefix) {
@@ -40,7 +44,16 @@ func sweepTemps(path string, now time.Time) int {
 		}
 		name := filepath.Join(dir, e.Name())
 		fi, err := os.Lstat(name)
-		if err != nil || !fi.Mode().IsRegular() || (fi.Size() == 0 && now.Sub(fi.ModTime()) < staleTempAge) {
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if live != nil && os.SameFile(fi, live) {
+			if os.Remove(name) == nil {
+				removed++
+			}
+			continue
+		}
+		if fi.Size() == 0 && now.Sub(fi.ModTime()) < staleTempAge {
 			continue
 		}
 		f, err := os.Open(name) // flock needs no write access

@@ -1,7 +1,9 @@
 package boltfile
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -61,9 +63,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Backend is the backend of one bbolt file. It implements backend.Backend
-// and backend.Checker; its read transactions implement
-// backend.Snapshotter, and a ReleaseMapped method that store.Snapshot's
-// ReleaseMapped calls.
+// and backend.Checker, Pather, Versioner and FileSizer; its read
+// transactions implement backend.Snapshotter and MappedReleaser.
 type Backend struct {
 	path string
 	opts Options
@@ -77,7 +78,13 @@ type Backend struct {
 	closeErr  error
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend   = (*Backend)(nil)
+	_ backend.Checker   = (*Backend)(nil)
+	_ backend.Pather    = (*Backend)(nil)
+	_ backend.Versioner = (*Backend)(nil)
+	_ backend.FileSizer = (*Backend)(nil)
+)
 var _ backend.Checker = (*Backend)(nil)
 
 // Open opens the database at path.
@@ -198,6 +205,11 @@ func open(path string, opts Options) (b *Backend, err error) {
 	if err := b.init(); err != nil {
 		return nil, errors.CombineErrors(err, guard(db.Close))
 	}
+	if !opts.ReadOnly {
+		// What a creation or a write of path killed midway left beside it:
+		// a second name of this file, a dead writer's temporary file.
+		sweepTemps(path, time.Now())
+	}
 	return b, nil
 }
 
@@ -227,6 +239,12 @@ func openError(path string, opts Options, err error) error {
 		return errors.WithHint(errors.Wrapf(backend.ErrLocked, "%s (waited %s)", path, opts.LockTimeout),
 			"another process has it open; stop it, or read a backup")
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
+		// Neither meta page is valid. One that still starts as bbolt's
+		// makes the file a damaged bbolt file, not another program's.
+		if metaMagic(path) {
+			return errors.WithHint(errors.Wrapf(backend.Corrupt("", "meta pages", nil, err), "%s: both of bbolt's meta pages are damaged", path),
+				"restore a backup")
+		}
 		return errors.Wrapf(backend.ErrNotStrata, "%s: %v", path, err)
 	case errors.Is(err, berrors.ErrChecksum):
 		return errors.Wrapf(backend.ErrCorrupt, "%s: %v", path, err)
@@ -248,6 +266,27 @@ func openError(path string, opts Options, err error) error {
 // (a meta page: the page header, then bbolt's magic number), whether or
 // not it is strata's. It reads the first bytes only.
 func IsBoltFile(path string) bool { return looksLikeBolt(path) }
+
+// metaMagic reports whether either of the file's meta pages starts as
+// bbolt's does: the first page (looksLikeBolt), or the second, at any page
+// size bbolt writes.
+func metaMagic(path string) bool {
+	if looksLikeBolt(path) {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [4]byte
+	for ps := int64(1 << 12); ps <= 1<<16; ps <<= 1 {
+		if _, err := f.ReadAt(b[:], ps+pageHeader); err == nil && binary.LittleEndian.Uint32(b[:]) == boltMagic {
+			return true
+		}
+	}
+	return false
+}
 
 // looksLikeBolt reports whether the file at path starts with a bbolt meta
 // page: the page header, then the magic number, little-endian.
@@ -280,6 +319,10 @@ func (b *Backend) init() error {
 				return errors.Wrapf(backend.Corrupt("", "root", bucketMeta, err), "%s", b.path)
 			}
 			if !found {
+				if what := strataRoot(t.btx); what != "" {
+					return errors.WithHint(errors.Wrapf(backend.Corrupt("", "root", nil, errors.Newf("the root page lists no meta record, yet holds %s", what)), "%s", b.path),
+						"the root page is damaged: restore a backup")
+				}
 				return errors.WithHint(errors.Wrapf(backend.ErrNotStrata, "%s: a bbolt file without strata's meta record", b.path),
 					"it was not written by strata")
 			}
@@ -317,6 +360,25 @@ func (b *Backend) init() error {
 			return nil
 		})
 	})
+}
+
+// strataRoot says what makes a root bucket without strata's meta record a
+// strata file's damaged root page rather than another program's: a session
+// (s/ID), or a record — bbolt's root holds buckets only, so a record there
+// is a page of some other bucket, written over the root's or never
+// replaced by it. "" when it holds neither. The root's pages are checked
+// (shadow) before it is called.
+func strataRoot(btx *bolt.Tx) string {
+	c := btx.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		switch {
+		case v != nil:
+			return fmt.Sprintf("a record at key %q, where a bucket belongs", clip(k))
+		case bytes.HasPrefix(k, sessionPrefix):
+			return fmt.Sprintf("session %q", k[len(sessionPrefix):])
+		}
+	}
+	return ""
 }
 
 func tooOld(path string, format int) error {

@@ -1,6 +1,7 @@
 package boltfile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -306,5 +307,50 @@ func TestOpen_FileRemovedWhileWaiting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A damaged root page is damage, not a foreign file: a lost write that
+// leaves another bucket's old page where the root's belongs (its header
+// naming the root's id, as the page last written there did) lists no meta
+// record, but records where bbolt's root holds buckets only.
+func TestOpen_DamagedRootPage(t *testing.T) {
+	b, path := newDB(t)
+	fill(t, b, "s", 150, 0)
+	b.Close()
+	root := rootOf(t, path)
+	id := rootOf(t, path, "s/s")
+	p := readPage(t, path, id, -1)
+	for le16(p[8:]) == branchFlag {
+		id = (&page{b: p, n: le16(p[10:])}).child(0)
+		p = readPage(t, path, id, -1)
+	}
+	binary.LittleEndian.PutUint64(p, root)
+	writePage(t, path, root, p)
+	_, err := Open(path, Options{ReadOnly: true})
+	var ce *backend.CorruptError
+	if !errors.Is(err, backend.ErrCorrupt) || !errors.As(err, &ce) || ce.Bucket != "root" || errors.Is(err, backend.ErrNotStrata) {
+		t.Fatalf("Open = %v, want a CorruptError in root", err)
+	}
+	if h := hintsOf(t, err); !strings.Contains(h, "root page is damaged") {
+		t.Errorf("hint %q, want it to say the root page is damaged", h)
+	}
+}
+
+// Both meta pages damaged — the first's magic number, the second's
+// checksum — is damage too: the second still starts as bbolt's.
+func TestOpen_DamagedMetaPages(t *testing.T) {
+	b, path := newDB(t)
+	b.Close()
+	ps := os.Getpagesize()
+	p0 := readPage(t, path, 0, -1)
+	p0[pageHeader] ^= 0x01 // the magic number
+	writePage(t, path, 0, p0)
+	p1 := readPage(t, path, 1, -1)
+	p1[pageHeader+24] ^= 0x01 // the root bucket's sequence: the checksum breaks
+	writePage(t, path, 1, p1)
+	_, err := Open(path, Options{ReadOnly: true})
+	if !errors.Is(err, backend.ErrCorrupt) || errors.Is(err, backend.ErrNotStrata) || !strings.Contains(err.Error(), "meta pages are damaged") {
+		t.Fatalf("Open (page size %d) = %v, want ErrCorrupt saying both meta pages are damaged", ps, err)
 	}
 }

@@ -32,7 +32,10 @@ import (
 //     child ids inside the file; a leaf's elements are inside the page,
 //     with keys in order;
 //   - the page's keys lie inside the range its parent's branch keys give
-//     it, and no page is reached twice in one walk.
+//     it, and no page is reached twice in one walk;
+//   - the page's bytes past its last element are zero, as bbolt writes
+//     them: a bit less in the element count leaves records out of every
+//     read, with no checksum to break, but their bytes stay on the page.
 //
 // A Get or a Put walks the path to its key's leaf; a Delete also the
 // siblings at every level (bbolt's rebalance merges a node into one of
@@ -202,6 +205,14 @@ func (p *page) check(hwm, ps uint64) error {
 		}
 		prev = k
 	}
+	// bbolt writes a page from a zeroed buffer, its element headers
+	// followed by their keys and values, packed: a byte past the last
+	// element's value that is not zero is an element the count leaves out
+	// — a flipped bit in the count makes bbolt skip records, with no
+	// checksum to break.
+	if i := nonZero(p.b[extent:]); i >= 0 {
+		return errors.Newf("%d elements end at byte %d, but byte %d is written: the element count is damaged", p.n, extent, extent+i)
+	}
 	// bbolt gives a page as many overflow pages as its elements need, no
 	// more (it rounds up; old versions added one when they filled pages
 	// exactly): a page claiming more would free pages not its own.
@@ -211,6 +222,16 @@ func (p *page) check(hwm, ps uint64) error {
 		}
 	}
 	return nil
+}
+
+// nonZero returns the index of the first byte of b that is not zero, or -1.
+func nonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // key returns the key of element i (checked by check).

@@ -69,8 +69,9 @@ type tableRef struct {
 type viewTx struct{ *tx }
 
 var (
-	_ backend.Tx          = (*tx)(nil)
-	_ backend.Snapshotter = (*viewTx)(nil)
+	_ backend.Tx             = (*tx)(nil)
+	_ backend.Snapshotter    = (*viewTx)(nil)
+	_ backend.MappedReleaser = (*viewTx)(nil)
 )
 
 func (b *Backend) newTx(btx *bolt.Tx, txid uint64) *tx {

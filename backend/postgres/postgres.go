@@ -65,8 +65,11 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Checker = (*Backend)(nil)
+	_ backend.Backend    = (*Backend)(nil)
+	_ backend.Checker    = (*Backend)(nil)
+	_ backend.KeyLimiter = (*Backend)(nil)
+	_ backend.Versioner  = (*Backend)(nil)
+	_ backend.TableSizer = (*Backend)(nil)
 )
 
 // IsURL reports whether s names a PostgreSQL database, as Open takes it: a

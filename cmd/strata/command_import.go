@@ -42,6 +42,8 @@ type importOptions struct {
 	timeout    time.Duration
 	files      []string
 
+	compactHint string // what to run when events were stored, not compacted
+
 	f transcript.Format // set by validate
 }
 
@@ -49,7 +51,7 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code [--session ID] [--db DB [policy flags]] [--json] FILE...",
+		Use:   "import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or store and compact them in a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
 Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
@@ -75,8 +77,8 @@ open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
 (created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
-them (the extractive summarizer; --every-tokens, --every, --every-events,
---fold, --max-roots and --budget as replay's). A line per session says
+them (the extractive summarizer; --window, --share, --every-tokens, --every,
+--every-events, --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
 then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
@@ -118,11 +120,12 @@ a FILE.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.compactHint = compactHint(cmd, o.db)
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic or claude-code (required)")
+	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic, claude-code or codex (required)")
 	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
 	f.StringVar(&o.db, "db", "", "store and compact in this database, a file (created if missing; its directory must exist) or a postgres:// URL, instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
@@ -136,7 +139,7 @@ a FILE.`,
 // validate checks the flags; its errors are bad usage.
 func (o *importOptions) validate() error {
 	if o.format == "" {
-		return usagef("--format is required (openai, anthropic or claude-code)")
+		return usagef("--format is required (openai, anthropic, claude-code or codex)")
 	}
 	f, err := transcript.ParseFormat(o.format)
 	if err != nil {
@@ -149,7 +152,7 @@ func (o *importOptions) validate() error {
 		}
 	}
 	if o.db == "" && o.policySet {
-		return usagef("--every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
+		return usagef("--window, --share, --every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
 	}
 	if o.db == "" && o.timeoutSet {
 		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")
@@ -256,7 +259,7 @@ func (o *importOptions) read(in io.Reader, name string, target func(string) (tra
 	}
 	ss, _, err := transcript.Read(o.f, in, transcript.Options{File: file, Target: target, Sidechains: o.sidechains, Dir: o.dir})
 	if errors.Is(err, transcript.ErrNothingRecognized) {
-		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic and claude-code (strata import --help)", o.f)
+		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic, claude-code and codex (strata import --help)", o.f)
 	}
 	return ss, err
 }
@@ -337,7 +340,7 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
-		r: &replayer{ctx: context.Background(), out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
+		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // file stores the sessions of the file called name, each in one append,
@@ -461,10 +464,13 @@ func (imp *importer) store(ctx context.Context, label string, ss []transcript.Se
 			continue
 		}
 		rs, err := imp.comp.Run(ctx, s.ID)
+		imp.r.reportRun(s.ID, rs)
 		if err != nil {
+			if ctx.Err() == nil {
+				err = errors.WithHint(err, imp.o.compactHint)
+			}
 			return false, err
 		}
-		imp.r.reportRun(s.ID, rs)
 	}
 	return false, nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/debughttp"
@@ -112,6 +115,7 @@ func TestDamaged_ReadingCommandsFail(t *testing.T) {
 	} {
 		r := cli(t, "", tc.args...)
 		wantCode(t, r, exitError, tc.args...)
+		r.stderr = asText(t, r.stderr) // --json: the same error as a JSON line
 		if !strings.HasPrefix(r.stderr, "Error: store: database is damaged: ") || !strings.Contains(r.stderr, `session "b-damaged"`) {
 			t.Errorf("strata %s: stderr does not say the damage and its session:\n%s", strings.Join(tc.args, " "), r.stderr)
 		}
@@ -213,8 +217,131 @@ func TestDamaged_RemotePanicHintsVerify(t *testing.T) {
 	for _, args := range [][]string{{"dump", url}, {"dump", "--json", url}, {"stats", url}, {"sessions", url}, {"resume", url, "--session", "s"}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr)
 		if !strings.Contains(r.stderr, "bbolt panicked") || !strings.HasSuffix(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify "+url+"\n") {
 			t.Errorf("strata %s: stderr\n%s", strings.Join(args, " "), r.stderr)
+		}
+	}
+}
+
+// One bit less in the element count of a leaf page of a session's nodes
+// table makes bbolt skip nodes without breaking a checksum. sessions and
+// stats, which count the nodes, exit 1 with the verify hint rather than
+// print a count short by the skipped nodes; verify finds it (exit 3).
+func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	s, err := store.Open(db, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 40; i++ {
+		if _, err := s.Append("s", tier.Event{Kind: tier.KindUser, Text: fmt.Sprintf("step %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.PlanSpan("s", uint64(i), compaction.DefaultBudget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The summary claims what the span requires: the user's request.
+		if _, err := s.Commit(p, store.Summary{Narrative: strings.Repeat(fmt.Sprintf("step %d. ", i), 10), Claims: p.Required.Claims(), Summarizer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, cli(t, "", "verify", db), exitOK, "verify (before the damage)")
+
+	// The nodes table's first leaf, down its leftmost children.
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uint64
+	if err := bdb.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("s/s")).Bucket([]byte("nodes"))
+		if b.Root() == 0 {
+			return errors.New("the nodes table is inline")
+		}
+		id = uint64(b.Root())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ps := bdb.Info().PageSize
+	bdb.Close()
+	raw := readBytes(t, db)
+	page := func() []byte { return raw[int(id)*ps : int(id+1)*ps] }
+	for binary.LittleEndian.Uint16(page()[8:]) == 0x01 { // a branch: its first child
+		id = binary.LittleEndian.Uint64(page()[16+8:])
+	}
+	n := binary.LittleEndian.Uint16(page()[10:])
+	binary.LittleEndian.PutUint16(page()[10:], n&^(n&-n)) // one bit less
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	hint := "Hint: the database is damaged; to list every problem it holds, run: strata verify " + shellQuote(db) + "\n"
+	for _, args := range [][]string{{"sessions", db}, {"sessions", "--json", db}, {"stats", db}, {"stats", "--json", db}, {"stats", "--session", "s", db}} {
+		r := cli(t, "", args...)
+		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr) // --json: the same error as a JSON line
+		if !strings.HasPrefix(r.stderr, "Error: store: database is damaged: ") || !strings.HasSuffix(r.stderr, hint) {
+			t.Errorf("strata %s: stderr does not say the damage and hint at verify:\n%s", strings.Join(args, " "), r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("strata %s printed counts of a damaged table:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	wantCode(t, cli(t, "", "verify", db), exitProblems, "verify")
+}
+
+// A root page that a lost write left holding another bucket's old page is
+// damage to every command, verify included — never "not a strata database".
+func TestDamaged_RootPageIsDamage(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	s, err := store.Open(db, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbtest.ReplayIncident(t, s, "s", compaction.Extractive{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, sess uint64
+	if err := bdb.View(func(tx *bolt.Tx) error {
+		root, sess = uint64(tx.Cursor().Bucket().Root()), uint64(tx.Bucket([]byte("s/s")).Root())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ps := bdb.Info().PageSize
+	bdb.Close()
+	raw := readBytes(t, db)
+	page := func(id uint64) []byte { return raw[int(id)*ps : int(id+1)*ps] }
+	for binary.LittleEndian.Uint16(page(sess)[8:]) == 0x01 { // a branch: its first child
+		sess = binary.LittleEndian.Uint64(page(sess)[16+8:])
+	}
+	copy(page(root), page(sess))
+	binary.LittleEndian.PutUint64(page(root), root)
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "verify", db)
+	wantCode(t, r, exitProblems, "verify")
+	if !strings.Contains(r.stdout, "root page") || strings.Contains(r.stdout+r.stderr, "not a strata database") {
+		t.Errorf("strata verify: stdout does not report the damaged root page:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"sessions", db}, {"stats", db}, {"dump", db}, {"resume", "--db", db, "--session", "s"}} {
+		r := cli(t, "", args...)
+		if r.code == exitOK || !strings.Contains(r.stderr, "database is damaged") || strings.Contains(r.stderr, "not a strata database") {
+			t.Errorf("strata %s: exit %d, stderr:\n%s\nwant it to say the database is damaged", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
 }

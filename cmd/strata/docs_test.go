@@ -68,6 +68,7 @@ var docOtherPrograms = []struct{ prefix, why string }{
 	{"for ", "a shell loop over fuzz targets, run by go test"},
 	{"done", "the end of that loop"},
 	{"cp ", "copies a screenshot a browser test wrote"},
+	{"npm install --prefix ", "installs the real coding-agent clients; .ci/run installs them for internal/realclient's tests"},
 }
 
 // docOtherLines are example lines, by their start, that are not commands

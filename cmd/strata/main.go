@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	// store.Open opens bbolt files and PostgreSQL URLs: both backends are linked in.
+	_ "github.com/strata-go/strata"
 )
 
 // main runs the command line and exits with its status.

@@ -128,22 +128,6 @@ func stateFacts(s *store.Snapshot, st *State, cwd string) ([]fact, error) {
 	return out, nil
 }
 
-// callSubject returns what a call is about: the first string value of
-// its input's callSubjects, "" when it has none.
-func callSubject(input string) string {
-	var args map[string]json.RawMessage
-	if json.Unmarshal([]byte(input), &args) != nil {
-		return ""
-	}
-	for _, k := range callSubjects {
-		var v string
-		if json.Unmarshal(args[k], &v) == nil && strings.TrimSpace(v) != "" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
 func invocation(id, name string) string {
 	if name == "" {
 		return oneLine(id)

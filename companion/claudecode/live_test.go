@@ -147,7 +147,7 @@ func TestHook_LiveOrder(t *testing.T) {
 	if !r.Unwritten || r.State.Boundary != head || r.Check != nil {
 		t.Fatalf("SessionStart: %s; want the state at PreCompact's head %d, no check yet", r.Line(), head)
 	}
-	for _, want := range []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash: ls /nonexistent/dir)", "artifact: migrations/003_down.sql"} {
+	for _, want := range []string{"- FAILED `ls /nonexistent/dir` (Bash) — once, newest at seq 4 (call toolu_01FAKE864bddc91d3ef71c)", "artifact: migrations/003_down.sql"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the injected state lacks %q:\n%s", want, text)
 		}

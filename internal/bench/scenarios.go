@@ -16,6 +16,9 @@ import (
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
+
+	// The scenarios open bbolt files and PostgreSQL URLs.
+	_ "github.com/strata-go/strata"
 )
 
 // AppendSerial appends s's events to p one per call, from one goroutine,
@@ -65,6 +68,12 @@ const ReplayBatch = 256
 // ReplayPolicy is the bulk replay's compaction: extractive, an L1 node
 // every 40 events, folds of 4.
 var ReplayPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
+
+// SizePolicy compacts on size at a small budget: an L1 node per 500 tokens
+// of tail (`--every-tokens 500`), folds of 4 — about every 4 events of the
+// recorded sessions, ten times ReplayPolicy's compactions: what the size
+// rule costs is measured under it.
+var SizePolicy = compaction.Policy{EveryTokens: 500, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
 
 // ReplayStrata loads sessions into a new strata database at path as
 // `strata replay --every-events 40` does: appends of up to ReplayBatch
@@ -253,8 +262,7 @@ func FlatCosts(path string, k, maxRoots int) (resume, plan, commit, digest Laten
 		resume = append(resume, time.Since(t0))
 	}
 	summarize := func(p *store.Plan) (store.Summary, error) {
-		out, err := sum.Summarize(ctx, &compaction.Input{Session: p.Session, Depth: p.Depth, From: p.From, To: p.To,
-			Budget: p.Budget, Events: p.Events, Children: p.Children, Required: p.Required})
+		out, err := sum.Summarize(ctx, compaction.NewInput(p, 0, nil))
 		return store.Summary{Narrative: out.Narrative, Claims: out.Claims, Summarizer: sum.Name()}, err
 	}
 	for i := 0; i < k; i++ {

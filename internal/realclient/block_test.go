@@ -1,0 +1,142 @@
+package realclient_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// strataBlock returns strata's injected block in a model request's text:
+// from its "# strata" heading through its sections.
+func strataBlock(t *testing.T, text string) string {
+	t.Helper()
+	i := strings.Index(text, "# strata")
+	if i < 0 {
+		t.Fatalf("the model request holds no strata block:\n%.2000s", text)
+	}
+	var out []string
+	for j, line := range strings.Split(text[i:], "\n") {
+		if j > 0 && line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "- ") &&
+			!strings.HasPrefix(line, "Computed by strata") && !strings.HasPrefix(line, "Every fact") {
+			break
+		}
+		out = append(out, line)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+var (
+	failedLine   = regexp.MustCompile(`^- FAILED call (\S+) \((\S+)\)`)
+	artifactLine = regexp.MustCompile(`^- artifact: (.+?) — written by (\S+) \(call (\S+)\)`)
+	sectionLine  = regexp.MustCompile(`^## .*: (\d+)$`)
+)
+
+// checkImplied checks that every fact line of the block is implied by the
+// transcript, as the importer reads it: a failed call is a failed result
+// of a call of that tool, an artifact a file that call wrote; and every
+// section holds as many lines as its heading counts.
+func checkImplied(t *testing.T, block string, ss []transcript.Session) {
+	t.Helper()
+	names, failed, written := map[string]string{}, map[string]bool{}, map[string]string{}
+	for _, s := range ss {
+		for _, e := range s.Events {
+			switch {
+			case e.Kind == tier.KindToolCall:
+				names[e.ID] = e.Name
+			case e.Kind == tier.KindToolResult && e.Failed:
+				failed[e.ID] = true
+			case e.Kind == tier.KindArtifact:
+				written[e.Key] = e.Text
+			}
+		}
+	}
+	want, got := -1, 0
+	section := ""
+	closeSection := func() {
+		if want >= 0 && got != want {
+			t.Errorf("section %q counts %d, lists %d", section, want, got)
+		}
+	}
+	for _, line := range strings.Split(block, "\n") {
+		if m := sectionLine.FindStringSubmatch(line); m != nil {
+			closeSection()
+			section, got = line, 0
+			want, _ = strconv.Atoi(m[1])
+			continue
+		}
+		if !strings.HasPrefix(line, "- ") {
+			continue
+		}
+		got++
+		if m := failedLine.FindStringSubmatch(line); m != nil {
+			if !failed[m[1]] || names[m[1]] != m[2] {
+				t.Errorf("%q: the transcript has no failed %s call %s", line, m[2], m[1])
+			}
+			continue
+		}
+		if m := artifactLine.FindStringSubmatch(line); m != nil {
+			if text, ok := written[m[1]]; !ok || !strings.Contains(text, m[3]) || names[m[3]] != m[2] {
+				t.Errorf("%q: the transcript has no write of %s by %s call %s", line, m[1], m[2], m[3])
+			}
+			continue
+		}
+		t.Errorf("%q: a fact line this test cannot trace to the transcript", line)
+	}
+	closeSection()
+}
+
+// checkSummaryOmitted checks the summary check of `strata AGENT status
+// --json`: what the client's summary did not mention (summary_omitted)
+// names each of wants. A strata whose status does not document
+// summary_omitted has no summary check to test; the test says so.
+func checkSummaryOmitted(t *testing.T, dir string, env []string, strata, agent string, wants []string) {
+	t.Helper()
+	help := exec.Command(strata, agent, "status", "--help")
+	help.Dir, help.Env = dir, env
+	out, err := help.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "summary_omitted") {
+		t.Logf("strata %s status does not report summary_omitted: no summary check to test in this build", agent)
+		return
+	}
+	st := exec.Command(strata, agent, "status", "--json")
+	st.Dir, st.Env = dir, env
+	out, err = st.Output()
+	if err != nil {
+		t.Fatalf("strata %s status --json: %v\n%s", agent, err, out)
+	}
+	var doc any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("strata %s status --json: %v\n%s", agent, err, out)
+	}
+	var omitted []string
+	var walk func(v any, under bool)
+	walk = func(v any, under bool) {
+		switch x := v.(type) {
+		case string:
+			if under {
+				omitted = append(omitted, x)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, under)
+			}
+		case map[string]any:
+			for k, e := range x {
+				walk(e, under || k == "summary_omitted")
+			}
+		}
+	}
+	walk(doc, false)
+	all := strings.Join(omitted, "\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("summary_omitted %q does not name %q, which the summary left out\n%s", omitted, w, out)
+		}
+	}
+}

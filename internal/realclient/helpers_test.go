@@ -1,0 +1,83 @@
+package realclient_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// client returns the path of a real client: the environment variable env,
+// which .ci/run sets to the pinned version it installed from npm. The test
+// skips without it, and under -short.
+func client(t *testing.T, env string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	switch {
+	case p == "":
+		t.Skipf("%s is not set: .ci/run sets it to the client it installs from npm (docs/realclients.md)", env)
+	case testing.Short():
+		t.Skip("-short: a real client takes tens of seconds")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s=%s: %v", env, p, err)
+	}
+	return p
+}
+
+// buildStrata builds the strata binary into a directory of its own and
+// returns that directory, for the hooks' PATH.
+func buildStrata(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "strata"), "./cmd/strata")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// run runs a client's command with env, in dir, within timeout, and
+// returns its stdout; a non-zero exit fails the test with its output.
+func run(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), args, err, stdout.String(), stderr.String())
+		}
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("%s %q: still running after %s\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), args, timeout, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// baseEnv is an environment of the test's own: HOME and the temporary
+// directory under root, PATH with bin first, nothing of the user's
+// configuration.
+func baseEnv(t *testing.T, root, bin string) []string {
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	return []string{"HOME=" + home, "PATH=" + path, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}
+}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"

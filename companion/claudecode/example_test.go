@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 )
 
@@ -20,7 +20,7 @@ import (
 func ExampleHook_Run() {
 	dir, _ := os.MkdirTemp("", "claudecode")
 	defer os.RemoveAll(dir)
-	whole, _ := os.ReadFile("../transcript/testdata/claude-code/session.jsonl")
+	whole, _ := os.ReadFile("../../transcript/testdata/claude-code/session.jsonl")
 	cut := bytes.Index(whole, []byte(`"subtype": "compact_boundary"`))
 	cut = bytes.LastIndexByte(whole[:cut], '\n') + 1
 	transcript := filepath.Join(dir, "session.jsonl")

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -22,9 +22,9 @@ import (
 func realTranscripts(t *testing.T) []string {
 	var out []string
 	for _, pat := range []string{
-		"../../shared/data/claude-code/*.jsonl",
-		"../../shared/data/realclient/claude-code-*.jsonl",
-		"../../shared/data/transcripts/claude-code/*.jsonl",
+		"../../../shared/data/claude-code/*.jsonl",
+		"../../../shared/data/realclient/claude-code-*.jsonl",
+		"../../../shared/data/transcripts/claude-code/*.jsonl",
 	} {
 		m, _ := filepath.Glob(pat)
 		out = append(out, m...)

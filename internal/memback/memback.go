@@ -131,6 +131,18 @@ func (t *tx) CreateSession(id string) (backend.Session, error) {
 	return &sess{id: id, s: s, writable: true}, nil
 }
 
+var _ backend.SessionDeleter = (*tx)(nil)
+
+// DeleteSession implements backend.SessionDeleter.
+func (t *tx) DeleteSession(id string) error {
+	if !t.writable {
+		return backend.ErrReadOnly
+	}
+	delete(t.s.sessions, id)
+	delete(t.copied, id)
+	return nil
+}
+
 type sess struct {
 	id       string
 	s        *session

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -143,5 +144,69 @@ func forkRefusesInvalidMarker(t *testing.T, h Harness) {
 	}
 	if len(ids) != 1 {
 		t.Fatalf("refused forks left sessions %v", ids)
+	}
+}
+
+// pruneKeepsWhatForksNeed: a parent stays while a fork of it stays; named,
+// it is refused with the forks that hold it; with its forks it goes, forks
+// first; a dry run removes nothing.
+func pruneKeepsWhatForksNeed(t *testing.T, h Harness) {
+	db := open(t, h)
+	for i := range 4 {
+		mustAppend(t, db, "p", turn(i)...)
+		mustAppend(t, db, "other", turn(i)...)
+	}
+	compactSpan(t, db, "p", 8)
+	if _, err := db.Fork("p", store.Latest, "f"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "f", turn(9)...)
+	want := resumeText(t, db, "f", store.Latest, "f")
+
+	_, err := db.Prune(store.PruneOptions{Sessions: []string{"p"}})
+	var held *store.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, store.ErrForkHeld) || len(held.Held) != 1 || held.Held[0].Forks[0] != "f" {
+		t.Fatalf("prune of a fork's parent: %v, want a HeldError naming f", err)
+	}
+	if err := db.DeleteSession("p"); !errors.Is(err, store.ErrForkHeld) {
+		t.Fatalf("delete of a fork's parent: %v, want ErrForkHeld", err)
+	}
+	// Everything older than a day on a clock a year ahead: f is selected
+	// with p, so nothing is held; a dry run removes nothing.
+	future := func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+	res, err := db.Prune(store.PruneOptions{OlderThan: 24 * time.Hour, Now: future, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 3 || res.Removed[0].Session != "f" || len(res.Held) != 0 {
+		t.Fatalf("dry run: %+v, want f first of three, nothing held", res)
+	}
+	if got := resumeText(t, db, "f", store.Latest, "f"); !bytes.Equal(got, want) {
+		t.Fatal("a dry run changed a session")
+	}
+	// Keeping the newest session (f's last append is the newest) holds p.
+	res, err = db.Prune(store.PruneOptions{KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 1 || res.Removed[0].Session != "other" || len(res.Held) != 1 || res.Held[0].Session != "p" {
+		t.Fatalf("prune keeping the newest: %+v, want other removed and p held by f", res)
+	}
+	if got := resumeText(t, db, "f", store.Latest, "f"); !bytes.Equal(got, want) {
+		t.Fatal("pruning changed the fork")
+	}
+	res, err = db.Prune(store.PruneOptions{Sessions: []string{"p", "f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 2 || res.Removed[0].Session != "f" || res.Removed[1].Session != "p" {
+		t.Fatalf("prune of a parent and its fork: %+v, want f then p", res)
+	}
+	ids, err := db.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("sessions after pruning all: %v", ids)
 	}
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"VerifyChecksRefs", verifyChecksRefs},
 		{"ForkResumesToParentBytes", forkResumesToParentBytes},
 		{"ForkRefusesInvalidMarker", forkRefusesInvalidMarker},
+		{"PruneKeepsWhatForksNeed", pruneKeepsWhatForksNeed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

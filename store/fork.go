@@ -75,6 +75,23 @@ func (s *sess) forkBase() error {
 	return nil
 }
 
+// inheritedNode returns node id of s or, when s does not hold it and is a
+// fork, of the sessions it was forked from: the nodes under a fork's frame
+// are its parent's.
+func (s *sess) inheritedNode(id uint64) (tier.Node, error) {
+	n, err := s.node(id)
+	if !errors.Is(err, ErrNotFound) {
+		return n, err
+	}
+	if ferr := s.forkBase(); ferr != nil {
+		return n, ferr
+	}
+	if s.parent == nil {
+		return n, err
+	}
+	return s.parent.inheritedNode(id)
+}
+
 // Fork makes session dst a fork of session src at marker markerID (Latest:
 // the marker of src's last root). dst's resumed context at Latest is
 // Resume(src, markerID)'s but for the session's name: the same roots, the

@@ -208,13 +208,14 @@ func (ss *sess) rootNodes(upto uint64) ([]tier.Node, error) {
 	return out, nil
 }
 
-// Node returns node id of session.
+// Node returns node id of session; of a fork, a node under its frame is
+// its parent's, returned from there.
 func (s *Snapshot) Node(session string, id uint64) (tier.Node, error) {
 	ss, err := s.sess(session)
 	if err != nil {
 		return tier.Node{}, err
 	}
-	return ss.node(id)
+	return ss.inheritedNode(id)
 }
 
 // Nodes calls fn for every node of session, in id order.

@@ -506,6 +506,12 @@ func (v *verifier) checkNodes() {
 			var depths []tier.Depth
 			for _, cid := range n.Children {
 				c, ok := v.nodes[cid]
+				if !ok && v.ss.parent != nil {
+					// A node of a fork's frame folds its parent's nodes.
+					var err error
+					c, err = v.ss.parent.inheritedNode(cid)
+					ok = err == nil
+				}
 				if !ok {
 					v.fail("node %d: child %d does not exist", id, cid)
 					break

@@ -41,12 +41,28 @@
 //   - {prefix}/resume?session=ID[&marker=ID|latest][&format=text] — the
 //     resumed context as `strata resume --json` prints it, or its text.
 //
-//   - {prefix}/session?session=ID — what the page shows of one session, as
-//     JSON: its info, roots, nodes per depth (tiers), uncompacted tail,
-//     markers and checkpoints (counted; every valid one and the last 50
-//     invalid listed), refusals (counted; the last 50 listed, with the
-//     failures each names) and the latest resume's source, reason and
-//     sha256 (its nodes and events counted, not included).
+//   - {prefix}/session?session=ID[&history=all] — what the page shows of
+//     one session, as JSON: its info, roots, nodes per depth (tiers),
+//     uncompacted tail, markers and checkpoints (counted; every valid one
+//     and the last 50 invalid listed, all with history=all), refusals
+//     (counted; the last 50 listed, all with history=all, with the failures
+//     each names), the latest resume's source, reason and sha256 (its nodes
+//     and events counted, not included) and the calls
+//     open at its head.
+//
+//   - {prefix}/sessions — the session list the page filters: each session's
+//     info, the times of its first and last events and how many calls are
+//     open at its head.
+//
+//   - {prefix}/events?session=ID — a window of the session's events, the
+//     page's timeline: &from=SEQ&to=SEQ the range (default the whole log),
+//     &q=TEXT, &item=ID|KEY|ID@SEQ and &marked=1 filters, the first limit
+//     matches when from is given, else the last (&limit=N, DefaultEvents,
+//     at most MaxEvents), each text clipped to &clip=BYTES (DefaultClip;
+//     0 whole).
+//
+//   - {prefix}/nodes?session=ID — every summary node of the session, with
+//     its narrative and claims.
 //
 //   - {prefix}/backup — a hot backup, with Content-Length set to its size,
 //     so that a client sees a cut transfer as one: the whole database file
@@ -72,16 +88,21 @@
 // # The page
 //
 // {prefix}/ui/ is a web page for a person watching the agent: plain HTML,
-// CSS and JavaScript embedded in the package. It lists the sessions with
-// their counts, filterable by id, and shows the selected one's frame as
-// tiers (nodes per depth, the roots along the log, the uncompacted tail
-// as a range with its event count), the resumed context (source, reason,
-// sha256, its text on demand), the refused compactions with the facts
-// each left out, and the markers and checkpoints, valid or invalid with
-// the reason. It polls the index and the session endpoint 1.5 seconds
-// after each answer, so it follows the agent as it appends and compacts.
-// Every string from the database is written into the page as text, never
-// as markup, under a Content-Security-Policy that allows no inline script.
+// CSS and JavaScript embedded in the package, which asks for nothing but
+// the handler's endpoints (it works offline) and only reads. It lists the
+// sessions, searchable by id and filtered to the refused ones, those with
+// open calls or the recent ones, and shows the selected one's frame as
+// tiers, a timeline of its events (a window of the events endpoint, at the
+// head by default, with search, each tool call with its output, failures
+// and rejections marked, times, long texts collapsed), every root node's
+// narrative (labelled as the summarizer's words, unchecked) and verified
+// claims, the resumed context's text, the refused compactions with links
+// to the events they name, and the markers and checkpoints: the valid ones,
+// the invalidated history on demand. It polls the index 1.5 seconds after
+// each answer and reads what changed, so it follows the agent as it
+// appends and compacts. Every string from the database is written into the
+// page as text, never as markup, control characters as their escapes,
+// under a Content-Security-Policy that allows no inline script.
 // A browser's GET of {prefix}/ (one that accepts text/html) is redirected
 // to the page.
 //

@@ -132,7 +132,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rest == "/backup":
 		serve, params = serveBackup, nil
 	case rest == "/session":
-		serve, params = serveSession, []string{"session"}
+		serve, params = serveSession, []string{"session", "history"}
+	case rest == "/sessions":
+		serve, params = serveSessions, nil
+	case rest == "/events":
+		serve, params = serveEvents, []string{"session", "from", "to", "limit", "clip", "q", "item", "marked"}
+	case rest == "/nodes":
+		serve, params = serveNodes, []string{"session"}
 	}
 	if serve == nil {
 		writeError(w, http.StatusNotFound, errors.Wrapf(ErrNoEndpoint, "%s (try %s/)", r.URL.Path, h.prefix))
@@ -263,6 +269,15 @@ func (r *response) Write(p []byte) (int, error) {
 	return r.w.Write(p)
 }
 
+// json answers with v as indented JSON.
+func (r *response) json(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return r.whole(typeJSON, append(b, '\n'))
+}
+
 // whole answers with b, its length known.
 func (r *response) whole(contentType string, b []byte) error {
 	r.start(contentType, int64(len(b)))
@@ -297,12 +312,15 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		return err
 	}
 	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []store.Info{}, Endpoints: map[string]string{
-		"dump":    h.prefix + "/dump?format=json|text|dot&raw=1&session=ID&from=SEQ&to=SEQ",
-		"stats":   h.prefix + "/stats?session=ID",
-		"resume":  h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
-		"backup":  h.prefix + "/backup",
-		"session": h.prefix + "/session?session=ID",
-		"page":    h.prefix + PagePath,
+		"dump":     h.prefix + "/dump?format=json|text|dot&raw=1&session=ID&from=SEQ&to=SEQ",
+		"stats":    h.prefix + "/stats?session=ID",
+		"resume":   h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
+		"backup":   h.prefix + "/backup",
+		"session":  h.prefix + "/session?session=ID&history=all",
+		"sessions": h.prefix + "/sessions",
+		"events":   h.prefix + "/events?session=ID&from=SEQ&to=SEQ&limit=N&clip=BYTES&q=TEXT&item=ID|KEY&marked=1",
+		"nodes":    h.prefix + "/nodes?session=ID",
+		"page":     h.prefix + PagePath,
 	}}
 	for _, id := range ids {
 		info, err := s.Info(id)

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -95,8 +96,9 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, name string)
 }
 
 // shownOthers is how many of a session's invalid markers and checkpoints,
-// and of its refusals, the session endpoint lists: the last ones (by id).
-// Every valid marker and checkpoint is listed; all of them are counted.
+// and of its refusals, the session endpoint lists: the last ones (by id),
+// unless asked for all of them (history=all). Every valid marker and
+// checkpoint is listed; all of them are counted.
 const shownOthers = 50
 
 // sessionDoc is the JSON of {prefix}/session: what the page shows of one
@@ -111,6 +113,8 @@ type sessionDoc struct {
 	Checkpoints statusList[checkpoint.Checkpoint] `json:"checkpoints"`
 	Refusals    refusalList                       `json:"refusals"`
 	Resume      resumeDoc                         `json:"resume"`
+	// Open lists the calls and resources open at the head, in seq order.
+	Open []tier.Open `json:"open"`
 }
 
 // rootDoc is a root of the frame.
@@ -146,7 +150,7 @@ type statusList[T any] struct {
 }
 
 // newStatusList counts all and keeps what statusList shows of it.
-func newStatusList[T any](all []T, valid func(*T) bool) statusList[T] {
+func newStatusList[T any](all []T, valid func(*T) bool, shown int) statusList[T] {
 	l := statusList[T]{Shown: []T{}}
 	for i := range all {
 		if valid(&all[i]) {
@@ -154,7 +158,7 @@ func newStatusList[T any](all []T, valid func(*T) bool) statusList[T] {
 		}
 	}
 	l.Invalid = len(all) - l.Valid
-	skip := l.Invalid - shownOthers // the oldest invalid ones
+	skip := l.Invalid - shown // the oldest invalid ones
 	for i := range all {
 		if !valid(&all[i]) && skip > 0 {
 			skip--
@@ -203,6 +207,14 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 	if err := store.CheckSession(id); err != nil {
 		return errmark.Mark(errors.Wrap(err, "session"), ErrBadRequest)
 	}
+	shown := shownOthers
+	switch h := q.Get("history"); h {
+	case "":
+	case "all":
+		shown = math.MaxInt
+	default:
+		return &ParamError{Param: "history", Value: h, Why: "not all"}
+	}
 	info, err := s.Info(id)
 	if err != nil {
 		return err
@@ -249,7 +261,7 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 	}); err != nil {
 		return err
 	}
-	doc.Markers = newStatusList(markers, func(m *marker.Marker) bool { return m.Status == marker.StatusValid })
+	doc.Markers = newStatusList(markers, func(m *marker.Marker) bool { return m.Status == marker.StatusValid }, shown)
 	var ckpts []checkpoint.Checkpoint
 	if err := s.Checkpoints(id, func(c checkpoint.Checkpoint) error {
 		ckpts = append(ckpts, c)
@@ -257,7 +269,7 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 	}); err != nil {
 		return err
 	}
-	doc.Checkpoints = newStatusList(ckpts, (*checkpoint.Checkpoint).Usable)
+	doc.Checkpoints = newStatusList(ckpts, (*checkpoint.Checkpoint).Usable, shown)
 	doc.Refusals.Shown = []refusalDoc{}
 	if err := s.Refusals(id, func(rf store.Refusal) error {
 		doc.Refusals.Total++
@@ -266,13 +278,23 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 		}
 		ie := marker.InvalidError{Failures: rf.Failures}
 		doc.Refusals.Shown = append(doc.Refusals.Shown, refusalDoc{Refusal: rf, Reasons: ie.Reasons()})
-		if len(doc.Refusals.Shown) > shownOthers {
+		if len(doc.Refusals.Shown) > shown {
 			doc.Refusals.Shown = slices.Delete(doc.Refusals.Shown, 0, 1)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
+
+	l, err := s.Ledger(id)
+	if err != nil {
+		return err
+	}
+	doc.Open = make([]tier.Open, 0, len(l.Open))
+	for _, o := range l.Open {
+		doc.Open = append(doc.Open, o)
+	}
+	slices.SortFunc(doc.Open, func(a, b tier.Open) int { return cmp.Compare(a.Seq, b.Seq) })
 
 	ctx, err := s.Resume(id, store.Latest)
 	if err != nil {

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -171,7 +173,8 @@ func TestHandler_Session(t *testing.T) {
 		{"", 400, `session=\"\": required`},
 		{"?session=absent", 404, "session not found"},
 		{"?session=bad%01id", 400, "bad session id"},
-		{"?session=mig&raw=1", 400, "unknown parameter (this endpoint takes session)"},
+		{"?session=mig&raw=1", 400, "unknown parameter (this endpoint takes session, history)"},
+		{"?session=mig&history=some", 400, `history=\"some\": not all`},
 	} {
 		if resp, body := get(t, http.MethodGet, base+"/session"+tc.query); resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
 			t.Errorf("session%s: %s %s, want %d saying %s", tc.query, resp.Status, body, tc.status, tc.says)
@@ -236,6 +239,22 @@ func TestHandler_SessionListsTheLastInvalid(t *testing.T) {
 		t.Errorf("markers: valid %d %v, invalid %d, shown invalid %v; want valid %v, the last 50 of %d invalid",
 			doc.Markers.Valid, gotValid, doc.Markers.Invalid, gotInvalid, valid, len(invalid))
 	}
+	// history=all lists every one.
+	_, body = get(t, http.MethodGet, srv.URL+debughttp.DefaultPrefix+"/session?session=long&history=all")
+	var all sessionDoc
+	if err := json.Unmarshal(body, &all); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, m := range all.Markers.Shown {
+		ids = append(ids, m.ID)
+	}
+	want := append(slices.Clone(valid), invalid...)
+	slices.Sort(want)
+	if fmt.Sprint(ids) != fmt.Sprint(want) ||
+		all.Markers.Invalid != len(invalid) || len(all.Checkpoints.Shown) != all.Checkpoints.Valid+all.Checkpoints.Invalid {
+		t.Errorf("history=all: markers %v, want %v; %d of %d checkpoints", ids, want, len(all.Checkpoints.Shown), all.Checkpoints.Valid+all.Checkpoints.Invalid)
+	}
 }
 
 // The page's files are served without the token (they hold no data), with
@@ -293,7 +312,7 @@ func TestHandler_Page(t *testing.T) {
 	}
 	// The index names the page and the session endpoint.
 	_, body := get(t, http.MethodGet, base+"/", "Authorization", "Bearer s3cret")
-	if !strings.Contains(string(body), `"page": "/debug/strata/ui/"`) || !strings.Contains(string(body), `"session": "/debug/strata/session?session=ID"`) {
+	if !strings.Contains(string(body), `"page": "/debug/strata/ui/"`) || !strings.Contains(string(body), `"session": "/debug/strata/session?session=ID&history=all"`) {
 		t.Errorf("index: %s", body)
 	}
 }
@@ -342,6 +361,12 @@ func TestPage_LiveAgent(t *testing.T) {
 		t.Fatalf("the hostile session's compaction: %+v, %v; want it refused", res, err)
 	}
 
+	// A session last active in 2024, all of it done.
+	if _, err := db.Append("old-chat", tier.Event{Kind: tier.KindUser, Text: "Hello.", Time: time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC).UnixNano()},
+		tier.Event{Kind: tier.KindAssistant, Text: "Hi.", Time: time.Date(2024, 5, 1, 9, 0, 1, 0, time.UTC).UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+
 	srv := serve(t, db, debughttp.Options{Token: "s3cret"})
 	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
 
@@ -354,7 +379,7 @@ func TestPage_LiveAgent(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#token", "s3cret"), chromedp.Click("#token-form button")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the sessions, with the token", textOf("#count")+" === '2 sessions' && document.getElementById('token-form').hidden")
+	waitFor(t, ctx, "the sessions, with the token", textOf("#count")+" === '3 sessions' && document.getElementById('token-form').hidden")
 	// A fresh load takes the token from the address once.
 	eval[bool](t, ctx, "(sessionStorage.clear(), true)")
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(page+"#token=s3cret&session="+agent)); err != nil {
@@ -397,25 +422,70 @@ func TestPage_LiveAgent(t *testing.T) {
 		t.Errorf("the page parsed the database's strings as markup: %s", bad)
 	}
 
-	// The filter.
+	// The filters: refused (the agent and the hostile session), with open
+	// calls (the incident leaves one open), recent (not the 2024 chat), and
+	// the search by id.
+	listed := func(ids ...string) string {
+		return "[...document.querySelectorAll('#sessions .id')].map(e => e.textContent).sort().join('|') === " + js(strings.Join(ids, "|"))
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#f-refused")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the refused sessions", textOf("#count")+" === '3 sessions, 2 match' && "+listed(hostile, agent))
+	if err := chromedp.Do(ctx, chromedp.Click("#f-refused"), chromedp.Click("#f-open")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the sessions with open calls", textOf("#count")+" === '3 sessions, 1 match' && "+listed(agent)+" && "+
+		textOf("#sessions")+".includes('1 open')")
+	eval[bool](t, ctx, "(document.getElementById('f-open').click(), document.getElementById('f-recent').value = 'day', document.getElementById('f-recent').dispatchEvent(new Event('input')), true)")
+	waitFor(t, ctx, "the sessions active in the last day", textOf("#count")+" === '3 sessions, 2 match' && "+listed(hostile, agent))
+	eval[bool](t, ctx, "(document.getElementById('f-recent').value = '', document.getElementById('f-recent').dispatchEvent(new Event('input')), true)")
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#filter", "agent")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the filtered list", textOf("#count")+" === '2 sessions, 1 match' && document.querySelectorAll('#sessions li').length === 1")
+	waitFor(t, ctx, "the filtered list", textOf("#count")+" === '3 sessions, 1 match' && document.querySelectorAll('#sessions li').length === 1")
 	eval[bool](t, ctx, "(location.hash = '#session="+agent+"', true)")
 	waitFor(t, ctx, "the agent's session again", textOf("#session-title")+" === '"+agent+"'")
+
+	// A refusal's item links to the events of its span that name it.
+	r0 := refusals[0]
+	item := r0.Failures[0].Item
+	var naming []string
+	for _, e := range allEvents(t, db, agent) {
+		if e.Seq >= r0.From && e.Seq <= r0.To && (e.ID == item || e.Key == item) {
+			naming = append(naming, strconv.FormatUint(e.Seq, 10))
+		}
+	}
+	if len(naming) == 0 {
+		t.Fatalf("no event of seq %d..%d names %s", r0.From, r0.To, item)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#refusal-"+strconv.FormatUint(r0.ID, 10)+" a.item")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the events the refusal names",
+		"!document.getElementById('tl-filter').hidden && "+textOf("#tl-filter")+".includes("+js(item)+") && "+
+			"[...document.querySelectorAll('#events [data-seq]')].map(e => e.dataset.seq).join(',') === "+js(strings.Join(naming, ",")))
+	if err := chromedp.Do(ctx, chromedp.Click("#tl-filter button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the timeline at the head", textOf("#tl-nav")+".includes('following the head')")
 
 	// The agent appends: the head moves on the page.
 	info, err := db.Info(agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Append(agent, tier.Event{Kind: tier.KindUser, Text: "Ship it."}); err != nil {
+	if _, err := db.Append(agent, tier.Event{Kind: tier.KindUser, Text: "Ship it.\a Now\u202e\r"}); err != nil {
 		t.Fatal(err)
 	}
 	head := info.Head + 1
-	waitFor(t, ctx, "the appended event", textOf("#session-head")+".includes('head seq "+strconv.FormatUint(head, 10)+"') && "+
-		textOf("#sessions")+".includes('"+strconv.FormatUint(head, 10)+" events')")
+	hs := strconv.FormatUint(head, 10)
+	waitFor(t, ctx, "the appended event", textOf("#session-head")+".includes('head seq "+hs+"') && "+
+		textOf("#sessions")+".includes('"+hs+" events')")
+	// In the timeline, at the head, its control characters shown escaped.
+	waitFor(t, ctx, "the appended event in the timeline, its controls escaped",
+		textOf("#ev-"+hs+" pre.text")+" === "+js(`Ship it.\x07 Now\u202e\r`)+" && "+
+			"[...document.querySelectorAll('#ev-"+hs+" .ctl')].map(e => e.textContent).join(' ') === "+js(`\x07 \u202e \r`))
 
 	// The agent compacts with a summarizer that keeps every fact: the page
 	// shows the new roots and the resume from the latest marker.
@@ -439,11 +509,8 @@ func TestPage_LiveAgent(t *testing.T) {
 			textOf("#resume-sha")+" === '"+rc.SHA256()+"' && "+
 			textOf("#frame h3")+".includes('"+strconv.Itoa(info.Roots)+" root') && "+
 			textOf("#markers")+".includes('valid')")
-	// The context text, opened: the bytes resume gives.
-	if err := chromedp.Do(ctx, chromedp.Click("#context summary")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, "the context text", textOf("#context-text")+" === "+js(string(rc.Text())))
+	// The context text: the bytes resume gives, its controls escaped.
+	waitFor(t, ctx, "the context text", textOf("#context-text")+" === "+js(controlEscaped(string(rc.Text()))))
 	screenshot(t, ctx)
 }
 

@@ -639,3 +639,34 @@ func TestRead_InvalidUTF8Counted(t *testing.T) {
 		t.Errorf("Add: %d", sum.InvalidUTF8)
 	}
 }
+
+// TestRead_ClaudeCodeClientRecordsAreNoRequests: the user records Claude
+// Code writes itself — a /compact command and its output, a background
+// task's notice — are system events; what the user typed is a user event.
+func TestRead_ClaudeCodeClientRecordsAreNoRequests(t *testing.T) {
+	lines := []string{
+		`{"type":"user","uuid":"u1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"Fix the login test"}}`,
+		`{"type":"user","uuid":"u2","sessionId":"s","timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":"<command-name>/compact</command-name>\n<command-message>compact</command-message>\n<command-args></command-args>"}}`,
+		`{"type":"user","uuid":"u3","sessionId":"s","timestamp":"2026-01-01T00:00:02Z","message":{"role":"user","content":"<local-command-stdout>Compacted (ctrl+o to see full summary)</local-command-stdout>"}}`,
+		`{"type":"user","uuid":"u4","sessionId":"s","timestamp":"2026-01-01T00:00:03Z","message":{"role":"user","content":[{"type":"text","text":"<task-notification>\n<task-id>b7</task-id>\n</task-notification>"}]}}`,
+		`{"type":"user","uuid":"u5","sessionId":"s","timestamp":"2026-01-01T00:00:04Z","message":{"role":"user","content":"and <command-name> in a sentence is the user's"}}`,
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := readFile(t, transcript.ClaudeCode, path, transcript.Options{})
+	var users []string
+	system := 0
+	for _, e := range evs {
+		switch e.Kind {
+		case tier.KindUser:
+			users = append(users, e.Text)
+		case tier.KindSystem:
+			system++
+		}
+	}
+	if want := []string{"Fix the login test", "and <command-name> in a sentence is the user's"}; !slices.Equal(users, want) || system != 3 {
+		t.Errorf("user events %q and %d system events, want %q and 3", users, system, want)
+	}
+}

@@ -249,7 +249,8 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 // As text, the hooks part is out already and err is returned, for the
 // command line to print as any error. With --json the document still
 // comes, with the hints the command line would add to err (explain) and
-// "sessions" null, then err on stderr, as any error: exit 1 both ways.
+// "sessions" null, then err on stderr as JSON, as any error: exit 1 both
+// ways.
 func (o *claudeStatusOptions) storeFailed(cmd *cobra.Command, st *claudeStatus, err error) error {
 	if !o.json {
 		return err
@@ -259,7 +260,7 @@ func (o *claudeStatusOptions) storeFailed(cmd *cobra.Command, st *claudeStatus, 
 	if werr := writeJSON(cmd.OutOrStdout(), st); werr != nil {
 		return werr
 	}
-	printError(cmd.ErrOrStderr(), err)
+	printJSONError(cmd.ErrOrStderr(), err, exitError)
 	return &exitCodeError{code: exitError}
 }
 

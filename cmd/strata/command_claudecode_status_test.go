@@ -166,7 +166,9 @@ func TestClaudeCodeStatus(t *testing.T) {
 	}
 
 	files := claudeCodeFixtures(t)
-	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", store}, files...)...)
+	// The fixtures are small beside the default policy's window: a small
+	// policy compacts some of them.
+	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", store, "--every-tokens", "500"}, files...)...)
 	before := readBytes(t, store)
 	out = mustCLI(t, "claude-code", "status", "--dir", dir)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -255,7 +257,9 @@ func TestClaudeCodeStatus_RealTranscripts(t *testing.T) {
 	dir, _ := newProject(t, nil)
 	mustCLI(t, "claude-code", "install", "--dir", dir)
 	db := filepath.Join(dir, ".claude", "strata.db")
-	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", db}, files...)...)
+	// A summary every 500 tokens: every failure stands before the latest
+	// marker (the default policy leaves the last ~40k tokens raw).
+	mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", db, "--every-tokens", "500"}, files...)...)
 	st := statusOf(t, "--dir", dir)
 	if !st.StoreExists || len(st.Sessions) != len(files) {
 		t.Fatalf("status: %+v", st)
@@ -312,12 +316,13 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 			!strings.HasPrefix(st.Error, c.error) || !slices.Contains(st.Hints, c.hint) {
 			t.Errorf("%s: %+v", c.name, st)
 		}
+		var e errorJSON
+		if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.Error != st.Error || !slices.Equal(e.Hints, st.Hints) || e.ExitCode != exitError {
+			t.Errorf("%s: stderr\n%s\nwant what the document says as JSON (%v)", c.name, r.stderr, err)
+		}
 		stderr := "Error: " + st.Error + "\n"
 		for _, h := range st.Hints {
 			stderr += "Hint: " + h + "\n"
-		}
-		if r.stderr != stderr {
-			t.Errorf("%s: stderr\n%s\nwant what the document says\n%s", c.name, r.stderr, stderr)
 		}
 		// As text: the hooks part, then the same error on stderr.
 		text := cli(t, "", "claude-code", "status", "--dir", dir, "--db", c.db, "--timeout", "50ms")

@@ -42,6 +42,8 @@ type importOptions struct {
 	timeout    time.Duration
 	files      []string
 
+	compactHint string // what to run when events were stored, not compacted
+
 	f transcript.Format // set by validate
 }
 
@@ -75,8 +77,8 @@ open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
 (created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
-them (the extractive summarizer; --every-tokens, --every, --every-events,
---fold, --max-roots and --budget as replay's). A line per session says
+them (the extractive summarizer; --window, --share, --every-tokens, --every,
+--every-events, --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
 then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
@@ -118,6 +120,7 @@ a FILE.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.compactHint = compactHint(cmd, o.db)
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -149,7 +152,7 @@ func (o *importOptions) validate() error {
 		}
 	}
 	if o.db == "" && o.policySet {
-		return usagef("--every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
+		return usagef("--window, --share, --every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
 	}
 	if o.db == "" && o.timeoutSet {
 		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")
@@ -337,7 +340,7 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
-		r: &replayer{ctx: context.Background(), out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
+		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // file stores the sessions of the file called name, each in one append,
@@ -461,10 +464,13 @@ func (imp *importer) store(ctx context.Context, label string, ss []transcript.Se
 			continue
 		}
 		rs, err := imp.comp.Run(ctx, s.ID)
+		imp.r.reportRun(s.ID, rs)
 		if err != nil {
+			if ctx.Err() == nil {
+				err = errors.WithHint(err, imp.o.compactHint)
+			}
 			return false, err
 		}
-		imp.r.reportRun(s.ID, rs)
 	}
 	return false, nil
 }

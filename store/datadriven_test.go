@@ -141,8 +141,9 @@ func parseDDEvent(line string) (tier.Event, error) {
 	return ev, nil
 }
 
-// plan makes a span plan (session=, to=, budget=), or with fold=K a fold of
-// the K oldest roots, and keeps it under name= (default "p").
+// plan makes a span plan (session=, to=, budget=), with fold=ID k=K a fold
+// of the K roots from root ID, or with digest a digest, and keeps it under
+// name= (default "p").
 func (h *ddHarness) plan(t *testing.T, d *datadriven.TestData) (*store.Plan, error) {
 	budget := 100000
 	if d.HasArg("budget") {
@@ -153,6 +154,11 @@ func (h *ddHarness) plan(t *testing.T, d *datadriven.TestData) (*store.Plan, err
 	switch {
 	case d.HasArg("digest"):
 		p, err = h.db.PlanDigest(ddSession(d), budget)
+	case d.HasArg("fold"):
+		var first, k int
+		d.ScanArgs(t, "fold", &first)
+		d.ScanArgs(t, "k", &k)
+		p, err = h.db.PlanFold(ddSession(d), uint64(first), k, budget)
 	default:
 		var to int
 		d.ScanArgs(t, "to", &to)
@@ -184,7 +190,7 @@ func (h *ddHarness) commit(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "name", &name)
 	}
 	p := h.plans[name]
-	if d.HasArg("to") {
+	if d.HasArg("to") || d.HasArg("fold") || d.HasArg("digest") {
 		var err error
 		if p, err = h.plan(t, d); err != nil {
 			return "error: " + err.Error() + "\n"
@@ -221,6 +227,9 @@ func (h *ddHarness) commit(t *testing.T, d *datadriven.TestData) string {
 		res.Node.ID, res.Node.Depth, res.Node.From, res.Node.To, res.Marker, res.Checkpoint)
 	for _, m := range res.InvalidatedMarkers {
 		out += fmt.Sprintf("invalidated marker=%d\n", m)
+	}
+	for _, c := range res.InvalidatedCheckpoints {
+		out += fmt.Sprintf("invalidated checkpoint=%d\n", c)
 	}
 	return out
 }

@@ -193,11 +193,11 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if o.db == "" {
 		return o.toStdout(ctx, stdin, out, errOut, prog)
 	}
-	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout})
+	db, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout})
 	if err != nil {
 		return err
 	}
-	defer closeWritten(db, fresh, &err) // a failed import leaves no new empty database
+	defer closeWritten(db, &err) // a failed import leaves no new empty database
 	imp, err := newImporter(db, o, out, prog)
 	if err != nil {
 		return err

@@ -178,11 +178,11 @@ func (o *replayOptions) validate() error {
 // run replays the files into the database, creating it if missing, and
 // prints the closing summary whatever happens once it is open.
 func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
-	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
+	db, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
 		return err
 	}
-	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
+	defer closeWritten(db, &err) // a failed replay leaves no new empty database
 	comp, err := compaction.NewCompactor(db, o.options(o.policy()))
 	if err != nil {
 		return err

@@ -110,7 +110,8 @@ closing line counts them, and the exit status is 130 (143 after SIGTERM).
 
 Bad input stops the replay with exit status 1, naming the file and line; the
 events before that line stay stored. A database replay created and stored
-nothing in (a missing file, bad input on the first line) is removed.`,
+nothing in (a missing file, bad input on the first line) is removed: the
+file, or the tables it made in a PostgreSQL schema.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.db != "" && len(args) == 0:

@@ -82,6 +82,39 @@ type Versioner interface {
 	FormatVersion() int
 }
 
+// Dropper is a Backend that knows whether its Open made the database — a
+// file where there was none, a schema's tables where there were none — and
+// can take that back: a command that made a database and failed before
+// storing anything leaves nothing of its own behind.
+type Dropper interface {
+	// Created reports whether this Backend's Open made the database
+	// (Options.Create).
+	Created() bool
+	// DropEmpty removes what Open made — the file, the tables — when
+	// Created is true and the database holds no session, checked so that
+	// no other process can store one meanwhile; else it removes nothing.
+	// It reports whether it removed it. Only Close may follow it.
+	DropEmpty() (dropped bool, err error)
+}
+
+// Empty reports whether be holds no session.
+func Empty(be Backend) (bool, error) {
+	empty := true
+	err := be.View(func(tx Tx) error {
+		return tx.Sessions(func(string) error {
+			empty = false
+			return errStop
+		})
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return empty, err
+}
+
+// errStop ends a walk early.
+var errStop = errors.New("backend: stop")
+
 // FileSizer is a Backend that reports the size of its file.
 type FileSizer interface {
 	FileSize() (int64, error)

@@ -84,6 +84,27 @@ func New(be backend.Backend, opts Options) (*DB, error) {
 // one.
 func (db *DB) Path() string { return db.path }
 
+// Created reports whether Open made the database (Options.Create, where
+// there was none): the file, or strata's tables in a PostgreSQL schema. It
+// is false for a backend that does not tell (backend.Dropper).
+func (db *DB) Created() bool {
+	d, ok := db.be.(backend.Dropper)
+	return ok && d.Created()
+}
+
+// DropEmpty removes what Open made of the database — the file, the tables
+// — when Open made it and it holds no session, and reports whether it did:
+// a command that made a database and failed before storing anything leaves
+// nothing behind, and never removes what was there or what holds a
+// session. Only Close may follow it.
+func (db *DB) DropEmpty() (bool, error) {
+	d, ok := db.be.(backend.Dropper)
+	if !ok || !d.Created() {
+		return false, nil
+	}
+	return d.DropEmpty()
+}
+
 // Close waits for appends in flight, then closes the backend. It is safe
 // to call more than once.
 func (db *DB) Close() error {

@@ -66,9 +66,10 @@ func (o Options) withDefaults() Options {
 // and backend.Checker, Pather, Versioner and FileSizer; its read
 // transactions implement backend.Snapshotter and MappedReleaser.
 type Backend struct {
-	path string
-	opts Options
-	db   *bolt.DB
+	path    string
+	opts    Options
+	db      *bolt.DB
+	created bool // Open made the file (Dropper)
 
 	writeMu  sync.Mutex            // held by Update
 	poisoned atomic.Pointer[error] // the commit error that poisoned the handle
@@ -84,6 +85,7 @@ var (
 	_ backend.Pather    = (*Backend)(nil)
 	_ backend.Versioner = (*Backend)(nil)
 	_ backend.FileSizer = (*Backend)(nil)
+	_ backend.Dropper   = (*Backend)(nil)
 )
 var _ backend.Checker = (*Backend)(nil)
 
@@ -128,9 +130,15 @@ func openOrCreate(path string, opts Options) (*Backend, error) {
 	case errors.Is(err, fs.ErrNotExist) && !opts.Create:
 		return nil, notExist(path)
 	case errors.Is(err, fs.ErrNotExist):
-		if err := create(path, opts); err != nil {
+		made, err := create(path, opts)
+		if err != nil {
 			return nil, err
 		}
+		b, err := open(path, opts)
+		if b != nil {
+			b.created = made
+		}
+		return b, err
 	case err != nil:
 		return nil, errors.Wrapf(err, "boltfile: open %s", path)
 	}
@@ -388,6 +396,27 @@ func tooOld(path string, format int) error {
 
 // Path returns the database file's path.
 func (b *Backend) Path() string { return b.path }
+
+// Created reports whether Open made the file: Create, and no file at the
+// path.
+func (b *Backend) Created() bool { return b.created }
+
+// DropEmpty removes the file Open made when it holds no session. It holds
+// the file's lock while it looks and removes, so no other process stores
+// a session meanwhile; an Open waiting for that lock finds the file gone
+// and looks again.
+func (b *Backend) DropEmpty() (bool, error) {
+	if !b.created {
+		return false, nil
+	}
+	if empty, err := backend.Empty(b); err != nil || !empty {
+		return false, err
+	}
+	if err := os.Remove(b.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, errors.Wrapf(err, "boltfile: removing %s", b.path)
+	}
+	return true, nil
+}
 
 // ReadOnly reports whether the file was opened read-only.
 func (b *Backend) ReadOnly() bool { return b.opts.ReadOnly }

@@ -13,17 +13,20 @@ import (
 // create makes a new database at path, where there was no file: build,
 // with nothing to fill, and a hard link to give it the name path — which
 // fails rather than replace a file another creator put there meanwhile;
-// that one is the database then, and the temporary file goes.
-func create(path string, opts Options) error {
-	return build(path, opts, nil, func(tmp string) (bool, error) {
+// that one is the database then, and the temporary file goes. made
+// reports whether the file at path is this creation's.
+func create(path string, opts Options) (made bool, err error) {
+	err = build(path, opts, nil, func(tmp string) (bool, error) {
 		if err := os.Link(tmp, path); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return false, nil // another creator's database is there: open it
 			}
 			return false, err
 		}
+		made = true
 		return true, nil
 	})
+	return made && err == nil, err
 }
 
 // Build makes a new database at path and fills it, through fill, before

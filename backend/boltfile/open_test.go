@@ -354,3 +354,56 @@ func TestOpen_DamagedMetaPages(t *testing.T) {
 		t.Fatalf("Open (page size %d) = %v, want ErrCorrupt saying both meta pages are damaged", ps, err)
 	}
 }
+
+// Created is true of the Open that made the file alone; DropEmpty removes
+// that file while it holds no session, and nothing else.
+func TestDropEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	open := func() *Backend {
+		b, err := Open(path, Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := open()
+	if !b.Created() {
+		t.Fatal("Created is false of the Open that made the file")
+	}
+	mustUpdate(t, b, func(tx backend.Tx) error { _, err := tx.CreateSession("s"); return err })
+	if dropped, err := b.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a file holding a session: %v %v", dropped, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the file holding a session: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+
+	b = open()
+	if dropped, err := b.DropEmpty(); err != nil || !dropped {
+		t.Fatalf("DropEmpty of the empty file it made: %v %v", dropped, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the empty file it made is there: %v", err)
+	}
+	_ = b.Close()
+
+	// A file that was there: not Created, never removed.
+	_ = open().Close()
+	b = open()
+	defer b.Close()
+	if b.Created() {
+		t.Error("Created is true of an Open of a file that was there")
+	}
+	if dropped, err := b.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a file that was there: %v %v", dropped, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the file that was there: %v", err)
+	}
+}

@@ -208,3 +208,53 @@ func TestOpen_RefusedConnection(t *testing.T) {
 		}
 	}
 }
+
+// Created is true of the Open that made strata's tables alone; DropEmpty
+// drops them while they hold no session, and nothing else of the schema.
+func TestDropEmpty(t *testing.T) {
+	url := pgtest.URL(t)
+	pgtest.Exec(t, url, `CREATE TABLE theirs (x int)`)
+	open := func() *postgres.Backend {
+		b, err := postgres.Open(url, postgres.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := open()
+	if !b.Created() {
+		t.Fatal("Created is false of the Open that made the tables")
+	}
+	if err := b.Update(func(tx backend.Tx) error { _, err := tx.CreateSession("s"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := b.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of tables holding a session: %v %v", dropped, err)
+	}
+	_ = b.Close()
+	made := tables(t, url)
+	if made < 2 {
+		t.Fatalf("%d tables", made)
+	}
+	pgtest.Exec(t, url, `DELETE FROM strata_sessions`)
+
+	// Another Open of them: not Created, never dropped.
+	b = open()
+	if b.Created() {
+		t.Error("Created is true of an Open of tables that were there")
+	}
+	if dropped, err := b.DropEmpty(); err != nil || dropped || tables(t, url) != made {
+		t.Fatalf("DropEmpty of tables that were there: %v %v, %d tables of %d", dropped, err, tables(t, url), made)
+	}
+	_ = b.Close()
+
+	pgtest.Exec(t, url, `DROP TABLE `+strings.Join(postgres.TableNames(), ", "))
+	b = open()
+	defer b.Close()
+	if dropped, err := b.DropEmpty(); err != nil || !dropped {
+		t.Fatalf("DropEmpty of the empty tables it made: %v %v", dropped, err)
+	}
+	if n := tables(t, url); n != 1 {
+		t.Errorf("%d tables left, want the schema's own", n)
+	}
+}

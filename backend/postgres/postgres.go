@@ -61,6 +61,7 @@ type Backend struct {
 	where    string // "database D on HOST:PORT schema S", for errors
 	schema   string
 	lockBase uint64       // the FNV-1a state after the schema's part of a lock key
+	created  bool         // Open made strata's tables (backend.Dropper)
 	trips    atomic.Int64 // round trips of transactions, for the tests that count them
 }
 
@@ -68,6 +69,7 @@ var (
 	_ backend.Backend    = (*Backend)(nil)
 	_ backend.Checker    = (*Backend)(nil)
 	_ backend.KeyLimiter = (*Backend)(nil)
+	_ backend.Dropper    = (*Backend)(nil)
 	_ backend.Versioner  = (*Backend)(nil)
 	_ backend.TableSizer = (*Backend)(nil)
 )
@@ -293,7 +295,52 @@ func (b *Backend) migrate(ctx context.Context, conn *pgxpool.Conn) (err error) {
 	if err := tx.Commit(ctx); err != nil {
 		return fail(err, "migrating")
 	}
+	b.created = s.version == 0
 	return nil
+}
+
+// Created reports whether Open made strata's tables: Create, in a schema
+// that held none. (Open never makes the schema itself.)
+func (b *Backend) Created() bool { return b.created }
+
+// DropEmpty drops the tables Open made when they hold no session, in one
+// transaction that first locks every one of them (ACCESS EXCLUSIVE, within
+// LockTimeout): no other process's transaction can store a session between
+// the look and the drop. Tables it did not make are never dropped.
+func (b *Backend) DropEmpty() (dropped bool, err error) {
+	if !b.created {
+		return false, nil
+	}
+	ctx := context.Background()
+	fail := func(err error) (bool, error) {
+		return false, errors.Wrapf(err, "postgres: %s: dropping the tables it made", b.where)
+	}
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	tables := strings.Join(tableNames(), ", ")
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(b.opts.LockTimeout.Milliseconds(), 1))); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+tables+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		return fail(err)
+	}
+	var held bool
+	if err := tx.QueryRow(ctx, sqlHeld).Scan(&held); err != nil {
+		return fail(err)
+	}
+	if held {
+		return false, nil
+	}
+	if _, err := tx.Exec(ctx, "DROP TABLE "+tables); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fail(err)
+	}
+	return true, nil
 }
 
 // lockKey is the advisory lock of session id in this schema: 64 bits of

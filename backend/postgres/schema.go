@@ -154,6 +154,8 @@ const (
 	sqlHasSchema  = `SELECT current_schema(), current_database(),
 		to_regclass(quote_ident(current_schema()) || '.` + versionTable + `') IS NOT NULL,
 		to_regclass(quote_ident(current_schema()) || '.` + sessionsTable + `') IS NOT NULL`
+	// Whether any session or event is stored.
+	sqlHeld     = `SELECT EXISTS (SELECT 1 FROM ` + sessionsTable + `) OR EXISTS (SELECT 1 FROM ` + eventsTable + `)`
 	sqlMigrated = `INSERT INTO ` + versionTable + ` (version, applied_by) VALUES ($1, $2)`
 	// The size of the named tables of a schema, with their indexes and
 	// TOAST.

@@ -92,7 +92,8 @@ later file can resolve them.
 Invalid JSON stops the import with exit status 1, naming file and line; so
 does a file in which no record is of a kind the format knows, naming what
 it holds. Nothing of that file is written or stored (earlier files are); a
-database the command created and stored nothing in is removed.
+database the command created and stored nothing in is removed (the file, or
+the tables it made in a PostgreSQL schema).
 
 --json prints JSON lines instead: with --db, one object per session stored
 ({"type":"imported", "file", "session", "events", "first_seq", "last_seq",
@@ -193,11 +194,11 @@ func (o *importOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 	if o.db == "" {
 		return o.toStdout(ctx, stdin, out, errOut, prog)
 	}
-	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout})
+	db, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout})
 	if err != nil {
 		return err
 	}
-	defer closeWritten(db, fresh, &err) // a failed import leaves no new empty database
+	defer closeWritten(db, &err) // a failed import leaves no new empty database
 	imp, err := newImporter(db, o, out, prog)
 	if err != nil {
 		return err

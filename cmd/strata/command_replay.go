@@ -110,7 +110,8 @@ closing line counts them, and the exit status is 130 (143 after SIGTERM).
 
 Bad input stops the replay with exit status 1, naming the file and line; the
 events before that line stay stored. A database replay created and stored
-nothing in (a missing file, bad input on the first line) is removed.`,
+nothing in (a missing file, bad input on the first line) is removed: the
+file, or the tables it made in a PostgreSQL schema.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.db != "" && len(args) == 0:
@@ -178,11 +179,11 @@ func (o *replayOptions) validate() error {
 // run replays the files into the database, creating it if missing, and
 // prints the closing summary whatever happens once it is open.
 func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (err error) {
-	db, fresh, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
+	db, err := openToWrite(o.db, store.Options{LockTimeout: o.timeout, NoSync: o.noSync})
 	if err != nil {
 		return err
 	}
-	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
+	defer closeWritten(db, &err) // a failed replay leaves no new empty database
 	comp, err := compaction.NewCompactor(db, o.options(o.policy()))
 	if err != nil {
 		return err

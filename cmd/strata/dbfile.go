@@ -12,37 +12,33 @@ import (
 )
 
 // openToWrite opens the database at path for a command that writes to it,
-// creating it when there is no file there; fresh reports that there was
-// none before.
-func openToWrite(path string, opts store.Options) (db *store.DB, fresh bool, err error) {
-	_, serr := os.Stat(path)
-	fresh = errors.Is(serr, fs.ErrNotExist)
-	if fresh {
+// creating it when there is none (a file, or strata's tables in a
+// PostgreSQL schema).
+func openToWrite(path string, opts store.Options) (*store.DB, error) {
+	if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 		if err := checkParentDir(path); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
 	opts.Create = true
-	db, err = store.Open(path, opts)
+	db, err := store.Open(path, opts)
 	if err != nil {
-		return nil, false, explainOpen(err)
+		return nil, explainOpen(err)
 	}
-	return db, fresh, nil
+	return db, nil
 }
 
 // closeWritten closes a database openToWrite opened, keeping the first
-// error. When the command failed (*err is set), the file was fresh and it
-// holds no session — bad input, a missing file, nothing recognized — the
-// file is removed first, while the lock is still held: a failed command
+// error. When the command failed (*err is set) and its open made the
+// database, which holds no session — bad input, a missing file, nothing
+// recognized — what the open made is removed first (store.DB.DropEmpty:
+// the file, while its lock is held; the tables, locked): a failed command
 // leaves no new empty database behind, and never removes one that was
-// there or that holds anything. (An Open that waited for the lock finds
-// the file gone and looks again.)
-func closeWritten(db *store.DB, fresh bool, err *error) {
-	if *err != nil && fresh {
-		if ids, serr := db.Sessions(); serr == nil && len(ids) == 0 {
-			if rerr := os.Remove(db.Path()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				*err = errors.CombineErrors(*err, errors.Wrap(rerr, "removing the empty database"))
-			}
+// there or that holds anything.
+func closeWritten(db *store.DB, err *error) {
+	if *err != nil {
+		if _, derr := db.DropEmpty(); derr != nil {
+			*err = errors.CombineErrors(*err, errors.Wrap(derr, "removing the empty database"))
 		}
 	}
 	closeDB(db, err)

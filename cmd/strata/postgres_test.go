@@ -293,3 +293,76 @@ func TestPostgres_HintsHideThePassword(t *testing.T) {
 		}
 	}
 }
+
+// A failed replay or import into PostgreSQL leaves nothing its open made,
+// as one into a new file leaves no file: in a schema without strata's
+// tables, a missing file or bad input leaves none of them (the schema and
+// a table of its own stay); where strata's tables were there before, empty
+// or holding a session, they stay; and the tables a failed replay stored
+// lines in stay, with them.
+func TestPostgres_FailureLeavesNothingItMade(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.jsonl")
+	bad := writeFile(t, "bad.jsonl", `{"session":"s","kind":"user","text":"a"}`+"\n"+`{"kind":`+"\n")
+	tables := func(url string) int64 {
+		return pgtest.QueryInt(t, url, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'strata\_%'`)
+	}
+	failing := [][]string{
+		{"replay", "--db", "DB", missing},
+		{"replay", "--db", "DB", "--session", "s", "-"},
+		{"replay", "--db", "DB", writeFile(t, "worse.jsonl", `{"kind":"nope"}`+"\n")},
+		{"import", "--format", "openai", "--db", "DB", missing},
+		{"import", "--format", "openai", "--db", "DB", writeFile(t, "broken.json", `[{"role":"user",`)},
+	}
+	run := func(url string, args []string) {
+		args = slices.Clone(args)
+		args[slices.Index(args, "DB")] = url
+		wantCode(t, cli(t, `{"kind":"tool_result","id":"never-opened"}`+"\n", args...), exitError, args...)
+	}
+	for _, args := range failing {
+		url := pgtest.URL(t)
+		pgtest.Exec(t, url, `CREATE TABLE theirs (x int)`)
+		run(url, args)
+		if n := tables(url); n != 0 {
+			t.Errorf("strata %s: left %d strata tables in a schema that had none", strings.Join(args, " "), n)
+		}
+		if n := pgtest.QueryInt(t, url, `SELECT count(*) FROM theirs`); n != 0 {
+			t.Errorf("the schema's own table: %d rows", n)
+		}
+	}
+
+	// strata's tables there before, empty: they stay.
+	made := pgtest.URL(t)
+	db, err := store.Open(made, store.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := tables(made)
+	if want == 0 {
+		t.Fatal("store.Open with Create made no tables")
+	}
+	// And holding a session.
+	held := pgtest.URL(t)
+	mustCLI(t, "replay", "--db", held, "--every", "2", incident(t))
+	for _, url := range []string{made, held} {
+		for _, args := range failing {
+			run(url, args)
+			if n := tables(url); n != want {
+				t.Errorf("strata %s: %d strata tables left of %d there before", strings.Join(args, " "), n, want)
+			}
+		}
+	}
+	if got := sessionsOf(t, held); !slices.Equal(got, []string{"mig"}) {
+		t.Errorf("sessions %q after the failures, want mig", got)
+	}
+
+	// Replay stores the lines before the bad one: its tables stay.
+	url := pgtest.URL(t)
+	wantCode(t, cli(t, "", "replay", "--db", url, bad), exitError, "replay bad")
+	if got := sessionsOf(t, url); !slices.Equal(got, []string{"s"}) {
+		t.Errorf("sessions %q, want s with the line before the bad one", got)
+	}
+}

@@ -207,7 +207,8 @@ func TestPostgres_Copy(t *testing.T) {
 		t.Errorf("the copy run again: %+v", r)
 	}
 	// Once the file's mig has moved on, PostgreSQL's is another: refused.
-	mustCLI(t, "replay", "--db", file, writeFile(t, "more.jsonl", `{"session":"mig","kind":"user","text":"one more turn"}`+"\n"))
+	next := headOf(t, file, "mig") + 1
+	mustCLI(t, "replay", "--db", file, writeFile(t, "more.jsonl", fmt.Sprintf(`{"session":"mig","seq":%d,"kind":"user","text":"one more turn"}`+"\n", next)))
 	r := cli(t, "", "copy", file, fleet)
 	wantCode(t, r, exitError)
 	if !strings.Contains(r.stderr, `the destination holds another session of the same id: "mig"`) {

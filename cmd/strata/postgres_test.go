@@ -287,7 +287,7 @@ func TestPostgres_HintsHideThePassword(t *testing.T) {
 	for _, args := range [][]string{{"--json"}, nil} {
 		r := cli(t, "", append([]string{"claude-code", "status", "--dir", dir}, args...)...)
 		wantCode(t, r, exitError, append([]string{"claude-code", "status"}, args...)...)
-		if !strings.Contains(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify ") ||
+		if !strings.Contains(asText(t, r.stderr), "Hint: the database is damaged; to list every problem it holds, run: strata verify ") ||
 			strings.Contains(r.stderr, password) || strings.Contains(r.stdout, password) {
 			t.Errorf("claude-code status %v of a damaged store: stdout\n%s\nstderr\n%s\nwant the verify hint, and the password nowhere", args, r.stdout, r.stderr)
 		}

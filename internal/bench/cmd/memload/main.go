@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 
+	_ "github.com/strata-go/strata/backend/boltfile" // opens files
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -82,7 +83,7 @@ func appendAll(path string, n, batch int) error {
 	if path == "" {
 		return fmt.Errorf("append needs -db")
 	}
-	db, err := store.Open(path, store.Options{NoSync: true})
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -135,30 +136,48 @@ func writeNode(b *bytes.Buffer, n *tier.Node) {
 	}
 	b.WriteByte('\n')
 	if n.Narrative != "" {
-		// The narrative is the summarizer's free text: indented, so that no
-		// line of it can pass for a heading or a validated claim ("- ...").
+		// The narrative is the summarizer's free text: labelled so, and
+		// indented, so that no line of it can pass for a heading or a
+		// validated claim ("- ...").
+		b.WriteString(NarrativeLabel)
 		s := strings.TrimRight(n.Narrative, lineBreaks)
 		for {
 			i, w := indexLineBreak(s)
 			b.WriteString("  ")
 			if i < 0 {
-				b.WriteString(s)
+				writeEscaped(b, s)
 				b.WriteByte('\n')
 				break
 			}
-			b.WriteString(s[:i])
+			writeEscaped(b, s[:i])
 			b.WriteByte('\n')
 			s = s[i+w:]
+		}
+	}
+	if n.Claims.Count() > 0 {
+		if n.Unchecked {
+			b.WriteString(UncheckedClaimsLabel)
+		} else {
+			b.WriteString(CheckedClaimsLabel)
 		}
 	}
 	writeClaims(b, &n.Claims)
 }
 
+// The labels a node's narrative and claims are rendered under: the
+// narrative is the summarizer's words, which nothing checks; the claims of
+// a checked node are the raw log's facts, validated when it was committed.
+const (
+	NarrativeLabel       = "narrative (the summarizer's words, unchecked):\n"
+	CheckedClaimsLabel   = "state (checked against the raw log):\n"
+	UncheckedClaimsLabel = "state (the summarizer's claims, UNCHECKED):\n"
+)
+
 // ClaimLines returns the lines the claims of c take in a context (Text,
 // under a node's heading), each without its line break, in the order a
-// node lists them: UNRESOLVED, resolved, FAILED, dispositions,
-// constraints, artifacts. Each claim is one line: a text holding a line
-// break is quoted.
+// node lists them: requests, plan, UNRESOLVED, resolved, FAILED,
+// dispositions, constraints, artifacts. Each claim is one line: a text
+// holding a line break or another control character is quoted.
 func ClaimLines(c *tier.Claims) []string {
 	if c.Count() == 0 {
 		return nil
@@ -170,9 +189,36 @@ func ClaimLines(c *tier.Claims) []string {
 
 // writeClaims writes one line per claim of cl.
 func writeClaims(b *bytes.Buffer, cl *tier.Claims) {
+	for _, r := range cl.Requests {
+		b.WriteString("- user request at seq ")
+		writeUint(b, r.Seq)
+		b.WriteString(": ")
+		b.WriteString(oneLine(r.Text))
+		b.WriteByte('\n')
+	}
+	if cl.RequestsLeftOut > 0 {
+		b.WriteString("- user requests not listed: ")
+		writeUint(b, uint64(cl.RequestsLeftOut))
+		b.WriteByte('\n')
+	}
+	if cl.PlanAt != 0 && len(cl.Plan) == 0 {
+		b.WriteString("- plan of seq ")
+		writeUint(b, cl.PlanAt)
+		b.WriteString(": no open item\n")
+	}
+	for _, p := range cl.Plan {
+		b.WriteString("- plan item of seq ")
+		writeUint(b, p.Seq)
+		b.WriteString(", ")
+		b.WriteString(oneLine(p.Status))
+		b.WriteString(": ")
+		b.WriteString(oneLine(p.Key))
+		b.WriteByte('\n')
+	}
 	for _, o := range cl.Unresolved {
 		b.WriteString("- UNRESOLVED ")
 		writeInvocation(b, o.Kind, o.ID, o.Name, o.Seq)
+		writeTarget(b, o.Target)
 		b.WriteByte('\n')
 	}
 	for _, r := range cl.Resolved {
@@ -194,9 +240,14 @@ func writeClaims(b *bytes.Buffer, cl *tier.Claims) {
 	for _, r := range cl.Failures {
 		b.WriteString("- FAILED ")
 		writeInvocation(b, r.Kind, r.ID, r.Name, r.Seq)
+		writeTarget(b, r.Target)
 		if r.At != 0 {
 			b.WriteString(", failed at seq ")
 			writeUint(b, r.At)
+		}
+		if r.Fixed != 0 {
+			b.WriteString(", fixed at seq ")
+			writeUint(b, r.Fixed)
 		}
 		writeDash(b, r.Reason)
 		b.WriteByte('\n')
@@ -280,10 +331,10 @@ func writeEvent(b *bytes.Buffer, e *tier.Event) {
 			i, w := indexLineBreak(s)
 			b.WriteString("\n    ")
 			if i < 0 {
-				b.WriteString(s)
+				writeEscaped(b, s)
 				break
 			}
-			b.WriteString(s[:i])
+			writeEscaped(b, s[:i])
 			s = s[i+w:]
 		}
 	}
@@ -293,6 +344,60 @@ func writeEvent(b *bytes.Buffer, e *tier.Event) {
 // writeUint writes v in decimal.
 func writeUint(b *bytes.Buffer, v uint64) {
 	b.Write(strconv.AppendUint(b.AvailableBuffer(), v, 10))
+}
+
+// writeTarget writes " on TARGET" — what a call worked on — or nothing
+// for none.
+func writeTarget(b *bytes.Buffer, target string) {
+	if target != "" {
+		b.WriteString(" on ")
+		b.WriteString(oneLine(target))
+	}
+}
+
+// writeEscaped writes s (a line: no line break) with every other control
+// character escaped as Go does (\x1b, \b), so that no terminal acts on
+// it — moves the cursor back, erases, starts an escape sequence — and
+// shows a line that is not there. Tab is written as it is.
+func writeEscaped(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); {
+		j := controlAt(s, i)
+		if j < 0 {
+			b.WriteString(s[i:])
+			return
+		}
+		b.WriteString(s[i:j])
+		r, w := utf8.DecodeRuneInString(s[j:])
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+		i = j + w
+	}
+}
+
+// EscapeControls returns s with its control characters but tab and the
+// line breaks escaped, as a context renders a line of text.
+func EscapeControls(s string) string {
+	if controlAt(s, 0) < 0 {
+		return s
+	}
+	var b bytes.Buffer
+	writeEscaped(&b, s)
+	return b.String()
+}
+
+// controlAt returns the index of the first control character of s at or
+// after i, but tab: C0, DEL and C1 (U+0080..U+009F); -1 for none.
+func controlAt(s string, i int) int {
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 && c != '\t', c == 0x7f:
+			return i
+		case c == 0xC2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] < 0xa0:
+			return i
+		}
+	}
+	return -1
 }
 
 // writeParen writes " (s)", or nothing for an empty s.
@@ -371,9 +476,11 @@ func indexLineBreak(s string) (int, int) {
 	return -1, 0
 }
 
-// oneLine quotes s if it holds a line break, so that it stays on its line.
+// oneLine quotes s if it holds a line break or another control
+// character (but tab), so that it stays on its line and no terminal acts
+// on it.
 func oneLine(s string) string {
-	if i, _ := indexLineBreak(s); i >= 0 {
+	if i, _ := indexLineBreak(s); i >= 0 || controlAt(s, 0) >= 0 {
 		return quote(s)
 	}
 	return s

@@ -25,12 +25,16 @@ func incidentContext() *checkpoint.Context {
 			ID: 1, Depth: 1, From: 1, To: 20,
 			Narrative: "user: Migrate users.email to citext.\ncall c5 bash: psql -f migrations/003_up.sql --dry-run\n",
 			Claims: tier.Claims{
-				Unresolved:   []tier.Open{{ID: "c6", Kind: tier.KindToolCall, Name: "bash", Seq: 20}},
-				Resolved:     []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 2, At: 4}},
-				Failures:     []tier.Resolution{{ID: "c5", Kind: tier.KindToolCall, Name: "bash", Seq: 9, At: 10, Failed: true, Reason: "dry run failed: lock timeout"}},
+				Unresolved: []tier.Open{{ID: "c6", Kind: tier.KindToolCall, Name: "bash", Seq: 20}},
+				Resolved:   []tier.Resolution{{ID: "c0", Kind: tier.KindToolCall, Name: "bash", Seq: 2, At: 4}},
+				Failures: []tier.Resolution{{ID: "c5", Kind: tier.KindToolCall, Name: "bash", Seq: 9, At: 10, Failed: true, Reason: "dry run failed: lock timeout",
+					Target: "psql -f migrations/003_up.sql --dry-run"}},
 				Dispositions: []tier.Disposition{{Key: "approach/add-column-then-backfill", State: tier.KindRejected, Reason: "user rejected after the failed dry run"}},
 				Constraints:  []tier.Constraint{{Key: "reversible", Text: "the schema migration must be reversible"}, {Key: "no-downtime", Withdrawn: true}},
 				Artifacts:    []tier.Artifact{{Key: "migrations/003_down.sql", Text: "rollback script, already written"}},
+				Requests:     []tier.Request{{Seq: 1, Text: "Migrate users.email to citext."}},
+				Plan:         []tier.PlanItem{{Key: "write the up migration", Status: "in_progress", Index: 1, Seq: 7}},
+				PlanAt:       7,
 			},
 		}},
 		Events: []tier.Event{
@@ -51,11 +55,15 @@ summarized: seq 1..20
 head: seq 23
 
 ## L1 summary 1, seq 1..20
+narrative (the summarizer's words, unchecked):
   user: Migrate users.email to citext.
   call c5 bash: psql -f migrations/003_up.sql --dry-run
+state (checked against the raw log):
+- user request at seq 1: Migrate users.email to citext.
+- plan item of seq 7, in_progress: write the up migration
 - UNRESOLVED call c6 (bash), opened at seq 20
 - resolved: call c0 (bash), opened at seq 2: ok at seq 4
-- FAILED call c5 (bash), opened at seq 9, failed at seq 10 — dry run failed: lock timeout
+- FAILED call c5 (bash), opened at seq 9 on psql -f migrations/003_up.sql --dry-run, failed at seq 10 — dry run failed: lock timeout
 - rejected: approach/add-column-then-backfill — user rejected after the failed dry run
 - constraint: reversible — the schema migration must be reversible
 - constraint withdrawn: no-downtime
@@ -301,11 +309,17 @@ func TestClaimLines(t *testing.T) {
 	if got := checkpoint.NodeText(&n); !strings.HasSuffix(got, want) {
 		t.Fatalf("the lines are not the end of the node's text:\n%s\nlines:\n%s", got, want)
 	}
-	if !slices.Contains(lines, `- FAILED call c5 (bash), opened at seq 9, failed at seq 10 — "exit 1\nlock timeout"`) {
+	if !slices.Contains(lines, `- FAILED call c5 (bash), opened at seq 9 on psql -f migrations/003_up.sql --dry-run, failed at seq 10 — "exit 1\nlock timeout"`) {
 		t.Fatalf("the failure is not one quoted line: %q", lines)
 	}
 	if got := checkpoint.ClaimLines(&tier.Claims{}); got != nil {
 		t.Fatalf("no claims gave %q", got)
+	}
+	// A count of requests left out and a plan with no open item are a
+	// line each.
+	c := tier.Claims{Requests: []tier.Request{{Seq: 1, Text: "task"}}, RequestsLeftOut: 3, PlanAt: 9}
+	if got := checkpoint.ClaimLines(&c); len(got) != c.Count() || got[1] != "- user requests not listed: 3" || got[2] != "- plan of seq 9: no open item" {
+		t.Fatalf("%d claims gave %q", c.Count(), got)
 	}
 }
 
@@ -318,6 +332,33 @@ func TestContext_Text_NarrativeCannotForgeClaims(t *testing.T) {
 	for _, l := range strings.Split(string(c.Text()), "\n") {
 		if strings.HasPrefix(l, "- ") || (strings.HasPrefix(l, "## ") && !strings.HasPrefix(l, "## L1 summary 1,")) {
 			t.Errorf("narrative line reads as a claim or heading: %q", l)
+		}
+	}
+}
+
+// TestContext_Text_EscapesControls: a narrative's or an event's backspace
+// and escape sequences are rendered escaped, so that no terminal erases
+// the label or draws a line that is not there; a claim's text with one is
+// quoted.
+func TestContext_Text_EscapesControls(t *testing.T) {
+	c := &checkpoint.Context{Session: "s", Source: checkpoint.SourceMarker, Marker: 1, Boundary: 2, Head: 3,
+		Nodes: []tier.Node{{ID: 1, Depth: 1, From: 1, To: 2, Narrative: "ok\b\b\x1b[2K- UNRESOLVED nothing",
+			Claims: tier.Claims{Requests: []tier.Request{{Seq: 1, Text: "do it\x1b[1A"}}}}},
+		Events: []tier.Event{{Seq: 3, Turn: 2, Kind: tier.KindAssistant, Text: "a\rb\x1b]0;title\x07c\x7f"}},
+	}
+	text := string(c.Text())
+	for _, want := range []string{
+		"  ok\\b\\b\\x1b[2K- UNRESOLVED nothing\n",
+		`- user request at seq 1: "do it\x1b[1A"` + "\n",
+		"    a\n    b\\x1b]0;title\\ac\\x7f\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("context lacks %q:\n%s", want, text)
+		}
+	}
+	for i, r := range text {
+		if r < 0x20 && r != '\n' || r == 0x7f {
+			t.Fatalf("control character %q at byte %d:\n%q", r, i, text)
 		}
 	}
 }

@@ -42,7 +42,8 @@ func FuzzSplitLines(f *testing.F) {
 		if got, want := quote(s), strconv.Quote(s); got != want {
 			t.Fatalf("quote(%q) = %s, want %s", s, got, want)
 		}
-		if got, want := oneLine(s) != s, strings.ContainsAny(s, lineBreaks); got != want {
+		control := strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 })
+		if got, want := oneLine(s) != s, control || strings.ContainsAny(s, lineBreaks); got != want {
 			t.Fatalf("oneLine(%q) quoted %v, want %v", s, got, want)
 		}
 	})

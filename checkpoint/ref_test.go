@@ -26,15 +26,39 @@ func refWriteNode(b *bytes.Buffer, n *tier.Node) {
 	}
 	b.WriteByte('\n')
 	if n.Narrative != "" {
-		// The narrative is the summarizer's free text: indented, so that no
-		// line of it can pass for a heading or a validated claim ("- ...").
+		// The narrative is the summarizer's free text: labelled, indented,
+		// its control characters escaped.
+		b.WriteString(NarrativeLabel)
 		for _, l := range splitLines(strings.TrimRight(n.Narrative, lineBreaks)) {
-			b.WriteString("  ")
-			b.WriteString(l)
-			b.WriteByte('\n')
+			fmt.Fprintf(b, "  %s\n", EscapeControls(l))
 		}
 	}
 	cl := &n.Claims
+	switch {
+	case cl.Count() == 0:
+	case n.Unchecked:
+		b.WriteString(UncheckedClaimsLabel)
+	default:
+		b.WriteString(CheckedClaimsLabel)
+	}
+	on := func(target string) string {
+		if target == "" {
+			return ""
+		}
+		return " on " + oneLine(target)
+	}
+	for _, r := range cl.Requests {
+		fmt.Fprintf(b, "- user request at seq %d: %s\n", r.Seq, oneLine(r.Text))
+	}
+	if cl.RequestsLeftOut > 0 {
+		fmt.Fprintf(b, "- user requests not listed: %d\n", cl.RequestsLeftOut)
+	}
+	if cl.PlanAt != 0 && len(cl.Plan) == 0 {
+		fmt.Fprintf(b, "- plan of seq %d: no open item\n", cl.PlanAt)
+	}
+	for _, p := range cl.Plan {
+		fmt.Fprintf(b, "- plan item of seq %d, %s: %s\n", p.Seq, oneLine(p.Status), oneLine(p.Key))
+	}
 	opened := func(seq uint64) string {
 		if seq == 0 {
 			return ""
@@ -42,7 +66,7 @@ func refWriteNode(b *bytes.Buffer, n *tier.Node) {
 		return fmt.Sprintf(", opened at seq %d", seq)
 	}
 	for _, o := range cl.Unresolved {
-		fmt.Fprintf(b, "- UNRESOLVED %s %s%s%s\n", openNoun(o.Kind), oneLine(o.ID), refParen(o.Name), opened(o.Seq))
+		fmt.Fprintf(b, "- UNRESOLVED %s %s%s%s%s\n", openNoun(o.Kind), oneLine(o.ID), refParen(o.Name), opened(o.Seq), on(o.Target))
 	}
 	for _, r := range cl.Resolved {
 		outcome := "ok"
@@ -56,9 +80,12 @@ func refWriteNode(b *bytes.Buffer, n *tier.Node) {
 		b.WriteByte('\n')
 	}
 	for _, r := range cl.Failures {
-		fmt.Fprintf(b, "- FAILED %s %s%s%s", openNoun(r.Kind), oneLine(r.ID), refParen(r.Name), opened(r.Seq))
+		fmt.Fprintf(b, "- FAILED %s %s%s%s%s", openNoun(r.Kind), oneLine(r.ID), refParen(r.Name), opened(r.Seq), on(r.Target))
 		if r.At != 0 {
 			fmt.Fprintf(b, ", failed at seq %d", r.At)
+		}
+		if r.Fixed != 0 {
+			fmt.Fprintf(b, ", fixed at seq %d", r.Fixed)
 		}
 		if r.Reason != "" {
 			fmt.Fprintf(b, " — %s", oneLine(r.Reason))
@@ -125,7 +152,7 @@ func refWriteEvent(b *bytes.Buffer, e *tier.Event) {
 		b.WriteString(":")
 		for _, l := range splitLines(e.Text) {
 			b.WriteString("\n    ")
-			b.WriteString(l)
+			b.WriteString(EscapeControls(l))
 		}
 	}
 	b.WriteByte('\n')
@@ -157,12 +184,17 @@ func FuzzRenderingMatchesRef(f *testing.F) {
 		n := tier.Node{
 			ID: seq, Depth: tier.Depth(1 + flags%5), From: seq / 2, To: seq, Narrative: narrative,
 			Claims: tier.Claims{
-				Unresolved:   []tier.Open{{ID: id, Kind: tier.KindToolCall, Name: by}, {ID: key, Kind: tier.KindOpen}},
+				Unresolved:   []tier.Open{{ID: id, Kind: tier.KindToolCall, Name: by, Target: text}, {ID: key, Kind: tier.KindOpen}},
 				Resolved:     []tier.Resolution{{ID: id, Kind: tier.KindToolCall, Name: by, Seq: seq / 3}, {ID: key, Kind: tier.KindOpen, Seq: seq, At: seq, Failed: true}},
-				Failures:     []tier.Resolution{{ID: id, Kind: tier.KindToolCall, Name: key, Seq: seq / 3, At: seq, Failed: true, Reason: text}},
+				Failures:     []tier.Resolution{{ID: id, Kind: tier.KindToolCall, Name: key, Seq: seq / 3, At: seq, Failed: true, Reason: text, Target: by, Fixed: seq / 5}},
 				Dispositions: []tier.Disposition{{Key: key, State: states[int(kind)%4], Reason: text, By: by, FailedAt: seq / 4}, {Key: id, State: tier.KindRejected}},
 				Constraints:  []tier.Constraint{{Key: key, Text: text, Withdrawn: flags&1 != 0}, {Key: id}},
 				Artifacts:    []tier.Artifact{{Key: key, Text: narrative}, {Key: by}},
+				Requests:     []tier.Request{{Seq: seq, Text: text}, {Seq: seq / 2, Text: narrative}},
+				Plan:         []tier.PlanItem{{Key: key, Status: "pending"}, {Key: text, Status: "in_progress"}},
+
+				RequestsLeftOut: int(kind),
+				PlanAt:          seq / 7,
 			},
 		}
 		if flags&2 != 0 {

@@ -44,30 +44,42 @@ type Policy struct {
 	Budget int
 }
 
-// Defaults of Policy, as the CLI uses them.
+// Defaults of Policy, as the CLI uses them: DefaultPolicy, the policy of
+// Window{Tokens: DefaultWindow, Share: DefaultShare} (docs/design.md,
+// "The default policy").
 const (
-	// DefaultEveryTokens is the size rule's budget, about 2 KB of events
-	// as a context renders them. It was chosen by measurement on the
-	// project's development data — 273 recorded agent sessions and two
-	// imported Claude Code transcripts (docs/performance.md, "The default
-	// size budget") — as the budget at which the median session gets
-	// several summaries: 4 (3 for coding, 4 for customer support), and
-	// resumes from a context of about half its raw size; at 1,000 the
-	// median coding session gets one. Those sessions are short beside a
-	// model's window: an agent whose model has a large window may set its
-	// own budget, a share of the window, as the field does.
-	DefaultEveryTokens = 500
-	// DefaultFold folds every 4 roots of a depth into one of the next,
-	// keeping O(log n) roots in the frame.
+	// DefaultWindow is the model's context window the default policy is
+	// sized for: 200,000 tokens, the window of the Claude models Claude
+	// Code runs (it compacts near 155k of it); Codex's models have larger
+	// ones, Gemini's up to 1M.
+	DefaultWindow = 200_000
+	// DefaultShare is the share of the window a resumed context may take:
+	// a quarter, so that an agent resumed from it has three quarters of
+	// its window for its prompt and its work, and half of it before the
+	// earliest compaction threshold of the field (Gemini CLI compacts at
+	// half its window, keeping the last 30% of its history — about the
+	// quarter it then holds; Claude Code near 78%, Codex at 70–98%).
+	DefaultShare = 0.25
+	// DefaultMaxRoots is how many summaries the frame of a Window policy
+	// holds at most: past it, the first two are folded into a digest.
+	DefaultMaxRoots = 4
+	// DefaultFold folds every 4 roots of a depth into one of the next.
 	DefaultFold = 4
 	// DefaultBudget is the token budget of each summary node.
 	DefaultBudget = 2048
+	// DefaultEveryTokens is the default policy's L1 boundary: what the
+	// frame's summaries leave of the resumed context's share,
+	// DefaultWindow·DefaultShare − DefaultMaxRoots·DefaultBudget = 41,808
+	// tokens of raw tail.
+	DefaultEveryTokens = int(DefaultWindow*DefaultShare) - DefaultMaxRoots*DefaultBudget
 )
 
-// DefaultPolicy compacts on size, as agents in the field do: an L1 node
-// each time the uncompacted tail reaches DefaultEveryTokens tokens, and a
-// fold every DefaultFold roots.
-var DefaultPolicy = Policy{EveryTokens: DefaultEveryTokens, Fold: DefaultFold, Budget: DefaultBudget}
+// DefaultPolicy is Window{Tokens: DefaultWindow, Share: DefaultShare}'s
+// policy: a resumed context of at most 50,000 tokens, a quarter of a
+// 200k window — an L1 node each time the raw tail reaches
+// DefaultEveryTokens tokens, a fold every DefaultFold roots, and at most
+// DefaultMaxRoots summaries of DefaultBudget tokens in the frame.
+var DefaultPolicy = Policy{EveryTokens: DefaultEveryTokens, Fold: DefaultFold, MaxRoots: DefaultMaxRoots, Budget: DefaultBudget}
 
 // Options configures a Compactor.
 type Options struct {
@@ -151,11 +163,21 @@ const maxConflicts = 8
 func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 	var out []Result
 	p := c.opts.Policy
-	planSpan := func() (*store.Plan, error) { return p.PlanSpan(c.db, session) }
+	var info store.Info
+	planSpan := func() (plan *store.Plan, err error) {
+		plan, info, err = p.planSpan(c.db, session)
+		return plan, err
+	}
 	for {
 		r, due, err := c.step(ctx, planSpan)
 		if err != nil {
 			return out, err
+		}
+		if !due && !p.frameDue(info.Roots) {
+			// Nothing is due, and the frame the span's plan read has
+			// too few roots for a fold or a digest: no need to read it
+			// again to know.
+			return out, nil
 		}
 		if due {
 			out = append(out, r)
@@ -179,6 +201,41 @@ func (c *Compactor) Run(ctx context.Context, session string) ([]Result, error) {
 			return out, err
 		}
 	}
+}
+
+// RunSessions compacts what the store holds: it runs Run on each of
+// sessions in turn, or on every session the store holds when none is
+// named, and hands each session's Results to each (nil: none wanted). The
+// policy runs over each session's uncompacted tail as it would have after
+// every append, so the compactions fall where an agent that compacted as
+// it went would have had them. What is compacted, and a span refused, is
+// not asked for again: a second call adds nothing, and a call after one
+// that stopped (a summarizer that did not answer) goes on where it
+// stopped. A named session the store does not hold is
+// store.ErrSessionNotFound, before anything is compacted.
+func (c *Compactor) RunSessions(ctx context.Context, sessions []string, each func(session string, rs []Result)) error {
+	if len(sessions) == 0 {
+		ids, err := c.db.Sessions()
+		if err != nil {
+			return err
+		}
+		sessions = ids
+	}
+	for _, id := range sessions {
+		if _, err := c.db.Info(id); err != nil {
+			return errors.Wrapf(err, "compaction: session %q", id)
+		}
+	}
+	for _, id := range sessions {
+		rs, err := c.Run(ctx, id)
+		if each != nil && len(rs) > 0 {
+			each(id, rs)
+		}
+		if err != nil {
+			return errors.Wrapf(err, "compaction: session %q", id)
+		}
+	}
+	return nil
 }
 
 // CompactTo compacts session's uncompacted tail through seq to into one L1

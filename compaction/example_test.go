@@ -94,9 +94,11 @@ func ExampleCompactor() {
 	// compacted L1 seq 6..9 marker 2
 	// source: marker 2
 	// ## L1 summary 1, seq 1..5
+	// - user request at seq 1: Migrate users.email to citext. It must be reversible.
 	// - constraint: reversible — the schema migration must be reversible
 	// - artifact: migrations/003_down.sql — rollback script, already written
 	// ## L1 summary 2, seq 6..9
+	// - user request at seq 6: Now the forward migration.
 	// - FAILED call c2 (bash), opened at seq 7, failed at seq 8 — lock timeout
 	// - rejected: approach/add-column-then-backfill — user rejected after the failed dry run
 	// ## raw seq 10..11

@@ -23,22 +23,37 @@ import (
 // summarizer that keeps failing is asked once per period, each time over a
 // longer span.
 func (p Policy) PlanSpan(db *store.DB, session string) (*store.Plan, error) {
+	plan, _, err := p.planSpan(db, session)
+	return plan, err
+}
+
+// planSpan is PlanSpan, also returning the session's Info as the policy
+// read it.
+func (p Policy) planSpan(db *store.DB, session string) (*store.Plan, store.Info, error) {
 	var to uint64
+	var info store.Info
 	err := db.View(func(s *store.Snapshot) error {
-		info, err := s.Info(session)
-		if err != nil {
+		var err error
+		if info, err = s.Info(session); err != nil {
 			return err
 		}
 		to, err = p.spanEnd(s, &info)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	if to == 0 {
-		return nil, store.ErrNothingToCompact
+		return nil, info, store.ErrNothingToCompact
 	}
-	return db.PlanSpan(session, to, p.budget())
+	plan, err := db.PlanSpan(session, to, p.budget())
+	return plan, info, err
+}
+
+// frameDue reports whether a frame of roots roots may make a fold or a
+// digest due: a fold needs Fold roots, a digest more than MaxRoots.
+func (p Policy) frameDue(roots int) bool {
+	return (p.Fold >= 2 && roots >= p.Fold) || (p.MaxRoots >= 1 && roots > p.MaxRoots)
 }
 
 // spanEnd returns the end of the next due L1 span, or 0. Whether a rule is
@@ -196,4 +211,66 @@ func (p Policy) budget() int {
 		return DefaultBudget
 	}
 	return p.Budget
+}
+
+// ErrWindow is returned by Window.Policy for a window and share that do not
+// state a policy.
+var ErrWindow = errors.New("compaction: invalid window policy")
+
+// Window states a policy the way agents state theirs: the model's context
+// window and the share of it a context resumed from the session may take.
+// The resumed context is the frame — at most Roots summaries of Budget
+// tokens — and the raw tail after them; the tail gets what the frame
+// leaves, and reaching it makes an L1 node:
+//
+//	EveryTokens = Tokens·Share − Roots·Budget
+//
+// Folds of DefaultFold roots make the L2 and higher nodes, and a digest of
+// the first two roots keeps the frame at Roots (Policy.MaxRoots). The
+// resumed context then stays within the share, give or take the event that
+// ends a span (a span ends at the first event at which the tail reaches
+// its size) and the headings around the nodes and events.
+type Window struct {
+	// Tokens is the model's context window; 0 = DefaultWindow.
+	Tokens int
+	// Share is the share of the window a resumed context may take, in
+	// (0, 1]; 0 = DefaultShare.
+	Share float64
+	// Roots bounds the frame; 0 = DefaultMaxRoots.
+	Roots int
+	// Budget is the token budget of each summary; 0 = DefaultBudget.
+	Budget int
+}
+
+// Policy returns the policy w states, or ErrWindow when it leaves the tail
+// less than one summary's budget.
+func (w Window) Policy() (Policy, error) {
+	if w.Tokens == 0 {
+		w.Tokens = DefaultWindow
+	}
+	if w.Share == 0 {
+		w.Share = DefaultShare
+	}
+	if w.Roots == 0 {
+		w.Roots = DefaultMaxRoots
+	}
+	if w.Budget == 0 {
+		w.Budget = DefaultBudget
+	}
+	switch {
+	case w.Tokens < 0:
+		return Policy{}, errors.Wrapf(ErrWindow, "a window of %d tokens", w.Tokens)
+	case !(w.Share > 0 && w.Share <= 1):
+		return Policy{}, errors.WithHint(errors.Wrapf(ErrWindow, "a share of %v", w.Share), "the share of the window a resumed context may take is in (0, 1]: 0.25 is a quarter")
+	case w.Roots < 0 || w.Budget < 0:
+		return Policy{}, errors.Wrapf(ErrWindow, "%d roots of %d tokens", w.Roots, w.Budget)
+	}
+	context := int(float64(w.Tokens) * w.Share)
+	tail := context - w.Roots*w.Budget
+	if tail < w.Budget {
+		return Policy{}, errors.WithHintf(errors.Wrapf(ErrWindow, "%d tokens (a share of %v of %d) leave %d for the raw tail beside %d summaries of %d",
+			context, w.Share, w.Tokens, tail, w.Roots, w.Budget),
+			"the tail needs at least one summary's budget (%d): raise the window or the share, or lower the roots or the budget", w.Budget)
+	}
+	return Policy{EveryTokens: tail, Fold: DefaultFold, MaxRoots: w.Roots, Budget: w.Budget}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
@@ -275,4 +277,32 @@ func tailTokens(t testing.TB, db *store.DB, session string) (want store.Info) {
 		want.RefusedTokens = tier.TokensOfBytes(refused)
 	}
 	return want
+}
+
+// TestWindow_Policy derives the L1 boundary from the window and share: the
+// defaults give DefaultPolicy, a 1M window at half gives a tail of 500,000
+// tokens less the frame's, and a share out of (0, 1] or a window too small
+// for the frame is ErrWindow.
+func TestWindow_Policy(t *testing.T) {
+	got, err := compaction.Window{}.Policy()
+	if err != nil || got != compaction.DefaultPolicy {
+		t.Errorf("Window{}.Policy() = %+v, %v; want DefaultPolicy %+v", got, err, compaction.DefaultPolicy)
+	}
+	if want := 200_000/4 - 4*2048; compaction.DefaultEveryTokens != want {
+		t.Errorf("DefaultEveryTokens = %d, want %d", compaction.DefaultEveryTokens, want)
+	}
+	got, err = compaction.Window{Tokens: 1_000_000, Share: 0.5, Roots: 2, Budget: 4096}.Policy()
+	want := compaction.Policy{EveryTokens: 500_000 - 2*4096, Fold: compaction.DefaultFold, MaxRoots: 2, Budget: 4096}
+	if err != nil || got != want {
+		t.Errorf("Window{1M, 0.5, 2, 4096}.Policy() = %+v, %v; want %+v", got, err, want)
+	}
+	for _, w := range []compaction.Window{
+		{Share: 1.5}, {Share: -0.1}, {Tokens: -1}, {Roots: -1},
+		{Tokens: 8192, Share: 1}, // 4 summaries of 2048 leave no tail
+		{Tokens: 20_000, Share: 0.5},
+	} {
+		if p, err := w.Policy(); !errors.Is(err, compaction.ErrWindow) {
+			t.Errorf("%+v.Policy() = %+v, %v; want ErrWindow", w, p, err)
+		}
+	}
 }

@@ -280,6 +280,11 @@ func (p *Probabilistic) Summarize(_ context.Context, in *Input) (Output, error) 
 		Dispositions: keep(req.Dispositions, dropped[listDispositions]),
 		Constraints:  keep(req.Constraints, dropped[listConstraints]),
 		Artifacts:    keep(req.Artifacts, dropped[listArtifacts]),
+		// The user's requests and the plan are no class it drops.
+		Requests:        slices.Clone(req.Requests),
+		RequestsLeftOut: req.RequestsLeftOut,
+		Plan:            slices.Clone(req.Plan),
+		PlanAt:          req.PlanAt,
 	}
 	c.Normalize()
 	var mentions []string

@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -212,6 +213,15 @@ func extract(in *Input) string {
 			fmt.Fprintf(&b, "call %s %s: %s\n", e.ID, e.Name, firstLine(e.Text, 120))
 		}
 	}
+	if b.Len() == 0 {
+		// A span of no message and no call — a system prompt given as a
+		// constraint, a large tool result that ends a span alone — is
+		// told by its other events.
+		for i := range in.Events {
+			e := &in.Events[i]
+			fmt.Fprintf(&b, "%s %s: %s\n", e.Kind, cmp.Or(e.Key, e.ID, e.Name), firstLine(e.Text, 120))
+		}
+	}
 	return b.String()
 }
 
@@ -265,11 +275,41 @@ func fitNarrative(in *Input, c *tier.Claims, text string) string {
 			hi = mid - 1
 		}
 	}
+	// Claims that fill the budget leave the narrative its floor, over the
+	// budget: a node is read by a person too.
+	lo = max(lo, min(len(text), 4*in.Budget/narrativeFloor))
 	t := cutRune(text, lo)
 	if i := strings.LastIndexByte(t, '\n'); i > 0 {
 		t = t[:i+1]
+	} else {
+		t = ""
+	}
+	if strings.TrimSpace(t) == "" {
+		// Never nothing where the span has words: the claims took the
+		// budget, and the node goes over it by one line — the user's
+		// first, where the span has one.
+		t = keptLine(text)
 	}
 	return t
+}
+
+// narrativeFloor is the share of a node's budget (1/narrativeFloor) its
+// narrative keeps however much of the budget its claims take.
+const narrativeFloor = 16
+
+// keptLine returns the line of an extract a narrative keeps whatever the
+// budget: the first user line ("user: …"), else the first line.
+func keptLine(text string) string {
+	first := ""
+	for line := range strings.Lines(text) {
+		if first == "" && strings.TrimSpace(line) != "" {
+			first = line
+		}
+		if strings.HasPrefix(line, "user: ") {
+			return line
+		}
+	}
+	return first
 }
 
 // cutRune returns s cut to at most n bytes, at a rune boundary.

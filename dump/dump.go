@@ -27,6 +27,8 @@ type Options struct {
 	// whose span overlaps the range, and its events, given whether Raw is
 	// set or not, those within it. The rest of the session (frame, roots,
 	// markers, checkpoints, ledger, audit) is left out. Dot ignores them.
+	// With Session, a From past the session's head is a *RangeError
+	// (ErrPastHead), before any output.
 	From, To uint64
 }
 
@@ -103,8 +105,12 @@ func render(w io.Writer, s *store.Snapshot, opts Options, write func(d *dumper, 
 		if err := store.CheckSession(opts.Session); err != nil {
 			return err
 		}
-		if _, err := s.Info(opts.Session); err != nil {
+		info, err := s.Info(opts.Session)
+		if err != nil {
 			return err
+		}
+		if opts.ranged() && opts.From > info.Head {
+			return &RangeError{Session: opts.Session, From: opts.From, To: opts.To, Head: info.Head}
 		}
 		ids = []string{opts.Session}
 	} else if ids, err = s.Sessions(); err != nil {

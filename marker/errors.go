@@ -19,7 +19,13 @@ const (
 	ClassRetention  = "retention"
 	ClassArtifact   = "artifact"
 	ClassConstraint = "constraint"
-	ClassDepth      = "depth"
+	// ClassRequest is a user's request of the span not claimed, or one
+	// claimed that the span does not hold.
+	ClassRequest = "request"
+	// ClassPlan is an open plan item not claimed, or claimed with another
+	// status, or claimed but not open at the boundary.
+	ClassPlan  = "plan"
+	ClassDepth = "depth"
 	// ClassSize is a summary over the size limits (narrative or claims):
 	// refused, not trusted. The store checks it; Validate does not.
 	ClassSize = "size"
@@ -31,7 +37,7 @@ const (
 )
 
 // Classes lists the reason classes in a fixed order.
-var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassDepth, ClassSize, ClassOutput}
+var Classes = []string{ClassClosure, ClassRetention, ClassArtifact, ClassConstraint, ClassRequest, ClassPlan, ClassDepth, ClassSize, ClassOutput}
 
 // Failure is one failed condition: its class, the id or key it is about,
 // and what exactly is wrong.

@@ -115,6 +115,23 @@ func Validate(planned, current Frame, req *tier.Required, depth tier.Depth, clai
 			return ""
 		})
 
+	// The task and the user's words: every request the span lists, by
+	// seq; the agent's plan: every open item, with its status.
+	checkSet(&fs, ClassRequest, req.Requests, claims.Requests,
+		func(r tier.Request) string { return fmt.Sprintf("request@%d", r.Seq) },
+		func(want, got tier.Request) string { return "" })
+	checkSet(&fs, ClassPlan, req.Plan, claims.Plan,
+		func(p tier.PlanItem) string { return p.Key },
+		func(want, got tier.PlanItem) string {
+			if got.Status != want.Status {
+				return fmt.Sprintf("claimed %q, the plan of seq %d says %q", got.Status, want.Seq, want.Status)
+			}
+			return ""
+		})
+	if claims.PlanAt != 0 && claims.PlanAt != req.PlanAt {
+		add(ClassPlan, fmt.Sprintf("plan@%d", claims.PlanAt), "claimed the plan of seq %d, the newest plan call is at seq %d", claims.PlanAt, req.PlanAt)
+	}
+
 	// 3. Depth consistency.
 	if planned.Version != current.Version {
 		add(ClassDepth, fmt.Sprintf("frame/%d", current.Version), "planned against frame version %d, current is %d", planned.Version, current.Version)

@@ -334,6 +334,12 @@ func claimsSize(item string, c *tier.Claims, lim tier.Limits) []marker.Failure {
 	for _, x := range c.Artifacts {
 		fields = append(fields, x.Key, x.Text)
 	}
+	for _, x := range c.Requests {
+		fields = append(fields, x.Text)
+	}
+	for _, x := range c.Plan {
+		fields = append(fields, x.Key, x.Status)
+	}
 	for _, f := range fields {
 		total += len(f)
 	}

@@ -33,6 +33,18 @@ type CopyOptions struct {
 	// with the events written so far, of every session, and the events
 	// the copy writes in all.
 	Progress func(done, total uint64)
+	// SkipDamaged reads each session of the snapshot whole before anything
+	// is written, and leaves out those in which it meets damage
+	// (ErrCorrupt), listing them in CopyResult.Damaged; the others are
+	// copied. Without it, damage stops the copy.
+	SkipDamaged bool
+}
+
+// DamagedSession is a session a copy with CopyOptions.SkipDamaged left
+// out: Err is the damage met reading it (errors.Is ErrCorrupt).
+type DamagedSession struct {
+	ID  string
+	Err error
 }
 
 // CopyResult is what a copy wrote.
@@ -53,6 +65,9 @@ type CopyResult struct {
 	// writing, which the destination holds without its state; "" when it
 	// holds none such.
 	Unfinished string
+	// Damaged are the sessions left out for damage, in byte order
+	// (CopyOptions.SkipDamaged).
+	Damaged []DamagedSession
 }
 
 // Copy copies sessions of the snapshot (opts.Sessions, or all) into dst,
@@ -143,14 +158,14 @@ type tableKey struct {
 
 // copyTo is Copy into the backend dst.
 func (s *Snapshot) copyTo(ctx context.Context, dst backend.Backend, opts CopyOptions) (CopyResult, error) {
-	plans, err := s.copyPlans(opts.Sessions)
+	plans, damaged, err := s.copyPlans(opts.Sessions, opts.SkipDamaged)
 	if err != nil {
 		return CopyResult{}, err
 	}
 	if err := readDestination(dst, plans); err != nil {
 		return CopyResult{}, err
 	}
-	c := &copier{ctx: ctx, dst: dst, progress: opts.Progress}
+	c := &copier{ctx: ctx, dst: dst, progress: opts.Progress, res: CopyResult{Damaged: damaged}}
 	for _, p := range plans {
 		if !p.present {
 			c.total += p.head - p.have
@@ -176,35 +191,66 @@ func (s *Snapshot) copyTo(ctx context.Context, dst backend.Backend, opts CopyOpt
 }
 
 // copyPlans returns the sessions to copy, in byte order, each with its
-// state.
-func (s *Snapshot) copyPlans(ids []string) ([]*copyPlan, error) {
+// state. With skipDamaged, each is read whole first, and one in which the
+// read meets damage is left out, listed in damaged.
+func (s *Snapshot) copyPlans(ids []string, skipDamaged bool) (plans []*copyPlan, damaged []DamagedSession, err error) {
 	if len(ids) == 0 {
 		var err error
 		if ids, err = s.Sessions(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		ids = slices.Clone(ids)
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
 	}
-	plans := make([]*copyPlan, 0, len(ids))
+	plans = make([]*copyPlan, 0, len(ids))
 	for _, id := range ids {
-		ss, err := s.sess(id)
-		if err != nil {
-			return nil, err
+		p, err := s.copyPlan(id)
+		if err == nil && skipDamaged {
+			err = p.readWhole()
 		}
-		raw, err := ss.b.State()
-		if err != nil {
-			return nil, err
+		if skipDamaged && errors.Is(err, ErrCorrupt) {
+			damaged = append(damaged, DamagedSession{ID: id, Err: err})
+			continue
 		}
-		st, err := ss.stateOf(raw)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		plans = append(plans, &copyPlan{src: ss, state: raw[:len(raw):len(raw)], head: st.Head})
+		plans = append(plans, p)
 	}
-	return plans, nil
+	return plans, damaged, nil
+}
+
+// copyPlan returns the plan of session id: its state read.
+func (s *Snapshot) copyPlan(id string) (*copyPlan, error) {
+	ss, err := s.sess(id)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := ss.b.State()
+	if err != nil {
+		return nil, err
+	}
+	st, err := ss.stateOf(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &copyPlan{src: ss, state: raw[:len(raw):len(raw)], head: st.Head}, nil
+}
+
+// readWhole reads every event and record of p's session, as the copy will,
+// for the damage it meets.
+func (p *copyPlan) readWhole() error {
+	if err := p.src.rawEvents(1, p.head, func(uint64, []byte) error { return nil }); err != nil {
+		return err
+	}
+	for t := backend.Table(1); t < backend.Tables; t++ {
+		if err := p.src.scan(t, nil, func(_, _ []byte) (bool, error) { return true, nil }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readDestination reads, in one transaction of dst, what it holds of each

@@ -232,7 +232,7 @@ func (ss *sess) digestSpan(st *stateRec, first *nodeRec, to uint64) (digest, err
 		return digest{}, err
 	}
 	prefix := f.required(first.To)
-	next, err := ss.readSpanAfter(st, first.To+1, to, prefix.Unresolved, first.ID)
+	next, err := ss.readSpanAfter(st, first.To+1, to, tier.Before{Open: prefix.Unresolved, Plan: prefix.Plan, PlanAt: prefix.PlanAt}, first.ID)
 	if err != nil {
 		return digest{}, err
 	}
@@ -375,9 +375,9 @@ func (ss *sess) spanReads(from, to uint64) []backend.Read {
 	return reads
 }
 
-// readSpanAfter is readSpan with what was open before the span given, as
-// node's facts recorded it (0: nothing was open, before seq 1).
-func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open, node uint64) (span, error) {
+// readSpanAfter is readSpan with what was open and the plan before the
+// span given, as node's facts recorded them (0: nothing, before seq 1).
+func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before tier.Before, node uint64) (span, error) {
 	var sp span
 	if from < 1 || to < from || to > st.Head {
 		return sp, errors.Wrapf(ErrSpanChanged, "span %d..%d, head %d", from, to, st.Head)
@@ -393,7 +393,7 @@ func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open,
 		return sp, err
 	}
 	sp.hash = h.Sum(nil)
-	if sp.required, err = tier.ComputeRequired(before, sp.events); err != nil {
+	if sp.required, err = tier.ComputeRequiredAfter(before, sp.events); err != nil {
 		if node != 0 {
 			// The raw span, or the open set recorded before it, is damaged.
 			err = errors.Wrapf(err, "the raw span does not replay on the calls node %d records open at seq %d", node, from-1)
@@ -405,42 +405,43 @@ func (ss *sess) readSpanAfter(st *stateRec, from, to uint64, before []tier.Open,
 	return sp, nil
 }
 
-// openBefore returns what was open at seq from-1, where a span starting at
-// from begins: nothing before seq 1, else what the facts of the root that
-// ends at from-1 record open at its end (tier.Required.Unresolved) — every
+// openBefore returns what was open and the plan at seq from-1, where a
+// span starting at from begins: nothing before seq 1, else what the facts
+// of the root that ends at from-1 record at its end (tier.Required's
+// Unresolved, Plan and PlanAt) — every
 // span planned starts where a root ends (an L1 span at the compacted
 // prefix's end, a fold or a re-compaction at a root). node is that root, 0
 // before seq 1. The cost is one seek, however long the session.
-func (ss *sess) openBefore(from uint64) (open []tier.Open, node uint64, err error) {
+func (ss *sess) openBefore(from uint64) (before tier.Before, node uint64, err error) {
 	if from <= 1 {
-		return nil, 0, nil
+		return before, 0, nil
 	}
 	k, v, err := ss.b.Last(backend.Roots, u64(from))
 	if err != nil {
-		return nil, 0, err
+		return tier.Before{}, 0, err
 	}
 	if k == nil {
-		return nil, 0, corrupt(ss.id, "roots", u64(from-1), errors.Newf("no root ends at seq %d, where the span at %d starts", from-1, from))
+		return tier.Before{}, 0, corrupt(ss.id, "roots", u64(from-1), errors.Newf("no root ends at seq %d, where the span at %d starts", from-1, from))
 	}
 	var r rootRec
 	if err := decode(recRoot, v, &r); err != nil {
-		return nil, 0, corrupt(ss.id, "roots", k, err)
+		return tier.Before{}, 0, corrupt(ss.id, "roots", k, err)
 	}
 	if at, err := parseU64(k); err != nil || r.From != at || r.To != from-1 {
-		return nil, 0, corrupt(ss.id, "roots", k, errors.Newf("the root covers %d..%d: none ends at seq %d, where the span at %d starts", r.From, r.To, from-1, from))
+		return tier.Before{}, 0, corrupt(ss.id, "roots", k, errors.Newf("the root covers %d..%d: none ends at seq %d, where the span at %d starts", r.From, r.To, from-1, from))
 	}
 	rec, err := ss.nodeRecord(r.Node)
 	if err != nil {
-		return nil, 0, err
+		return tier.Before{}, 0, err
 	}
 	if rec.From != r.From || rec.To != r.To {
-		return nil, 0, corrupt(ss.id, "nodes", u64(rec.ID), errors.Newf("the root at seq %d..%d names node %d, which covers %d..%d", r.From, r.To, rec.ID, rec.From, rec.To))
+		return tier.Before{}, 0, corrupt(ss.id, "nodes", u64(rec.ID), errors.Newf("the root at seq %d..%d names node %d, which covers %d..%d", r.From, r.To, rec.ID, rec.From, rec.To))
 	}
 	f, err := ss.factsOf(&rec)
 	if err != nil {
-		return nil, 0, err
+		return tier.Before{}, 0, err
 	}
-	return f.Unresolved, rec.ID, nil
+	return tier.Before{Open: f.Unresolved, Plan: f.Plan, PlanAt: f.PlanAt}, rec.ID, nil
 }
 
 // factsOf returns the facts recorded with node rec: every node records them

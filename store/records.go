@@ -120,13 +120,18 @@ type nodeRec struct {
 	// FactsInClaims stands for Facts when they were exactly the node's
 	// claims (an extractive summary): the facts are not stored twice.
 	FactsInClaims bool `msgpack:"xc,omitempty"`
+	// Successes are the facts' Successes when FactsInClaims: they are no
+	// claim.
+	Successes []tier.Success `msgpack:"xs,omitempty"`
 }
 
 // facts returns the facts recorded with a node over a prefix, or nil.
 func (r *nodeRec) facts() *factsRec {
 	if r.FactsInClaims {
-		return &factsRec{Unresolved: r.Claims.Unresolved, Failures: r.Claims.Failures, Dispositions: r.Claims.Dispositions,
-			Constraints: r.Claims.Constraints, Artifacts: r.Claims.Artifacts}
+		c := &r.Claims
+		return &factsRec{Unresolved: c.Unresolved, Failures: c.Failures, Dispositions: c.Dispositions,
+			Constraints: c.Constraints, Artifacts: c.Artifacts, Requests: c.Requests, RequestsLeftOut: c.RequestsLeftOut,
+			Plan: c.Plan, PlanAt: c.PlanAt, Successes: r.Successes}
 	}
 	return r.Facts
 }
@@ -135,11 +140,13 @@ func (r *nodeRec) facts() *factsRec {
 func (r *nodeRec) setFacts(f *factsRec) {
 	c := &r.Claims
 	if slices.Equal(f.Unresolved, c.Unresolved) && slices.Equal(f.Failures, c.Failures) && slices.Equal(f.Dispositions, c.Dispositions) &&
-		slices.Equal(f.Constraints, c.Constraints) && slices.Equal(f.Artifacts, c.Artifacts) {
-		r.Facts, r.FactsInClaims = nil, true
+		slices.Equal(f.Constraints, c.Constraints) && slices.Equal(f.Artifacts, c.Artifacts) &&
+		slices.Equal(f.Requests, c.Requests) && f.RequestsLeftOut == c.RequestsLeftOut &&
+		slices.Equal(f.Plan, c.Plan) && f.PlanAt == c.PlanAt {
+		r.Facts, r.FactsInClaims, r.Successes = nil, true, f.Successes
 		return
 	}
-	r.Facts, r.FactsInClaims = f, false
+	r.Facts, r.FactsInClaims, r.Successes = f, false, nil
 }
 
 // factsRec is the Required of a prefix span 1..To, less Resolved (nothing
@@ -150,16 +157,25 @@ type factsRec struct {
 	Dispositions []tier.Disposition `msgpack:"d,omitempty"`
 	Constraints  []tier.Constraint  `msgpack:"c,omitempty"`
 	Artifacts    []tier.Artifact    `msgpack:"a,omitempty"`
+	// The user's requests, the plan at To, and the first success on each
+	// target (what fixes a failure before a digest's next span).
+	Requests        []tier.Request  `msgpack:"rq,omitempty"`
+	RequestsLeftOut int             `msgpack:"rl,omitempty"`
+	Plan            []tier.PlanItem `msgpack:"p,omitempty"`
+	PlanAt          uint64          `msgpack:"pa,omitempty"`
+	Successes       []tier.Success  `msgpack:"s,omitempty"`
 }
 
 func toFactsRec(r *tier.Required) *factsRec {
-	return &factsRec{Unresolved: r.Unresolved, Failures: r.Failures, Dispositions: r.Dispositions, Constraints: r.Constraints, Artifacts: r.Artifacts}
+	return &factsRec{Unresolved: r.Unresolved, Failures: r.Failures, Dispositions: r.Dispositions, Constraints: r.Constraints, Artifacts: r.Artifacts,
+		Requests: r.Requests, RequestsLeftOut: r.RequestsLeftOut, Plan: r.Plan, PlanAt: r.PlanAt, Successes: r.Successes}
 }
 
 // required returns the Required of the span 1..to that f records.
 func (f *factsRec) required(to uint64) tier.Required {
 	return tier.Required{From: 1, To: to, Unresolved: f.Unresolved, Failures: f.Failures, Dispositions: f.Dispositions,
-		Constraints: f.Constraints, Artifacts: f.Artifacts}
+		Constraints: f.Constraints, Artifacts: f.Artifacts, Requests: f.Requests, RequestsLeftOut: f.RequestsLeftOut,
+		Plan: f.Plan, PlanAt: f.PlanAt, Successes: f.Successes}
 }
 
 func toNodeRec(n *tier.Node) nodeRec {

@@ -96,7 +96,8 @@ func TestCommit_PlanFromAnotherDatabase(t *testing.T) {
 		t.Fatal("the span's bytes differ between the databases: the test no longer builds its case")
 	}
 	// B's plan, committed to A with a summary that forgets c1.
-	_, err = a.Commit(pb, store.Summary{Narrative: "forgets c1", Summarizer: "t"})
+	// (It claims what B's plan requires: the user's request at seq 2.)
+	_, err = a.Commit(pb, store.Summary{Narrative: "forgets c1", Claims: pb.Required.Claims(), Summarizer: "t"})
 	var ie *marker.InvalidError
 	if !errors.As(err, &ie) || len(ie.Failures) != 1 || ie.Failures[0].String() != "closure:c1" {
 		t.Fatalf("A's commit of B's plan = %v, want refused for closure:c1 (open in A)", err)

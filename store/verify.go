@@ -238,6 +238,9 @@ func (v *verifier) checkRawAndLedger() {
 	l := tier.NewLedger()
 	ri := 0 // next root to check
 	var rb *tier.RequiredBuilder
+	var plan []tier.PlanItem // the plan standing, and its call's seq
+	var planAt uint64
+	targets := map[string]string{} // the target of each call open (tier.CallTarget)
 	want := uint64(1)
 	turn := uint64(0)
 	var run refRun // the events of one source record being walked
@@ -277,7 +280,22 @@ func (v *verifier) checkRawAndLedger() {
 		}
 		stored, prior := e.Opener, e.PriorFailure
 		if ri < len(v.roots) && seq == v.roots[ri].From {
-			rb = tier.NewRequiredBuilder(l.OpenList())
+			open := l.OpenList()
+			for i := range open {
+				open[i].Target = targets[open[i].ID]
+			}
+			rb = tier.NewRequiredBuilderAfter(tier.Before{Open: open, Plan: plan, PlanAt: planAt})
+		}
+		if items, ok := tier.PlanOf(&e); ok {
+			plan, planAt = items, seq
+		}
+		switch {
+		case e.Kind == tier.KindToolCall:
+			if t := tier.CallTarget(e.Name, e.Text); t != "" {
+				targets[e.ID] = t
+			}
+		case e.Kind.Resolves():
+			delete(targets, e.ID)
 		}
 		if err := l.Apply(&e); err != nil {
 			return false, errors.Newf("l0: seq %d does not replay: %v", seq, err)

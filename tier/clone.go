@@ -20,6 +20,9 @@ func (r *Required) Clone() Required {
 	c.Dispositions = slices.Clone(r.Dispositions)
 	c.Constraints = slices.Clone(r.Constraints)
 	c.Artifacts = slices.Clone(r.Artifacts)
+	c.Requests = slices.Clone(r.Requests)
+	c.Plan = slices.Clone(r.Plan)
+	c.Successes = slices.Clone(r.Successes)
 	return c
 }
 
@@ -32,6 +35,8 @@ func (c *Claims) Clone() Claims {
 	o.Dispositions = slices.Clone(c.Dispositions)
 	o.Constraints = slices.Clone(c.Constraints)
 	o.Artifacts = slices.Clone(c.Artifacts)
+	o.Requests = slices.Clone(c.Requests)
+	o.Plan = slices.Clone(c.Plan)
 	return o
 }
 

@@ -43,6 +43,10 @@ var (
 	// allow (a control character in an id, "by" on a kind other than
 	// superseded, ...).
 	ErrBadField = errors.New("tier: bad field")
+	// ErrStoredDiffers is returned when an event that names a seq the
+	// session holds already differs from the event stored there
+	// (Event.Mismatch): a log replayed again must be the one stored.
+	ErrStoredDiffers = errors.New("tier: the event differs from the one stored at its seq")
 )
 
 // EventError is bad input: an event that the format or the ledger refuses.

@@ -252,3 +252,38 @@ func (k *Kind) UnmarshalJSON(b []byte) error {
 	*k = v
 	return nil
 }
+
+// Mismatch returns the first field in which e, an event read from a log,
+// differs from stored, the event the store holds at e's seq, or "" when e
+// is that event: the same kind, id, key, name, ok, by, text and ref, and
+// the same seq, turn and time where e gives them (where a log leaves them
+// out the store assigns them, so they are nothing to compare). This is how
+// a log replayed again is recognised: by each event's seq — given, or its
+// place in the session's lines — and its fields.
+func (e *Event) Mismatch(stored *Event) string {
+	switch {
+	case e.Seq != 0 && e.Seq != stored.Seq:
+		return "seq"
+	case e.Kind != stored.Kind:
+		return "kind"
+	case e.Turn != 0 && e.Turn != stored.Turn:
+		return "turn"
+	case e.Time != 0 && e.Time != stored.Time:
+		return "time"
+	case e.ID != stored.ID:
+		return "id"
+	case e.Key != stored.Key:
+		return "key"
+	case e.Name != stored.Name:
+		return "name"
+	case e.Failed != stored.Failed:
+		return "ok"
+	case e.By != stored.By:
+		return "by"
+	case e.Text != stored.Text:
+		return "text"
+	case e.Ref != stored.Ref:
+		return "ref"
+	}
+	return ""
+}

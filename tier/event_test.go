@@ -309,3 +309,37 @@ func TestEstimateTokens(t *testing.T) {
 		}
 	}
 }
+
+// An event read from a log matches the stored one when every field it gives
+// is the stored one's; seq, turn and time count only where it gives them.
+func TestEvent_Mismatch(t *testing.T) {
+	stored := tier.Event{Seq: 4, Turn: 2, Time: 99, Kind: tier.KindToolResult, ID: "c1", Key: "k", Name: "bash",
+		Failed: true, Text: "lock timeout", Ref: "r1"}
+	same := stored
+	same.Seq, same.Turn, same.Time = 0, 0, 0 // left out: the store assigned them
+	if f := same.Mismatch(&stored); f != "" {
+		t.Errorf("the same event without seq, turn and time: mismatch %q", f)
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*tier.Event)
+	}{
+		{"seq", func(e *tier.Event) { e.Seq = 5 }},
+		{"kind", func(e *tier.Event) { e.Kind = tier.KindClose }},
+		{"turn", func(e *tier.Event) { e.Turn = 3 }},
+		{"time", func(e *tier.Event) { e.Time = 100 }},
+		{"id", func(e *tier.Event) { e.ID = "c2" }},
+		{"key", func(e *tier.Event) { e.Key = "" }},
+		{"name", func(e *tier.Event) { e.Name = "sh" }},
+		{"ok", func(e *tier.Event) { e.Failed = false }},
+		{"by", func(e *tier.Event) { e.By = "x" }},
+		{"text", func(e *tier.Event) { e.Text = "lock timeout." }},
+		{"ref", func(e *tier.Event) { e.Ref = "r2" }},
+	} {
+		e := stored
+		tc.edit(&e)
+		if f := e.Mismatch(&stored); f != tc.field {
+			t.Errorf("%s changed: mismatch %q", tc.field, f)
+		}
+	}
+}

@@ -14,6 +14,9 @@ type Open struct {
 	Kind Kind   `msgpack:"k" json:"kind"` // KindToolCall or KindOpen
 	Name string `msgpack:"n,omitempty" json:"name,omitempty"`
 	Seq  uint64 `msgpack:"q,omitempty" json:"seq,omitempty"` // the opening event; 0 in a claim that does not say
+	// Target is what the call works on (CallTarget), in a span's required
+	// state and the claims made of it; the ledger's entries have none.
+	Target string `msgpack:"t,omitempty" json:"target,omitempty"`
 }
 
 // Disposition is a fact about an item's outcome: its final state
@@ -92,6 +95,14 @@ type Resolution struct {
 	At     uint64 `msgpack:"a,omitempty" json:"at,omitempty"`  // the resolving event
 	Failed bool   `msgpack:"f,omitempty" json:"failed,omitempty"`
 	Reason string `msgpack:"r,omitempty" json:"reason,omitempty"` // a failure's text
+	// Target is what the call worked on, from its arguments (CallTarget):
+	// the command it ran, the file it wrote. "" for a call that names
+	// none, or one opened before the span the claim is of.
+	Target string `msgpack:"t,omitempty" json:"target,omitempty"`
+	// Fixed is, on a failure, the seq of the first successful result after
+	// it of a call on the same target (SameTarget) within the span the
+	// claim is of: the failure no longer stands. 0 while it stands.
+	Fixed uint64 `msgpack:"fx,omitempty" json:"fixed,omitempty"`
 }
 
 // Matches reports whether claim names the invocation r: the same id, and

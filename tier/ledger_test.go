@@ -339,8 +339,12 @@ func TestComputeRequired_Closure(t *testing.T) {
 	if want := []tier.Resolution{early, inside, reopened}; !reflect.DeepEqual(req.ResolvedInside, want) {
 		t.Errorf("resolved inside = %+v, want %+v", req.ResolvedInside, want)
 	}
-	if req.Count() != 5 {
-		t.Errorf("Count = %d, want 5", req.Count())
+	// The user's request at seq 4 is required state too.
+	if want := []tier.Request{{Seq: 4, Text: "span starts"}}; !reflect.DeepEqual(req.Requests, want) {
+		t.Errorf("requests = %+v, want %+v", req.Requests, want)
+	}
+	if req.Count() != 6 {
+		t.Errorf("Count = %d, want 6", req.Count())
 	}
 	// The builder gives the same, one event at a time.
 	b := tier.NewRequiredBuilder(before)

@@ -32,6 +32,16 @@ type Claims struct {
 	Dispositions []Disposition `msgpack:"d,omitempty" json:"dispositions,omitempty"`
 	Constraints  []Constraint  `msgpack:"c,omitempty" json:"constraints,omitempty"`
 	Artifacts    []Artifact    `msgpack:"a,omitempty" json:"artifacts,omitempty"`
+	// Requests are the user's requests in the span, in their words (the
+	// first and the newest, Required.Requests), and RequestsLeftOut how
+	// many more the span holds.
+	Requests        []Request `msgpack:"rq,omitempty" json:"requests,omitempty"`
+	RequestsLeftOut int       `msgpack:"rl,omitempty" json:"requests_left_out,omitempty"`
+	// Plan is the agent's plan at the boundary: the open items of the
+	// newest plan call, which PlanAt names (0: no plan call up to the
+	// boundary).
+	Plan   []PlanItem `msgpack:"p,omitempty" json:"plan,omitempty"`
+	PlanAt uint64     `msgpack:"pa,omitempty" json:"plan_at,omitempty"`
 }
 
 // Normalize sorts every list and removes exact duplicates.
@@ -42,6 +52,10 @@ func (c *Claims) Normalize() {
 	sortBy(c.Dispositions, func(d Disposition) string { return d.Key })
 	sortBy(c.Constraints, func(x Constraint) string { return x.Key })
 	sortBy(c.Artifacts, func(a Artifact) string { return a.Key })
+	slices.SortStableFunc(c.Requests, func(a, b Request) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortStableFunc(c.Plan, func(a, b PlanItem) int { return cmp.Compare(a.Index, b.Index) })
+	c.Requests = slices.Compact(c.Requests)
+	c.Plan = slices.Compact(c.Plan)
 	c.Resolved = slices.Compact(c.Resolved)
 	c.Failures = slices.Compact(c.Failures)
 	c.Unresolved = slices.Compact(c.Unresolved)
@@ -50,9 +64,18 @@ func (c *Claims) Normalize() {
 	c.Artifacts = slices.Compact(c.Artifacts)
 }
 
-// Count returns the number of claims.
+// Count returns the number of claims: one per entry of each list, one for
+// a count of requests left out, one for a plan with no open item.
 func (c *Claims) Count() int {
-	return len(c.Resolved) + len(c.Unresolved) + len(c.Failures) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts)
+	n := len(c.Resolved) + len(c.Unresolved) + len(c.Failures) + len(c.Dispositions) + len(c.Constraints) + len(c.Artifacts) +
+		len(c.Requests) + len(c.Plan)
+	if c.RequestsLeftOut > 0 {
+		n++
+	}
+	if c.PlanAt != 0 && len(c.Plan) == 0 {
+		n++
+	}
+	return n
 }
 
 // Equal reports whether c and o claim the same, texts included (an empty
@@ -60,7 +83,9 @@ func (c *Claims) Count() int {
 func (c *Claims) Equal(o *Claims) bool {
 	return slices.Equal(c.Resolved, o.Resolved) && slices.Equal(c.Unresolved, o.Unresolved) &&
 		slices.Equal(c.Failures, o.Failures) && slices.Equal(c.Dispositions, o.Dispositions) &&
-		slices.Equal(c.Constraints, o.Constraints) && slices.Equal(c.Artifacts, o.Artifacts)
+		slices.Equal(c.Constraints, o.Constraints) && slices.Equal(c.Artifacts, o.Artifacts) &&
+		slices.Equal(c.Requests, o.Requests) && c.RequestsLeftOut == o.RequestsLeftOut &&
+		slices.Equal(c.Plan, o.Plan) && c.PlanAt == o.PlanAt
 }
 
 // sortResolutions sorts by id, then by the opening seq.
@@ -90,7 +115,17 @@ func sortBy[V any](s []V, key func(V) string) {
 //     changed inside the span (negative-fact retention);
 //   - Constraints: the final state — active with its text, or withdrawn — of
 //     every constraint stated or withdrawn inside the span;
-//   - Artifacts: every artifact recorded inside the span, as last recorded.
+//   - Artifacts: every artifact recorded inside the span, as last recorded;
+//   - Requests: the user's requests inside the span — every user event is
+//     one — in their words, the first and the newest (MaxRequests), the
+//     others counted in RequestsLeftOut;
+//   - Plan: the open items of the newest plan call (PlanOf) up to To, and
+//     PlanAt its seq — carried from before the span like the open calls
+//     (closure), until a newer plan call replaces the list.
+//
+// Failures and resolutions name their target (CallTarget) where the call
+// opened in the span or its Open carries one, and a failure followed by a
+// success on the same target (SameTarget) inside the span is Fixed.
 //
 // It is computed from raw events only, never from other nodes' claims.
 type Required struct {
@@ -105,6 +140,31 @@ type Required struct {
 	Dispositions   []Disposition
 	Constraints    []Constraint
 	Artifacts      []Artifact
+	Requests       []Request
+	// RequestsLeftOut counts the requests of the span Requests leaves out.
+	RequestsLeftOut int
+	Plan            []PlanItem
+	PlanAt          uint64
+	// Successes lists, per target (SameTarget), the first successful
+	// result in the span of a call on it: what fixes a failure before the
+	// span (ExtendPrefix). Not a claim.
+	Successes []Success
+}
+
+// Success is the first successful result of a call on a target in a
+// span.
+type Success struct {
+	Key string `msgpack:"y" json:"key"` // SameTarget
+	At  uint64 `msgpack:"a" json:"at"`
+}
+
+// Before is the state a span starts on: what is open at its first seq − 1,
+// and the plan standing there (Required.Plan and PlanAt of the span
+// before it).
+type Before struct {
+	Open   []Open
+	Plan   []PlanItem
+	PlanAt uint64
 }
 
 // ComputeRequired replays span (consecutive events, already accepted by the
@@ -112,10 +172,16 @@ type Required struct {
 // a node covering the span must claim. An error means the events are not a
 // valid continuation of openBefore: a damaged or inconsistent store.
 func ComputeRequired(openBefore []Open, span []Event) (Required, error) {
+	return ComputeRequiredAfter(Before{Open: openBefore}, span)
+}
+
+// ComputeRequiredAfter is ComputeRequired on top of the calls open and
+// the plan standing before the span.
+func ComputeRequiredAfter(before Before, span []Event) (Required, error) {
 	if len(span) == 0 {
 		return Required{}, fmt.Errorf("tier: empty span")
 	}
-	b := NewRequiredBuilder(openBefore)
+	b := NewRequiredBuilderAfter(before)
 	for i := range span {
 		if err := b.Add(span[i]); err != nil {
 			return Required{}, err
@@ -132,15 +198,27 @@ type RequiredBuilder struct {
 	disp     map[string]bool
 	constr   map[string]bool
 	art      map[string]bool
-	resolved []Resolution // in the order the span resolved them
+	resolved []Resolution      // in the order the span resolved them
+	standing map[string][]int  // indexes in resolved of the failures on a SameTarget key not fixed in the span
+	success  map[string]uint64 // the first success on a key in the span
+	requests []Request
+	plan     []PlanItem
+	planAt   uint64
 }
 
 // NewRequiredBuilder starts a span on top of the calls and resources open
 // before it.
 func NewRequiredBuilder(openBefore []Open) *RequiredBuilder {
+	return NewRequiredBuilderAfter(Before{Open: openBefore})
+}
+
+// NewRequiredBuilderAfter starts a span on top of the calls open and the
+// plan standing before it.
+func NewRequiredBuilderAfter(before Before) *RequiredBuilder {
 	b := &RequiredBuilder{l: NewLedger(), disp: map[string]bool{}, constr: map[string]bool{},
-		art: map[string]bool{}}
-	for _, o := range openBefore {
+		art: map[string]bool{}, standing: map[string][]int{}, success: map[string]uint64{},
+		plan: slices.Clone(before.Plan), planAt: before.PlanAt}
+	for _, o := range before.Open {
 		b.l.Open[o.ID] = o
 	}
 	return b
@@ -170,10 +248,34 @@ func (b *RequiredBuilder) Add(e Event) error {
 		return err
 	}
 	switch {
+	case e.Kind == KindToolCall:
+		o := b.l.Open[e.ID]
+		o.Target = CallTarget(e.Name, e.Text)
+		b.l.Open[e.ID] = o
+		if items, ok := PlanOf(&e); ok {
+			b.plan, b.planAt = items, e.Seq
+		}
+	case e.Kind == KindUser:
+		b.requests = append(b.requests, Request{Seq: e.Seq, Text: ClipTo(e.Text, MaxRequestBytes)})
+	}
+	switch {
 	case e.Kind.Resolves():
-		r := Resolution{ID: e.ID, Kind: opened.Kind, Name: opened.Name, Seq: e.Opener, At: e.Seq, Failed: e.Failed}
+		r := Resolution{ID: e.ID, Kind: opened.Kind, Name: opened.Name, Seq: e.Opener, At: e.Seq, Failed: e.Failed, Target: opened.Target}
 		if e.Failed {
 			r.Reason = e.Text
+		}
+		if k := SameTarget(r.Name, r.Target); k != "" && e.Kind == KindToolResult {
+			if e.Failed {
+				b.standing[k] = append(b.standing[k], len(b.resolved))
+			} else {
+				for _, i := range b.standing[k] {
+					b.resolved[i].Fixed = e.Seq
+				}
+				delete(b.standing, k)
+				if _, ok := b.success[k]; !ok {
+					b.success[k] = e.Seq
+				}
+			}
 		}
 		b.resolved = append(b.resolved, r)
 		if e.Kind == KindToolResult && e.Key != "" && (e.Failed || e.PriorFailure != 0) {
@@ -194,12 +296,16 @@ func (b *RequiredBuilder) Open() []Open { return b.l.OpenList() }
 
 // Required returns what a node over the events added so far must claim.
 func (b *RequiredBuilder) Required() Required {
-	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList()}
+	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList(), Plan: slices.Clone(b.plan), PlanAt: b.planAt}
+	r.Requests, r.RequestsLeftOut = keepRequests(slices.Clone(b.requests))
+	for _, k := range sortedKeys2(b.success) {
+		r.Successes = append(r.Successes, Success{Key: k, At: b.success[k]})
+	}
 	for _, x := range b.resolved {
 		if x.Failed {
 			r.Failures = append(r.Failures, x)
 		}
-		x.Reason = "" // a resolution says how it ended; the failure says why
+		x.Reason, x.Fixed = "", 0 // a resolution says how it ended; the failure says why, and whether it stands
 		r.ResolvedInside = append(r.ResolvedInside, x)
 		if x.Seq < b.from {
 			r.Resolved = append(r.Resolved, x)
@@ -224,6 +330,15 @@ func (b *RequiredBuilder) Required() Required {
 	return r
 }
 
+func sortedKeys2(m map[string]uint64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -244,6 +359,11 @@ func (r *Required) Claims() Claims {
 		Dispositions: slices.Clone(r.Dispositions),
 		Constraints:  slices.Clone(r.Constraints),
 		Artifacts:    slices.Clone(r.Artifacts),
+		Requests:     slices.Clone(r.Requests),
+		Plan:         slices.Clone(r.Plan),
+
+		RequestsLeftOut: r.RequestsLeftOut,
+		PlanAt:          r.PlanAt,
 	}
 	c.Normalize()
 	return c
@@ -251,7 +371,8 @@ func (r *Required) Claims() Claims {
 
 // Count returns the number of required facts.
 func (r *Required) Count() int {
-	return len(r.Unresolved) + len(r.Resolved) + len(r.Failures) + len(r.Dispositions) + len(r.Constraints) + len(r.Artifacts)
+	return len(r.Unresolved) + len(r.Resolved) + len(r.Failures) + len(r.Dispositions) + len(r.Constraints) + len(r.Artifacts) +
+		len(r.Requests) + len(r.Plan)
 }
 
 // Node is a summary at depth ≥ 1 covering the raw span [From, To] and, for
@@ -321,7 +442,9 @@ func (r *Required) Equal(o *Required) bool {
 		slices.Equal(r.Resolved, o.Resolved) && slices.Equal(r.ResolvedInside, o.ResolvedInside) &&
 		slices.Equal(r.Failures, o.Failures) &&
 		slices.Equal(r.Dispositions, o.Dispositions) && slices.Equal(r.Constraints, o.Constraints) &&
-		slices.Equal(r.Artifacts, o.Artifacts)
+		slices.Equal(r.Artifacts, o.Artifacts) && slices.Equal(r.Requests, o.Requests) &&
+		r.RequestsLeftOut == o.RequestsLeftOut && slices.Equal(r.Plan, o.Plan) && r.PlanAt == o.PlanAt &&
+		slices.Equal(r.Successes, o.Successes)
 }
 
 // ExtendPrefix returns the Required of the prefix span 1..next.To, composed
@@ -348,8 +471,34 @@ func ExtendPrefix(prefix *Required, claimedResolved []Resolution, next *Required
 	r.ResolvedInside = append(slices.Clone(claimedResolved), next.ResolvedInside...)
 	sortResolutions(r.ResolvedInside)
 	r.ResolvedInside = slices.Compact(r.ResolvedInside)
-	r.Failures = append(slices.Clone(prefix.Failures), next.Failures...)
+	r.Failures = slices.Clone(prefix.Failures)
+	for i := range r.Failures {
+		// A failure the prefix left standing is fixed by the first
+		// success on its target after it: the next span's.
+		f := &r.Failures[i]
+		if f.Fixed != 0 {
+			continue
+		}
+		k := SameTarget(f.Name, f.Target)
+		if j := slices.IndexFunc(next.Successes, func(s Success) bool { return s.Key == k }); k != "" && j >= 0 {
+			f.Fixed = next.Successes[j].At
+		}
+	}
+	r.Failures = append(r.Failures, next.Failures...)
 	sortResolutions(r.Failures)
+	r.Successes = mergeByKey(prefix.Successes, next.Successes, func(s Success) string { return s.Key })
+	for i := range r.Successes {
+		// The first success is the prefix's where it has one.
+		if j := slices.IndexFunc(prefix.Successes, func(s Success) bool { return s.Key == r.Successes[i].Key }); j >= 0 {
+			r.Successes[i] = prefix.Successes[j]
+		}
+	}
+	r.Requests, r.RequestsLeftOut = keepRequests(append(slices.Clone(prefix.Requests), next.Requests...))
+	r.RequestsLeftOut += prefix.RequestsLeftOut + next.RequestsLeftOut
+	r.Plan, r.PlanAt = slices.Clone(prefix.Plan), prefix.PlanAt
+	if next.PlanAt != 0 {
+		r.Plan, r.PlanAt = slices.Clone(next.Plan), next.PlanAt
+	}
 	r.Dispositions = mergeByKey(prefix.Dispositions, next.Dispositions, func(d Disposition) string { return d.Key })
 	r.Constraints = mergeByKey(prefix.Constraints, next.Constraints, func(c Constraint) string { return c.Key })
 	r.Artifacts = mergeByKey(prefix.Artifacts, next.Artifacts, func(a Artifact) string { return a.Key })

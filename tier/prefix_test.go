@@ -22,6 +22,18 @@ func randomLog(r *rand.Rand, n int) []tier.Event {
 		case 0, 1:
 			kind := []tier.Kind{tier.KindToolCall, tier.KindOpen}[r.IntN(2)]
 			e = tier.Event{Kind: kind, ID: fmt.Sprintf("id%d", r.IntN(12)), Name: "x"}
+			if kind == tier.KindToolCall {
+				// Calls with targets (failures on one are fixed by a
+				// later success on it) and plan calls.
+				switch r.IntN(3) {
+				case 0:
+					e.Name, e.Text = "Bash", fmt.Sprintf(`{"command":"go test ./p%d%s"}`, r.IntN(3), []string{"", " -run X"}[r.IntN(2)])
+				case 1:
+					st := []string{"pending", "in_progress", "completed"}
+					e.Name, e.Text = "TodoWrite", fmt.Sprintf(`{"todos":[{"content":"a","status":%q},{"content":"b%d","status":%q}]}`,
+						st[r.IntN(3)], r.IntN(3), st[r.IntN(3)])
+				}
+			}
 		case 2, 3:
 			open := l.OpenList()
 			if len(open) == 0 {
@@ -65,7 +77,7 @@ func randomLog(r *rand.Rand, n int) []tier.Event {
 		case 7:
 			e = tier.Event{Kind: tier.KindArtifact, Key: fmt.Sprintf("a%d", r.IntN(5)), Text: fmt.Sprint(seq)}
 		default:
-			e = tier.Event{Kind: tier.KindUser, Text: "u"}
+			e = tier.Event{Kind: tier.KindUser, Text: fmt.Sprint("u", seq)}
 		}
 		e.Seq, e.Turn = seq, seq
 		if err := l.Apply(&e); err != nil {
@@ -84,7 +96,7 @@ func randomLog(r *rand.Rand, n int) []tier.Event {
 func TestExtendPrefix_SameAsRaw(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	for round := 0; round < 200; round++ {
-		evs := randomLog(r, 20+r.IntN(80))
+		evs := randomLog(r, 20+r.IntN(200))
 		openAt := func(a int) []tier.Open {
 			l := tier.NewLedger()
 			for _, e := range evs[:a] {
@@ -101,7 +113,12 @@ func TestExtendPrefix_SameAsRaw(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			next, err := tier.ComputeRequired(openAt(a), evs[a:b])
+			// The next span starts on what the prefix leaves open and
+			// its plan, as the store's facts record them.
+			if open := openAt(a); len(open) != len(prefix.Unresolved) {
+				t.Fatalf("open at %d: %+v, the prefix says %+v", a, open, prefix.Unresolved)
+			}
+			next, err := tier.ComputeRequiredAfter(tier.Before{Open: prefix.Unresolved, Plan: prefix.Plan, PlanAt: prefix.PlanAt}, evs[a:b])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -206,7 +206,7 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 		kind := tier.KindAssistant
 		if rec.Type == "user" {
 			kind = tier.KindUser
-			if rec.IsMeta || rec.IsCompactSummary {
+			if rec.IsMeta || rec.IsCompactSummary || claudeClientRecord(msg.Content) {
 				kind = tier.KindSystem // injected by Claude Code, not typed by the user
 			}
 		}
@@ -231,6 +231,39 @@ func (r *claudeCodeReader) mapRecord(raw []byte, rec *claudeRecord) error {
 		b.rep.skip(&b.rep.Unknown, rec.Type)
 	}
 	return nil
+}
+
+// claudeClientTags open the text of the user records Claude Code writes
+// itself: a slash command's record and its output (/compact, /context),
+// a shell command's output, a background task's notice, a hook's output.
+// They are no request of the user's.
+var claudeClientTags = []string{"<command-name>", "<command-message>", "<local-command-", "<bash-stdout>",
+	"<bash-stderr>", "<task-notification>", "<user-prompt-submit-hook>"}
+
+// claudeClientRecord reports whether a user record's content is one of
+// Claude Code's own: its text (a string, or its first text block) opens
+// with one of claudeClientTags.
+func claudeClientRecord(content json.RawMessage) bool {
+	var text string
+	if json.Unmarshal(content, &text) != nil {
+		var blocks []block
+		if json.Unmarshal(content, &blocks) != nil {
+			return false
+		}
+		for _, b := range blocks {
+			if b.Type == "text" {
+				text = b.Text
+				break
+			}
+		}
+	}
+	text = strings.TrimSpace(text)
+	for _, tag := range claudeClientTags {
+		if strings.HasPrefix(text, tag) {
+			return true
+		}
+	}
+	return false
 }
 
 // claudeResultInfo reads a record's toolUseResult: the rejection string,

@@ -46,6 +46,22 @@ func resultTranscript(t *testing.T, f transcript.Format, isError, toolUseResult 
 		return []byte(`[{"role": "user", "content": "fetch the page"},
 {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "fetch", "arguments": "{\"url\": \"https://example.com\"}"}}]},
 {"role": "tool", "tool_call_id": "call_1", "content": ` + string(text) + errField + `}]`)
+	case transcript.Codex:
+		// Codex's failure flag is the command's end event: is_error true
+		// is an exit code of 1, false one of 0, absent no end event.
+		end := ""
+		if isError != "" {
+			code := "0"
+			if isError == "true" {
+				code = "1"
+			}
+			end = `{"timestamp": "2026-01-05T10:00:03.500Z", "type": "event_msg", "payload": {"type": "exec_command_end", "call_id": "call_1", "exit_code": ` + code + `}}` + "\n"
+		}
+		return []byte(`{"timestamp": "2026-01-05T10:00:00.000Z", "type": "session_meta", "payload": {"id": "s", "cwd": "/w"}}
+{"timestamp": "2026-01-05T10:00:01.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fetch the page"}]}}
+{"timestamp": "2026-01-05T10:00:03.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"curl https://example.com\"}", "call_id": "call_1"}}
+` + end + `{"timestamp": "2026-01-05T10:00:04.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "call_1", "output": ` + string(text) + `}}
+`)
 	}
 	t.Fatalf("format %s", f)
 	return nil

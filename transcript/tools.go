@@ -119,7 +119,7 @@ func writtenPaths(name string, input []byte) []string {
 	case toolPatch:
 		var out []string
 		for _, s := range allStrings(m, input) {
-			out = append(out, patchPaths(s)...)
+			out = append(out, tier.PatchPaths(s)...)
 		}
 		return out
 	}
@@ -163,31 +163,6 @@ func allStrings(m map[string]json.RawMessage, input []byte) []string {
 		var v any
 		if json.Unmarshal(m[k], &v) == nil {
 			walk(v)
-		}
-	}
-	return out
-}
-
-// patchPaths returns the files a patch adds, updates or moves to: the
-// "*** Add File:" lines of the apply_patch format, or a unified diff's
-// "+++" lines.
-func patchPaths(patch string) []string {
-	var out []string
-	for line := range strings.Lines(patch) {
-		line = strings.TrimRight(line, "\r\n")
-		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Move to: "} {
-			if rest, ok := strings.CutPrefix(line, p); ok {
-				out = append(out, strings.TrimSpace(rest))
-			}
-		}
-		if rest, ok := strings.CutPrefix(line, "+++ "); ok {
-			rest = strings.TrimSpace(rest)
-			if i := strings.IndexByte(rest, '\t'); i >= 0 {
-				rest = rest[:i]
-			}
-			if rest != "/dev/null" && rest != "" {
-				out = append(out, strings.TrimPrefix(rest, "b/"))
-			}
 		}
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 )
 
@@ -51,10 +51,12 @@ SessionStart with source "compact": import what Claude Code wrote since
 at the boundary, and print on stdout
   {"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"…"}}
 whose context is the state the raw transcript implies at the boundary:
-every call still open (UNRESOLVED), every failed tool call, every
-rejected, failed or superseded item with its reason, every active
-constraint, every artifact — within --budget tokens, each class newest
-first, what does not fit counted — with the marker's id, the sha256 of
+the task and the user's newest request, every failure still standing by
+what failed, every call still open (UNRESOLVED), the plan's open items,
+every rejected, failed or superseded item with its reason, every active
+constraint, the earlier requests, every artifact, the failures since
+fixed — within --budget tokens, in that order, each class newest first,
+what does not fit counted — with the marker's id, the sha256 of
 its context and the strata resume command that prints it (the whole
 context: every raw event after the boundary too; its size is given), the
 store named by its absolute path. With no compact_boundary record and no

@@ -171,6 +171,21 @@ func ccMore(text, noun string) int {
 	return n
 }
 
+// ccFailures returns how many failed calls the facts of an injected state
+// count: "once" or "N times" in each standing or fixed failure's line.
+func ccFailures(text string) int {
+	n := 0
+	for _, m := range regexp.MustCompile(`(?m)^- (?:FAILED .* — |fixed: .* — failed )(once|(\d+) times), newest at seq`).FindAllStringSubmatch(text, -1) {
+		if m[1] == "once" {
+			n++
+			continue
+		}
+		k, _ := strconv.Atoi(m[2])
+		n += k
+	}
+	return n
+}
+
 // TestClaudeCodeHook drives the hook as Claude Code does, on the real
 // transcript and on the fixtures: the transcript written up to just before
 // its compact_boundary record, PreCompact with the JSON on stdin, the rest
@@ -234,10 +249,10 @@ func TestClaudeCodeHook(t *testing.T) {
 			r = cli(t, start, "claude-code", "hook")
 			wantCode(t, r, exitOK)
 			text := ccOutput(t, r.stdout)
-			for _, id := range raw.failed {
-				if !strings.Contains(text, "- FAILED call "+id+" ") {
-					t.Errorf("failed call %s is not in the injected state:\n%s", id, text)
-				}
+			// Every failed call is counted in one fact of its target's,
+			// standing or fixed.
+			if n := ccFailures(text); n != len(raw.failed) {
+				t.Errorf("the injected state counts %d failed calls, the transcript holds %d:\n%s", n, len(raw.failed), text)
 			}
 			for _, id := range raw.open {
 				if !strings.Contains(text, "- UNRESOLVED call "+id+" ") {
@@ -273,11 +288,13 @@ func TestClaudeCodeHook(t *testing.T) {
 
 			// A budget too small for every fact: each failed call is
 			// shown or counted, none cut silently.
-			small := ccOutput(t, cli(t, start, "claude-code", "hook", "--budget", "256").stdout)
-			shown := strings.Count(small, "\n- FAILED call ")
-			total := strings.Count(text, "\n- FAILED call ") + ccMore(text, "failed tool call")
-			if len(small) > 4*256 || shown+ccMore(small, "failed tool call") != total {
-				t.Errorf("--budget 256: %d bytes, %d failures shown and %d counted, of %d:\n%s", len(small), shown, ccMore(small, "failed tool call"), total, small)
+			small := ccOutput(t, cli(t, start, "claude-code", "hook", "--budget", "640").stdout)
+			facts := func(text string) int {
+				return strings.Count(text, "\n- FAILED `") + strings.Count(text, "\n- FAILED call ") + strings.Count(text, "\n- fixed: ")
+			}
+			more := func(text string) int { return ccMore(text, "standing failure") + ccMore(text, "fixed failure") }
+			if len(small) > 4*640 || facts(small)+more(small) != facts(text)+more(text) {
+				t.Errorf("--budget 640: %d bytes, %d failures shown and %d counted, of %d:\n%s", len(small), facts(small), more(small), facts(text)+more(text), small)
 			}
 		})
 	}
@@ -345,7 +362,7 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 			}},
 		{name: "bad flag", want: "FAILED (the command line): invalid argument \"many\" for \"--budget\"",
 			args: func(string) []string { return []string{"--budget", "many"} }},
-		{name: "small budget", want: "FAILED (the command line): --budget must be at least 256, got 10",
+		{name: "small budget", want: "FAILED (the command line): --budget must be at least 640, got 10",
 			args: func(string) []string { return []string{"--budget", "10"} }},
 		{name: "an argument", want: "FAILED (the command line): hook takes no arguments",
 			args: func(string) []string { return []string{"extra"} }},

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/store"
 )
 
@@ -22,6 +24,7 @@ import (
 type copyOptions struct {
 	src, dst string
 	sessions []string
+	skip     bool // --skip-damaged
 	json     bool
 	timeout  time.Duration
 	errOut   io.Writer // progress, on a terminal
@@ -31,7 +34,7 @@ type copyOptions struct {
 func newCopyCommand() *cobra.Command {
 	o := &copyOptions{}
 	cmd := &cobra.Command{
-		Use:   "copy [--session ID]... [--json] SRC DST",
+		Use:   "copy [--session ID]... [--skip-damaged] [--json] SRC DST",
 		Short: "Copy sessions from one database into another, a file or PostgreSQL",
 		Long: `Copy sessions from SRC into DST, each a database file or a postgres:// URL:
 a file into PostgreSQL to move an agent into a fleet, PostgreSQL into a file to
@@ -59,7 +62,14 @@ without its state — verify reports it, reads refuse it — and the same copy
 run again completes it ("completed") and copies the rest. A DST session
 without its state is taken for such a copy only when its events are SRC's
 first, byte for byte, and it holds no others: else it is another session,
-refused.`,
+refused.
+
+Damage in SRC stops the copy. --skip-damaged reads each session of SRC
+whole before anything is written, copies those that read intact, and lists
+the others, one line each after the closing line:
+  damaged session=S error=…
+(--json: "damaged": [{"id", "error"}]); the exit status is then 1, as for
+any damage read, after the intact sessions are copied.`,
 		Args: exactArgs("SRC", "DST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.src, o.dst = args[0], args[1]
@@ -71,6 +81,7 @@ refused.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&o.sessions, "session", nil, "copy the session with this id (repeat it for more); without it, every session")
+	cmd.Flags().BoolVar(&o.skip, "skip-damaged", false, "copy every session of SRC that reads intact, and list those that do not (exit 1)")
 	addJSONFlag(cmd, &o.json, `{"src", "dst", "sessions", "ids", "present", "completed", "events", "bytes"} instead of the line`)
 	addTimeoutFlag(cmd, &o.timeout)
 	completeSessions(cmd) // SRC's
@@ -128,7 +139,7 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 	err = src.View(func(s *store.Snapshot) error {
 		prog := copyProgress(o.errOut, "copy")
 		defer prog.finish()
-		opts := store.CopyOptions{Sessions: o.sessions, Progress: prog.copied}
+		opts := store.CopyOptions{Sessions: o.sessions, Progress: prog.copied, SkipDamaged: o.skip}
 		var err error
 		if dst != nil {
 			res, err = s.Copy(ctx, dst, opts)
@@ -154,7 +165,27 @@ func (o *copyOptions) run(ctx context.Context, out io.Writer) (err error) {
 		}
 		return o.explain(err, res)
 	}
-	return o.report(out, res)
+	if err := o.report(out, res); err != nil {
+		return err
+	}
+	return damagedError(res.Damaged)
+}
+
+// errCopyDamaged is the cause of a copy --skip-damaged that left sessions
+// out for damage.
+var errCopyDamaged = errors.New("copy: sessions of SRC are damaged, not copied")
+
+// damagedError is the error of a copy that left the damaged sessions out:
+// nil for none. It is damage (store.ErrCorrupt), and says what to run.
+func damagedError(damaged []store.DamagedSession) error {
+	if len(damaged) == 0 {
+		return nil
+	}
+	ids := make([]string, len(damaged))
+	for i, d := range damaged {
+		ids[i] = fieldValue(d.ID)
+	}
+	return errors.Mark(errors.Newf("%w: %s", errCopyDamaged, strings.Join(ids, ", ")), store.ErrCorrupt)
 }
 
 // unfinishedHint says what a copy stopped midway left in DST.
@@ -180,25 +211,41 @@ func (o *copyOptions) explain(err error, res store.CopyResult) error {
 
 // copyJSON is what `copy --json` prints.
 type copyJSON struct {
-	Src       string   `json:"src"`
-	Dst       string   `json:"dst"`
-	Sessions  int      `json:"sessions"`
-	IDs       []string `json:"ids"`
-	Present   []string `json:"present"`
-	Completed []string `json:"completed"`
-	Events    uint64   `json:"events"`
-	Bytes     int64    `json:"bytes"`
+	Src       string        `json:"src"`
+	Dst       string        `json:"dst"`
+	Sessions  int           `json:"sessions"`
+	IDs       []string      `json:"ids"`
+	Present   []string      `json:"present"`
+	Completed []string      `json:"completed"`
+	Events    uint64        `json:"events"`
+	Bytes     int64         `json:"bytes"`
+	Damaged   []damagedJSON `json:"damaged"` // left out (--skip-damaged)
+}
+
+// damagedJSON is a session copy --skip-damaged left out.
+type damagedJSON struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
 }
 
 // report says what was copied.
 func (o *copyOptions) report(out io.Writer, res store.CopyResult) error {
+	damaged := make([]damagedJSON, len(res.Damaged))
+	for i, d := range res.Damaged {
+		damaged[i] = damagedJSON{ID: d.ID, Error: d.Err.Error()}
+	}
 	if o.json {
 		return writeJSON(out, copyJSON{Src: shownDB(o.src), Dst: shownDB(o.dst), Sessions: len(res.Sessions),
 			IDs: nonNil(res.Sessions), Present: nonNil(res.Present), Completed: nonNil(res.Completed),
-			Events: res.Events, Bytes: res.Bytes})
+			Events: res.Events, Bytes: res.Bytes, Damaged: damaged})
 	}
 	_, err := fmt.Fprintf(out, "copied %s sessions=%d present=%d events=%d bytes=%d\n", shownDB(o.dst),
 		len(res.Sessions), len(res.Present), res.Events, res.Bytes)
+	for _, d := range damaged {
+		if err == nil {
+			_, err = fmt.Fprintf(out, "damaged session=%s error=%s\n", fieldValue(d.ID), strconv.Quote(d.Error))
+		}
+	}
 	return err
 }
 
@@ -227,7 +274,7 @@ var pgURLs = regexp.MustCompile(`postgres(ql)?://[^\s'"]+`)
 // (shellQuote), so that a password with a quote in it does not show past
 // the quote; every other URL is found in the text.
 func shownCommand(command string) string {
-	if words, ok := shellWords(command, nil); ok {
+	if words, ok := companion.ShellWords(command, nil); ok {
 		for _, w := range words {
 			if holdsPassword(w) {
 				command = strings.ReplaceAll(command, shellQuote(w), shellQuote(shownDB(w)))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 )
@@ -429,9 +432,46 @@ func TestShownCommand_HidesAQuotedPassword(t *testing.T) {
 				!strings.Contains(got, "xxxxx") {
 				t.Errorf("shownCommand(%q) = %q: the password shows", command, got)
 			}
-			if words, ok := shellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
+			if words, ok := companion.ShellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
 				t.Errorf("shownCommand(%q) = %q: not the command with its URL shown as %q", command, got, shownDB(db))
 			}
 		}
+	}
+}
+
+// copy --skip-damaged copies every session of SRC that reads intact and
+// lists those that do not, exit 1; without it the damage stops the copy
+// and DST is not made.
+func TestCopy_SkipDamaged(t *testing.T) {
+	t.Parallel()
+	src, damage := damagedDB(t)
+	damage()
+	dst := tempDB(t)
+	r := cli(t, "", "copy", src, dst)
+	wantCode(t, r, exitError, "copy a damaged SRC")
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed copy made DST: %v", err)
+	}
+	r = cli(t, "", "copy", "--skip-damaged", src, dst)
+	wantCode(t, r, exitError, "copy --skip-damaged")
+	if !strings.HasPrefix(r.stdout, "copied "+dst+" sessions=1 present=0 events=41 ") ||
+		!strings.Contains(r.stdout, "\ndamaged session=b-damaged error=\"store: database is damaged: session \\\"b-damaged\\\" nodes key 1: checksum mismatch") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "Error: copy: sessions of SRC are damaged, not copied: b-damaged\n") ||
+		!strings.Contains(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify "+src) {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if ids := sessionsOf(t, dst); len(ids) != 1 || ids[0] != "a-intact" {
+		t.Errorf("DST holds %v", ids)
+	}
+	dbtest.MustVerify(t, dst)
+	// Into an existing DST, as JSON: the intact session is there already.
+	r = cli(t, "", "copy", "--skip-damaged", "--json", src, dst)
+	wantCode(t, r, exitError, "copy --skip-damaged --json")
+	var j copyJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil || j.Sessions != 0 || len(j.Present) != 1 || len(j.Damaged) != 1 ||
+		j.Damaged[0].ID != "b-damaged" || !strings.Contains(j.Damaged[0].Error, "checksum mismatch") {
+		t.Errorf("--json: %v %s", err, r.stdout)
 	}
 }

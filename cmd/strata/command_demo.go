@@ -29,6 +29,12 @@ var (
 	}
 )
 
+// demoPolicy is the demo's policy. Its incident is 63 events, about 3,300
+// tokens: the default policy, sized for a model's window, would make no
+// summary of it; a summary every 500 tokens of tail shows refusals, folds
+// and markers.
+var demoPolicy = compaction.Policy{EveryTokens: 500, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
+
 // demoOptions are the flags of `strata demo`.
 type demoOptions struct {
 	db string
@@ -42,9 +48,10 @@ func newDemoCommand() *cobra.Command {
 		Short: "Replay the seed's incident twice: refused lossy summaries and their fallback, then valid markers",
 		Long: `Replay the seed's incident — a coding session, a schema migration in which a
 rollback script is written and the user rejects an approach after its dry run
-failed — into a new database (default strata-demo.db) under the default
-policy: a summary each time the uncompacted tail reaches ` + strconv.Itoa(compaction.DefaultEveryTokens) + ` tokens, and a
-fold of every ` + strconv.Itoa(compaction.DefaultFold) + ` summaries. First with the lossy summarizer, which drops
+failed — into a new database (default strata-demo.db) under a policy sized
+for its 63 events: a summary each time the uncompacted tail reaches ` + strconv.Itoa(demoPolicy.EveryTokens) + `
+tokens, and a fold of every ` + strconv.Itoa(demoPolicy.Fold) + ` summaries (the default policy, sized for a
+model's window of ` + strconv.Itoa(compaction.DefaultWindow) + ` tokens, would compact none of them). First with the lossy summarizer, which drops
 negative facts and artifacts: every compaction is refused, each next one over
 a longer span, and resume falls back to a raw checkpoint whose raw events still
 hold both facts. Then with the extractive one: every summary commits, the
@@ -92,8 +99,8 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 		return explainOpen(err)
 	}
 	defer closeDB(db, &err)
-	fmt.Fprintf(out, "strata demo: the seed's incident, replayed into %s under the default policy (a summary every %d tokens, folds of %d)\n",
-		o.db, compaction.DefaultEveryTokens, compaction.DefaultFold)
+	fmt.Fprintf(out, "strata demo: the seed's incident, replayed into %s under a policy sized for its 63 events (a summary every %d tokens, folds of %d)\n",
+		o.db, demoPolicy.EveryTokens, demoPolicy.Fold)
 	for i, session := range demoSessions {
 		name := strings.TrimPrefix(session, "incident-")
 		sum, err := compaction.New(name, []string{compaction.DropNegatives, compaction.DropArtifacts})
@@ -105,11 +112,11 @@ func (o *demoOptions) run(ctx context.Context, out io.Writer) (err error) {
 			fmt.Fprint(out, " (drops negatives and artifacts)")
 		}
 		fmt.Fprintf(out, ", session %s\n", session)
-		comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.DefaultPolicy})
+		comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: demoPolicy})
 		if err != nil {
 			return err
 		}
-		r := &replayer{ctx: ctx, out: out, sessions: map[string]bool{}}
+		r := newReplayer(ctx, db, out, false)
 		r.bg = comp.Background(ctx, r.reportRun)
 		in := bytes.Replace(strata.DemoJSONL, []byte(`"session":"migration"`), []byte(`"session":"`+session+`"`), 1)
 		err = r.replayFile("-", bytes.NewReader(in))

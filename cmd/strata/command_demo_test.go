@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata"
-	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 )
 
@@ -27,8 +26,8 @@ func TestDemo_RefusalFallbackAndMarker(t *testing.T) {
 	if !ok {
 		t.Fatalf("no extractive part:\n%s", out)
 	}
-	if !strings.Contains(out, fmt.Sprintf("under the default policy (a summary every %d tokens, folds of %d)", compaction.DefaultEveryTokens, compaction.DefaultFold)) {
-		t.Errorf("the header does not name the default policy:\n%s", out)
+	if !strings.Contains(out, fmt.Sprintf("under a policy sized for its 63 events (a summary every %d tokens, folds of %d)", demoPolicy.EveryTokens, demoPolicy.Fold)) {
+		t.Errorf("the header does not name the demo's policy:\n%s", out)
 	}
 	refused := regexp.MustCompile(`(?m)^refused session=incident-lossy depth=1 seq=1\.\.(\d+) checkpoint=1 reasons=`).FindAllStringSubmatch(lossy, -1)
 	if len(refused) < 3 {

@@ -60,7 +60,8 @@ Render it with 'dot -Tsvg'.
 seq, the head) dump a seq range of the session: the nodes whose span
 overlaps it and the raw events within it — and nothing else of the session.
 In JSON, the session's object is then {"id", "head_seq", "turn", "from",
-"to", "nodes", "events"}.
+"to", "nodes", "events"}. A range that starts past the session's head is an
+error (exit status 1), before any output; --to past the head means the head.
 
 DB is a file or a postgres:// URL, or the URL of a running agent's debug
 handler (http://127.0.0.1:6060/debug/strata): the same output, from one read

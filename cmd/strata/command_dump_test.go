@@ -411,12 +411,25 @@ func TestDump_Range(t *testing.T) {
 	} {
 		wantCode(t, cli(t, "", args...), exitUsage, args...)
 	}
+	// A range that starts past the head is an error, before any output.
+	for _, args := range [][]string{{"dump", "--session", "mig", "--from", "70", db}, {"dump", "--json", "--session", "mig", "--to", "80", "--from", "42", db}} {
+		r := cli(t, "", args...)
+		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr)
+		if r.stdout != "" || !strings.HasPrefix(r.stderr, "Error: dump: seq range starts past the session's head: seq "+args[len(args)-2]+"..") ||
+			!strings.Contains(r.stderr, `of session "mig", whose head is seq 41`) {
+			t.Errorf("%v: stdout %q, stderr %q", args, r.stdout, r.stderr)
+		}
+	}
 	forms := [][]string{{"dump", "--json", "--session", "mig", "--from", "14", "--to", "20"}, {"dump", "--session", "mig", "--to", "20"}}
 	var local []string
 	for _, f := range forms {
 		local = append(local, mustCLI(t, append(f, db)...))
 	}
 	url := liveAgent(t, db, debughttp.Options{})
+	if r := cli(t, "", "dump", "--session", "mig", "--from", "70", url); r.code != exitError || !strings.Contains(r.stderr, "past the session's head") {
+		t.Errorf("--from 70 through the URL: exit %d, stderr %q", r.code, r.stderr)
+	}
 	for i, f := range forms {
 		if got := mustCLI(t, append(f, url)...); got != local[i] {
 			t.Errorf("%v through the URL:\n%s", f, firstDiff(got, local[i]))

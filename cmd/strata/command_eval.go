@@ -49,7 +49,7 @@ const (
 func newEvalCommand() *cobra.Command {
 	o := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
+		Use:   "eval [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...",
 		Short: "Measure what validation prevents and what it costs, on recorded sessions",
 		Long: `Replay each session of the JSONL files (docs/events.md) event by event,
 in temporary databases, through three arms, with a summarizer that forgets
@@ -138,7 +138,7 @@ func (o *evalOptions) validate() error {
 	if o.parallel < 0 {
 		return usagef("--parallel must be 0 or more, got %d", o.parallel)
 	}
-	if o.everyTokens == 0 && o.every == 0 && o.everyEvents == 0 {
+	if pol := o.policy(); pol.EveryTokens == 0 && pol.EveryTurns == 0 && pol.EveryEvents == 0 {
 		return usagef("--every-tokens, --every and --every-events are all 0: nothing would be compacted")
 	}
 	retries, err := parseList("retries", o.retries, func(s string) (int, bool) {

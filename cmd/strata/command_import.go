@@ -42,6 +42,8 @@ type importOptions struct {
 	timeout    time.Duration
 	files      []string
 
+	compactHint string // what to run when events were stored, not compacted
+
 	f transcript.Format // set by validate
 }
 
@@ -74,9 +76,10 @@ stores and compacts them. The quirks met (renamed call ids, results for no
 open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
-(created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
-them (the extractive summarizer; --every-tokens, --every, --every-events,
---fold, --max-roots and --budget as replay's). A line per session says
+(created if missing, in a directory that exists) in batches of 10,000
+once the whole file has decoded, and compacted as replay compacts
+them (the extractive summarizer; --window, --share, --every-tokens, --every,
+--every-events, --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
 then one per compaction, as replay prints them, and a closing line sums up.
 Importing is idempotent: a record whose events the session holds already
@@ -118,6 +121,7 @@ a FILE.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.compactHint = compactHint(cmd, o.db)
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -149,7 +153,7 @@ func (o *importOptions) validate() error {
 		}
 	}
 	if o.db == "" && o.policySet {
-		return usagef("--every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
+		return usagef("--window, --share, --every-tokens, --every, --every-events, --fold, --max-roots and --budget apply only with --db")
 	}
 	if o.db == "" && o.timeoutSet {
 		return usagef("--timeout applies only with --db: without a database there is no lock to wait for")
@@ -353,7 +357,7 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
-		r: &replayer{ctx: context.Background(), out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
+		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // importBatch caps the events of one Append of import: a session's events
@@ -552,11 +556,11 @@ func (imp *importer) report(ctx context.Context, label string, s transcript.Sess
 		return nil
 	}
 	rs, err := imp.comp.Run(ctx, s.ID)
-	if err != nil {
-		return err
-	}
 	imp.r.reportRun(s.ID, rs)
-	return nil
+	if err != nil && ctx.Err() == nil {
+		err = errors.WithHint(err, imp.o.compactHint)
+	}
+	return err
 }
 
 // target is where conversation conv of the file goes: its session, the

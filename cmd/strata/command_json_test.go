@@ -139,3 +139,71 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion of a missing database: %q", out)
 	}
 }
+
+// With --json an error goes to stderr as one JSON line — the message and
+// hints of the text form — with the text form's exit code: a failure, bad
+// usage (also a flag cobra could not parse), and a replay's bad line after
+// its JSON summary on stdout.
+func TestJSON_Errors(t *testing.T) {
+	t.Parallel()
+	db := replayed(t, nil, incident(t))
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	bad := writeFile(t, "bad.jsonl", `{"session":"s","kind":"dance"}`+"\n")
+	for _, args := range [][]string{
+		{"dump", missing},
+		{"stats", "--session", "nope", db},
+		{"resume", db, "--session", "nope"},
+		{"dump", "--session", "mig", "--from", "5", "--to", "4", db},
+		{"sessions", "--bogus", db},
+		{"dump", "--session", "mig", "--from", "70", db},
+		{"replay", tempDB(t), bad},
+		{"compact", db, "--session", "nope"},
+		{"copy", db, db},
+	} {
+		text := cli(t, "", args...)
+		r := cli(t, "", append(args, "--json")...)
+		if r.code == exitOK || r.code != text.code {
+			t.Errorf("%v --json: exit %d, without --json %d", args, r.code, text.code)
+			continue
+		}
+		var e struct {
+			Error    string   `json:"error"`
+			Hints    []string `json:"hints"`
+			ExitCode int      `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v --json: stderr is not one JSON line (%v):\n%s", args, err, r.stderr)
+			continue
+		}
+		want := "Error: " + e.Error + "\n"
+		for _, h := range e.Hints {
+			want += "Hint: " + h + "\n"
+		}
+		if e.ExitCode != r.code || want != text.stderr || e.Hints == nil {
+			t.Errorf("%v --json: stderr %s, exit %d; the text form:\n%s", args, r.stderr, r.code, text.stderr)
+		}
+	}
+	r := cli(t, "", "replay", tempDB(t), bad, "--json")
+	if !strings.HasPrefix(r.stdout, `{"type":"replayed",`) || !strings.HasPrefix(r.stderr, `{"error":"`+bad+`:1: `) {
+		t.Errorf("replay --json of a bad line: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// asText returns stderr in the text form: the line of an error printed
+// with --json (errorJSON) as the Error: and Hint: lines it holds; any
+// other stderr as it is.
+func asText(t testing.TB, stderr string) string {
+	t.Helper()
+	var e errorJSON
+	if !strings.HasPrefix(stderr, `{"error":`) {
+		return stderr
+	}
+	if err := json.Unmarshal([]byte(stderr), &e); err != nil {
+		t.Fatalf("stderr is no JSON error (%v): %s", err, stderr)
+	}
+	text := "Error: " + e.Error + "\n"
+	for _, h := range e.Hints {
+		text += "Hint: " + h + "\n"
+	}
+	return text
+}

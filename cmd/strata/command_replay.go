@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -34,47 +35,34 @@ type replayOptions struct {
 	db      string
 	session string
 	policyFlags
-	summarizer string
-	drop       string
-	retries    int
-	repair     bool
-	timeout    time.Duration
-	noSync     bool
-	json       bool
-	files      []string
+	summarizerFlags
+	timeout time.Duration
+	noSync  bool
+	json    bool
+	files   []string
 
-	// --summarizer openai: the model, its endpoint and how patiently to
-	// ask it. llmSet says whether any of these flags was given.
-	model, baseURL, apiKeyEnv string
-	llmTimeout                time.Duration
-	llmRetries                int
-	llmSet                    bool
-	dropSet                   bool // --drop was given
-
-	sum compaction.Summarizer // set by validate
-
-	// Set by run: the progress line and stderr, where a model's retries
-	// are reported.
-	prog   *progress
-	errOut io.Writer
+	compactHint string // what to run when events were stored, not compacted
 }
 
 // newReplayCommand returns `strata replay`.
 func newReplayCommand() *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...",
+		Use:   "replay DB [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...",
 		Short: "Append the events of JSONL files to a database, compacting as it goes",
 		Long: `Append the events of each JSONL file (the format of docs/events.md; "-"
-reads stdin) to the database, creating it if missing, and compact as it goes:
-an L1 node as soon as the uncompacted tail reaches --every-tokens tokens
-(default ` + strconv.Itoa(compaction.DefaultEveryTokens) + `; the tail as a resumed context would carry it, 4 bytes a
-token), and, when set, every --every turns or as soon as the tail holds
---every-events events — whichever boundary comes first — and a depth d+1 node
-whenever --fold consecutive roots of depth d have accumulated. A boundary by
-size or by events may fall mid-turn: the node claims the calls then open
-UNRESOLVED. After a refused span, each rule waits for its next boundary past
-it, and the next attempt covers the longer span.
+reads stdin) to the database, creating it if missing, and compact as it goes,
+keeping a resumed context within --share of the model's --window (default
+` + strconv.Itoa(compaction.DefaultWindow) + ` tokens, ` + strconv.FormatFloat(compaction.DefaultShare, 'g', -1, 64) + `): at most --max-roots summaries of --budget tokens,
+and an L1 node as soon as the raw tail reaches what they leave (by default
+` + strconv.Itoa(compaction.DefaultEveryTokens) + ` tokens; the tail as a resumed context would carry it, 4 bytes a
+token); a depth d+1 node whenever --fold consecutive roots of depth d have
+accumulated. By hand instead: an L1 node as soon as the tail reaches
+--every-tokens tokens, every --every turns, or as soon as it holds
+--every-events events — whichever boundary comes first. A boundary by size or
+by events may fall mid-turn: the node claims the calls then open UNRESOLVED.
+After a refused span, each rule waits for its next boundary past it, and the
+next attempt covers the longer span.
 
 Each compaction prints one line:
   compacted session=S depth=D seq=A..B node=N marker=M [invalidated_markers=..] [invalidated_checkpoints=..] [repaired=A missed=class:item,...]
@@ -142,13 +130,11 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 				return err
 			}
 			o.db, o.files = db, files
-			for _, name := range []string{"model", "base-url", "api-key-env", "llm-timeout", "llm-retries"} {
-				o.llmSet = o.llmSet || cmd.Flags().Changed(name)
-			}
-			o.dropSet = cmd.Flags().Changed("drop")
+			o.summarizerFlags.changed(cmd.Flags())
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.compactHint = compactHint(cmd, o.db)
 			return o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -156,16 +142,7 @@ nothing in (a missing file, bad input on the first line) is removed.`,
 	f.StringVar(&o.db, "db", "", "the database file or postgres:// URL (created if missing; its directory must exist): then every argument is a FILE")
 	f.StringVar(&o.session, "session", "", `session of events before the file names one in a "session" field`)
 	o.policyFlags.add(f)
-	f.StringVar(&o.summarizer, "summarizer", "extractive", "the summarizer: extractive (carries every required claim), lossy (drops --drop), or openai (a model: --model, --base-url)")
-	f.StringVar(&o.model, "model", "", "--summarizer openai: the model name, e.g. gpt-4o-mini or llama3.1:8b")
-	f.StringVar(&o.baseURL, "base-url", "", "--summarizer openai: the API base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1")
-	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "--summarizer openai: the environment variable holding the API key (default "+openai.EnvAPIKey+", then "+openai.EnvOpenAIAPIKey+")")
-	f.DurationVar(&o.llmTimeout, "llm-timeout", openai.DefaultTimeout, "--summarizer openai: the time limit of each request")
-	f.IntVar(&o.llmRetries, "llm-retries", 3, "--summarizer openai: send a request again up to N times after a 429, 5xx, timeout, connection error or unusable answer")
-	f.StringVar(&o.drop, "drop", compaction.DropNegatives+","+compaction.DropArtifacts,
-		"claim classes the lossy summarizer drops: a comma list of "+strings.Join(compaction.DropClasses, ", "))
-	f.IntVar(&o.retries, "retries", 0, "ask the summarizer again, told what was missing, up to R times after a refusal")
-	f.BoolVar(&o.repair, "repair", false, "after the last refused retry, commit the summarizer's narrative with the claims computed from the raw span (the refusal stays in the audit)")
+	o.summarizerFlags.add(f)
 	f.BoolVar(&o.noSync, "no-sync", false, "skip fsync on commit: faster bulk loads, but UNSAFE — a crash can lose or damage the database")
 	addJSONFlag(cmd, &o.json, "JSON lines: one object per compaction, then the summary")
 	addTimeoutFlag(cmd, &o.timeout)
@@ -187,9 +164,6 @@ func (o *replayOptions) validate() error {
 	if err := o.policyFlags.validate(); err != nil {
 		return err
 	}
-	if o.retries < 0 {
-		return usagef("--retries must be 0 or more, got %d", o.retries)
-	}
 	if o.session != "" {
 		if err := store.CheckSession(o.session); err != nil {
 			return &usageError{err: errors.Wrap(err, "--session")}
@@ -198,58 +172,7 @@ func (o *replayOptions) validate() error {
 	if err := checkTimeout(o.timeout); err != nil {
 		return err
 	}
-	drop := strings.Split(o.drop, ",")
-	if _, err := compaction.NewLossy(drop...); err != nil { // checks the list whatever the summarizer
-		return &usageError{err: errors.Wrap(err, "--drop")}
-	}
-	if o.dropSet && o.summarizer != "lossy" {
-		return usagef("--drop applies only to --summarizer lossy")
-	}
-	if o.summarizer == "openai" {
-		return o.validateOpenAI()
-	}
-	if o.llmSet {
-		return usagef("--model, --base-url, --api-key-env, --llm-timeout and --llm-retries apply only to --summarizer openai")
-	}
-	sum, err := compaction.New(o.summarizer, drop)
-	if err != nil {
-		return &usageError{err: errors.Wrap(err, "--summarizer")}
-	}
-	o.sum = sum
-	return nil
-}
-
-// validateOpenAI checks the --summarizer openai flags and builds the
-// summarizer: a missing --model or --base-url, a bad value or a key
-// variable that is unset is bad usage.
-func (o *replayOptions) validateOpenAI() error {
-	if o.model == "" || o.baseURL == "" {
-		return &usageError{err: errors.WithHint(errors.New("--summarizer openai needs --model and --base-url"),
-			"e.g. --model llama3.1:8b --base-url http://localhost:11434/v1 (Ollama)")}
-	}
-	if o.llmTimeout <= 0 {
-		return usagef("--llm-timeout must be positive, got %s", o.llmTimeout)
-	}
-	if o.llmRetries < 0 || o.llmRetries > openai.MaxRetries {
-		return usagef("--llm-retries must be 0..%d, got %d", openai.MaxRetries, o.llmRetries)
-	}
-	sum, err := openai.New(openai.Config{BaseURL: o.baseURL, Model: o.model, APIKeyEnv: o.apiKeyEnv,
-		Timeout: o.llmTimeout, Retries: o.llmRetries, OnRetry: o.reportRetry})
-	if err != nil {
-		return &usageError{err: errors.Wrap(err, "--summarizer openai")}
-	}
-	o.sum = sum
-	return nil
-}
-
-// reportRetry says on stderr that the model is asked again, why, and after
-// what wait: a 429 with Retry-After or a model that hangs until
-// --llm-timeout would otherwise stall the replay without a word.
-func (o *replayOptions) reportRetry(r openai.Retry) {
-	if o.errOut == nil {
-		return
-	}
-	o.prog.above(func() { fmt.Fprintf(o.errOut, "replay: model %s: %s\n", o.model, r) })
+	return o.summarizerFlags.validate()
 }
 
 // run replays the files into the database, creating it if missing, and
@@ -260,18 +183,14 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		return err
 	}
 	defer closeWritten(db, fresh, &err) // a failed replay leaves no new empty database
-	comp, err := compaction.NewCompactor(db, compaction.Options{
-		Summarizer: o.sum,
-		Policy:     o.policy(),
-		Retries:    o.retries,
-		Repair:     o.repair,
-	})
+	comp, err := compaction.NewCompactor(db, o.options(o.policy()))
 	if err != nil {
 		return err
 	}
-	r := &replayer{ctx: ctx, out: out, json: o.json, defaultSession: o.session, sessions: map[string]bool{}}
+	r := newReplayer(ctx, db, out, o.json)
+	r.defaultSession = o.session
 	r.prog = newProgress(errOut, "replay", "bytes", inputSize(o.files, stdin))
-	o.prog, o.errOut = r.prog, errOut
+	o.command, o.prog, o.errOut = "replay", r.prog, errOut
 	stdin = newContextReader(ctx, stdin) // Ctrl-C ends a read blocked on a pipe
 	// Compactions run on a goroutine of their own while the next events
 	// are read and appended; their commits share the appends' fsyncs.
@@ -281,6 +200,10 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 		// before anything that stopped the appending.
 		if cerr := r.bg.Close(); cerr != nil {
 			err = cerr
+			if r.events > 0 && ctx.Err() == nil {
+				// Stored, not compacted: compact goes on from there.
+				err = errors.WithHint(err, o.compactHint)
+			}
 		}
 		if errors.Is(err, openai.ErrTimeout) {
 			err = errors.WithHint(err, "give the model more time per request with --llm-timeout")
@@ -297,9 +220,12 @@ func (o *replayOptions) run(ctx context.Context, stdin io.Reader, out, errOut io
 }
 
 // replayer appends the events of JSONL files and compacts after each
-// append (in the background), counting what it did.
+// append (in the background), counting what it did. An event a session
+// holds already — by its seq (docs/events.md) — is checked against the
+// stored one and left out, so that a file replayed again adds nothing.
 type replayer struct {
 	ctx            context.Context // its end (Ctrl-C) stops the replay before the next append
+	db             *store.DB
 	bg             *compaction.Background
 	out            io.Writer
 	json           bool // JSON lines instead of text
@@ -307,10 +233,18 @@ type replayer struct {
 	prog           *progress // on a terminal: bytes read, events stored
 
 	files, events int
+	known         int // events left out: the session held them already
 	sessions      map[string]bool
 	// Counted by reportRun, on bg's goroutine; repaired ones are also
 	// compacted.
 	compacted, refused, repaired int
+
+	// pos is the seq of the last line read of each session; heads the
+	// seq of each session's last stored event; window stored events read
+	// ahead for comparison.
+	pos    map[string]uint64
+	heads  map[string]uint64
+	window map[string][]tier.Event
 
 	// The pending batch: consecutive lines of one session of file.
 	file    string
@@ -319,8 +253,33 @@ type replayer struct {
 	lines   []int
 }
 
-// replayFile appends the events of the file called name ("-": stdin).
+// newReplayer returns a replayer into db, printing to out.
+func newReplayer(ctx context.Context, db *store.DB, out io.Writer, asJSON bool) *replayer {
+	return &replayer{ctx: ctx, db: db, out: out, json: asJSON, sessions: map[string]bool{},
+		pos: map[string]uint64{}, heads: map[string]uint64{}, window: map[string][]tier.Event{}}
+}
+
+// replayCheckWindow is how many stored events one read fetches to compare
+// the lines of a file replayed again with.
+const replayCheckWindow = 256
+
+// replayFile appends the events of the file called name ("-": stdin)
+// that their sessions do not hold. A file is read twice: first to compare
+// every line its sessions hold already with the stored event, so that a
+// file that differs from what is stored is refused before anything of it
+// is stored; stdin is compared as it is read.
 func (r *replayer) replayFile(name string, stdin io.Reader) error {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return errors.Wrap(err, "replay")
+		}
+		err = r.readFile(f, name, true, false)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
 	var in io.Reader = stdin
 	label := "stdin"
 	if name != "-" {
@@ -331,13 +290,30 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 		defer f.Close()
 		in, label = f, name
 	}
-	in = r.prog.reader(in)
-	r.file = label
 	r.files++
+	return r.readFile(r.prog.reader(in), label, false, name == "-")
+}
+
+// readFile reads the events of in, the file called label. With check it
+// only compares the lines their sessions hold with the stored events and
+// returns the first that differs: a line that is bad input is left for
+// the appending read to report. Without, it appends the lines the
+// sessions do not hold; pipe says in may wait for its next line (stdin),
+// so that what arrived is stored first.
+func (r *replayer) readFile(in io.Reader, label string, check, pipe bool) error {
+	pos := r.pos
+	if check {
+		pos = maps.Clone(r.pos)
+	} else {
+		r.file = label
+	}
 	last := "" // the session the file named last: it goes on where a line names none
 	rd := tier.NewReader(in, label, tier.Limits{})
 	for {
 		if err := r.ctx.Err(); err != nil {
+			if check {
+				return err
+			}
 			// Interrupted: what was read is stored, and the closing
 			// line counts it.
 			if ferr := r.flush(); ferr != nil {
@@ -350,6 +326,9 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 			break
 		}
 		if err != nil {
+			if check {
+				return nil
+			}
 			// What was read before the bad line is stored; an error in it
 			// comes first in the file.
 			if ferr := r.flush(); ferr != nil {
@@ -372,11 +351,29 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 		} else if err := store.CheckSession(session); err != nil {
 			bad = err
 		}
+		var known bool
+		if bad == nil {
+			known, bad = r.place(pos, session, &rec.Event)
+		}
 		if bad != nil {
+			if check {
+				if errors.Is(bad, tier.ErrStoredDiffers) {
+					return &tier.LineError{File: label, Line: rec.Line, Err: bad}
+				}
+				return nil
+			}
 			if ferr := r.flush(); ferr != nil {
 				return ferr
 			}
 			return &tier.LineError{File: label, Line: rec.Line, Err: bad}
+		}
+		if check {
+			continue
+		}
+		if known {
+			r.known++
+			r.sessions[session] = true
+			continue
 		}
 		// A batch may end only between two source records: the events of
 		// one ref are appended together (store.Append).
@@ -389,14 +386,89 @@ func (r *replayer) replayFile(name string, stdin io.Reader) error {
 		}
 		r.batch = append(r.batch, rec.Event)
 		r.lines = append(r.lines, rec.Line)
-		if name == "-" && rd.Buffered() == 0 {
+		if pipe && rd.Buffered() == 0 {
 			// The next read may wait on a pipe: store what arrived.
 			if err := r.flush(); err != nil {
 				return err
 			}
 		}
 	}
+	if check {
+		return nil
+	}
 	return r.flush()
+}
+
+// place gives e its seq in session — its "seq", else one past the
+// session's line before it in pos (1 for its first) — and reports whether
+// the session holds that seq already; then e must be the event stored
+// there, else the error is tier.ErrStoredDiffers naming the first field
+// that differs.
+func (r *replayer) place(pos map[string]uint64, session string, e *tier.Event) (known bool, err error) {
+	prev := pos[session]
+	switch {
+	case e.Seq == 0:
+		e.Seq = prev + 1
+	case e.Seq <= prev:
+		return false, &tier.EventError{Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key, Err: tier.ErrSeqOrder,
+			Detail: fmt.Sprintf("session %q had seq %d on a line before", session, prev)}
+	}
+	pos[session] = e.Seq
+	head, err := r.head(session)
+	if err != nil || e.Seq > head {
+		return false, err
+	}
+	stored, err := r.storedEvent(session, e.Seq, head)
+	if err != nil {
+		return false, err
+	}
+	if f := e.Mismatch(&stored); f != "" {
+		return false, errors.WithHint(&tier.EventError{Seq: e.Seq, Kind: e.Kind.String(), ID: e.ID, Key: e.Key, Err: tier.ErrStoredDiffers,
+			Detail: fmt.Sprintf("session %q holds seq %d (kind %s) with another %s; nothing of the file is stored", session, e.Seq, stored.Kind, f)},
+			`replay adds to a session only the events it does not hold: a session's lines are its events from seq 1 on (or at their "seq"); replay the file into another database, or another session (--session, or its lines' "session")`)
+	}
+	return true, nil
+}
+
+// head returns the seq of session's last stored event: 0 for a session the
+// database does not hold.
+func (r *replayer) head(session string) (uint64, error) {
+	if h, ok := r.heads[session]; ok {
+		return h, nil
+	}
+	info, err := r.db.Info(session)
+	if errors.Is(err, store.ErrSessionNotFound) {
+		info.Head, err = 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	r.heads[session] = info.Head
+	return info.Head, nil
+}
+
+// storedEvent returns the event session holds at seq (at most head),
+// reading up to replayCheckWindow of them ahead.
+func (r *replayer) storedEvent(session string, seq, head uint64) (tier.Event, error) {
+	w := r.window[session]
+	if len(w) > 0 && seq >= w[0].Seq && seq-w[0].Seq < uint64(len(w)) {
+		return w[seq-w[0].Seq], nil
+	}
+	w = w[:0]
+	err := r.db.View(func(s *store.Snapshot) error {
+		return s.Events(session, seq, min(head, seq+replayCheckWindow-1), func(e tier.Event) error {
+			w = append(w, e)
+			return nil
+		})
+	})
+	if err != nil {
+		return tier.Event{}, err
+	}
+	if len(w) == 0 || w[0].Seq != seq {
+		return tier.Event{}, errors.Newf("replay: session %q: no stored event at seq %d", session, seq)
+	}
+	r.window[session] = w
+	return w[0], nil
 }
 
 // flush appends the pending batch and queues the compaction of its
@@ -419,13 +491,7 @@ func (r *replayer) flush() error {
 			}
 			r.stored(ee.Index)
 		}
-		lerr := error(&tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err})
-		if errors.Is(err, tier.ErrAlreadyOpen) {
-			// The commonest cause: the file replayed again into a
-			// database that holds it already.
-			lerr = errors.WithHint(lerr, "replay appends: replayed again, a file opens its calls again; replay it into a new database (strata import skips the records a database holds)")
-		}
-		return lerr
+		return &tier.LineError{File: r.file, Line: r.lines[ee.Index], Err: err}
 	case err != nil:
 		return errors.Wrapf(err, "%s:%d", r.file, r.lines[0])
 	}
@@ -433,8 +499,12 @@ func (r *replayer) flush() error {
 	return nil
 }
 
-// stored counts n events appended to the batch's session.
+// stored counts n events appended to the batch's session, the first n of
+// the batch.
 func (r *replayer) stored(n int) {
+	if n > 0 && r.heads != nil {
+		r.heads[r.session] = r.batch[n-1].Seq
+	}
 	r.events += n
 	r.sessions[r.session] = true
 	r.prog.addEvents(int64(n))
@@ -501,6 +571,7 @@ type (
 		Compacted int    `json:"compacted"`
 		Refused   int    `json:"refused"`
 		Repaired  *int   `json:"repaired,omitempty"` // with --repair
+		Known     int    `json:"known"`              // events left out: their sessions held them
 	}
 )
 
@@ -553,7 +624,7 @@ func refusedLine(x *compaction.Result, asJSON bool) string {
 // summary prints the closing line; with repair, how many were repaired.
 func (r *replayer) summary(repair bool) {
 	if r.json {
-		s := replayedJSON{Type: "replayed", Files: r.files, Events: r.events, Sessions: len(r.sessions), Compacted: r.compacted, Refused: r.refused}
+		s := replayedJSON{Type: "replayed", Files: r.files, Events: r.events, Sessions: len(r.sessions), Compacted: r.compacted, Refused: r.refused, Known: r.known}
 		if repair {
 			s.Repaired = &r.repaired
 		}
@@ -564,8 +635,12 @@ func (r *replayer) summary(repair bool) {
 	if repair {
 		repaired = fmt.Sprintf(" repaired=%d", r.repaired)
 	}
-	fmt.Fprintf(r.out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d%s\n",
-		r.files, r.events, len(r.sessions), r.compacted, r.refused, repaired)
+	known := ""
+	if r.known > 0 {
+		known = fmt.Sprintf(" known=%d", r.known)
+	}
+	fmt.Fprintf(r.out, "replayed files=%d events=%d sessions=%d compacted=%d refused=%d%s%s\n",
+		r.files, r.events, len(r.sessions), r.compacted, r.refused, repaired, known)
 }
 
 // nonNil returns s, or an empty slice for nil: JSON lists are never null.

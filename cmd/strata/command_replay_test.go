@@ -508,6 +508,9 @@ func TestReplay_JSON(t *testing.T) {
 				if m["repaired"] != nil {
 					want += fmt.Sprintf(" repaired=%v", m["repaired"])
 				}
+				if m["known"] != 0.0 {
+					want += fmt.Sprintf(" known=%v", m["known"])
+				}
 				if tl[i] != want {
 					t.Errorf("summary %s, text %s", line, tl[i])
 				}
@@ -518,15 +521,142 @@ func TestReplay_JSON(t *testing.T) {
 	}
 }
 
-// A file replayed again into the database that holds it opens its calls
-// again: the error names the line and hints at what happened.
-func TestReplay_AgainHints(t *testing.T) {
+// A file replayed again into the database that holds it adds nothing and
+// exits 0: each line is recognised by its seq, its place among the
+// session's lines, and compared with the stored event.
+func TestReplay_AgainAddsNothing(t *testing.T) {
+	t.Parallel()
+	db := tempDB(t)
+	mustCLI(t, "replay", db, "--every-tokens", "200", incident(t))
+	before := mustCLI(t, "dump", "--json", "--raw", db)
+	r := cli(t, "", "replay", db, "--every-tokens", "200", incident(t))
+	wantCode(t, r, exitOK, "replay again")
+	if r.stdout != "replayed files=1 events=0 sessions=1 compacted=0 refused=0 known=41\n" {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if after := mustCLI(t, "dump", "--json", "--raw", db); after != before {
+		t.Errorf("the database changed:\n%s\nwas\n%s", after, before)
+	}
+	// The events dumped with their seqs are recognised by them.
+	events := dumpEvents(t, db)
+	r = cli(t, "", "replay", db, "--json", writeFile(t, "events.jsonl", events))
+	wantCode(t, r, exitOK, "replay the dump")
+	if !strings.Contains(r.stdout, `"events":0,"sessions":1,"compacted":0,"refused":0,"known":41}`) {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	dbtest.MustVerify(t, db)
+}
+
+// dumpEvents returns the events of db's dump as a JSONL file replay reads,
+// each with its session and seq.
+func dumpEvents(t testing.TB, db string) string {
+	t.Helper()
+	var d struct {
+		Sessions []struct {
+			ID     string           `json:"id"`
+			Events []map[string]any `json:"events"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "dump", "--json", "--raw", db)), &d); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range d.Sessions {
+		for _, e := range s.Events {
+			e["session"] = s.ID
+			if e["seq"] == nil {
+				t.Fatalf("a dumped event without seq: %v", e)
+			}
+			line, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(append(line, '\n'))
+		}
+	}
+	return b.String()
+}
+
+// A file that extends what is stored appends only its new events, where a
+// replay of the whole file would have put them.
+func TestReplay_AgainExtends(t *testing.T) {
+	t.Parallel()
+	lines := strings.SplitAfter(string(readBytes(t, incident(t))), "\n")
+	db := tempDB(t)
+	mustCLI(t, "replay", db, "--every-tokens", "200", writeFile(t, "part.jsonl", strings.Join(lines[:20], "")))
+	r := cli(t, "", "replay", db, "--every-tokens", "200", incident(t))
+	wantCode(t, r, exitOK, "replay the whole file")
+	if !strings.Contains(r.stdout, "replayed files=1 events=21 sessions=1 ") || !strings.HasSuffix(r.stdout, " known=20\n") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	// The same compactions as one replay of the whole file.
+	whole := replayed(t, []string{"--every-tokens", "200"}, incident(t))
+	if got, want := compactions(t, db), compactions(t, whole); got != want {
+		t.Errorf("compactions:\n%s\nwant\n%s", got, want)
+	}
+	r = cli(t, "", "replay", db, incident(t))
+	if wantCode(t, r, exitOK); !strings.HasSuffix(r.stdout, " events=0 sessions=1 compacted=0 refused=0 known=41\n") {
+		t.Errorf("the whole file again: %q", r.stdout)
+	}
+	dbtest.MustVerify(t, db)
+}
+
+// compactions returns the nodes of db's dump, one line each: where
+// compactions fell.
+func compactions(t testing.TB, db string) string {
+	t.Helper()
+	var d struct {
+		Sessions []struct {
+			Nodes []struct {
+				ID       uint64 `json:"id"`
+				Depth    int    `json:"depth"`
+				From, To uint64
+			} `json:"nodes"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "dump", "--json", db)), &d); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range d.Sessions {
+		for _, n := range s.Nodes {
+			fmt.Fprintf(&b, "node %d depth %d seq %d..%d\n", n.ID, n.Depth, n.From, n.To)
+		}
+	}
+	return b.String()
+}
+
+// A file that differs from what is stored is refused before anything of it
+// is stored — also its lines of another session, before the conflict —
+// naming the first line that differs.
+func TestReplay_AgainConflict(t *testing.T) {
 	t.Parallel()
 	db := tempDB(t)
 	mustCLI(t, "replay", db, incident(t))
-	r := cli(t, "", "replay", db, incident(t))
-	wantCode(t, r, exitError, "replay again")
-	if !strings.Contains(r.stderr, "id opened twice while open") || !strings.Contains(r.stderr, "Hint: replay appends: replayed again") {
-		t.Errorf("stderr:\n%s", r.stderr)
+	before := mustCLI(t, "dump", "--json", "--raw", db)
+	lines := strings.SplitAfter(string(readBytes(t, incident(t))), "\n")
+	edited := append([]string{`{"session":"fresh","kind":"user","text":"a new session"}` + "\n", `{"session":"mig",` + lines[0][1:]}, lines[1:]...)
+	edited[30] = strings.Replace(edited[30], "again", "once more", 1) // the file's line 31: seq 30 of mig
+	edited = append(edited, `{"kind":"assistant","text":"past the head"}`+"\n")
+	file := writeFile(t, "edited.jsonl", strings.Join(edited, ""))
+	r := cli(t, "", "replay", db, file)
+	wantCode(t, r, exitError, "replay an edited file")
+	for _, want := range []string{"Error: " + file + ":31: event seq 30 kind user: tier: the event differs from the one stored at its seq",
+		`session "mig" holds seq 30 (kind user) with another text`, "Hint: replay adds to a session only the events it does not hold"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if after := mustCLI(t, "dump", "--json", "--raw", db); after != before {
+		t.Errorf("the database changed:\n%s", after)
+	}
+	// A seq that goes back in the file is refused, not compared.
+	r = cli(t, "", "replay", db, writeFile(t, "back.jsonl", `{"session":"s2","seq":1,"kind":"user","text":"x"}
+{"session":"s2","seq":2,"kind":"user","text":"y"}
+{"session":"s2","seq":1,"kind":"user","text":"x"}
+`))
+	wantCode(t, r, exitError, "a seq back")
+	if !strings.Contains(r.stderr, `back.jsonl:3: event seq 1 kind user: tier: seq out of order (session "s2" had seq 2 on a line before)`) {
+		t.Errorf("stderr %q", r.stderr)
 	}
 }

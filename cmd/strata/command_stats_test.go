@@ -15,7 +15,7 @@ func TestStats(t *testing.T) {
 		`(?m)^session mig: events=41 turns=8$`,
 		`(?m)^  nodes=8 L1=5 L2=2 L3=1 roots=2 frame_version=\d+$`,
 		`(?m)^  markers valid=2 invalid=6$`,
-		`(?m)^  refusals=3 closure=3 retention=0 artifact=0 constraint=0 depth=0 size=0 output=0$`,
+		`(?m)^  refusals=3 closure=3 retention=0 artifact=0 constraint=0 request=0 plan=0 depth=0 size=0 output=0$`,
 		`(?m)^total sessions=1: events=41 turns=8$`,
 		`(?m)^  raw bytes=\d+ per_event=\d+\.\d last_event=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`,
 		`(?m)^file bytes=\d+ per_event=\d+\.\d$`,

@@ -115,6 +115,7 @@ func TestDamaged_ReadingCommandsFail(t *testing.T) {
 	} {
 		r := cli(t, "", tc.args...)
 		wantCode(t, r, exitError, tc.args...)
+		r.stderr = asText(t, r.stderr) // --json: the same error as a JSON line
 		if !strings.HasPrefix(r.stderr, "Error: store: database is damaged: ") || !strings.Contains(r.stderr, `session "b-damaged"`) {
 			t.Errorf("strata %s: stderr does not say the damage and its session:\n%s", strings.Join(tc.args, " "), r.stderr)
 		}
@@ -216,6 +217,7 @@ func TestDamaged_RemotePanicHintsVerify(t *testing.T) {
 	for _, args := range [][]string{{"dump", url}, {"dump", "--json", url}, {"stats", url}, {"sessions", url}, {"resume", url, "--session", "s"}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr)
 		if !strings.Contains(r.stderr, "bbolt panicked") || !strings.HasSuffix(r.stderr, "Hint: the database is damaged; to list every problem it holds, run: strata verify "+url+"\n") {
 			t.Errorf("strata %s: stderr\n%s", strings.Join(args, " "), r.stderr)
 		}
@@ -241,7 +243,8 @@ func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Commit(p, store.Summary{Narrative: strings.Repeat(fmt.Sprintf("step %d. ", i), 10), Summarizer: "test"}); err != nil {
+		// The summary claims what the span requires: the user's request.
+		if _, err := s.Commit(p, store.Summary{Narrative: strings.Repeat(fmt.Sprintf("step %d. ", i), 10), Claims: p.Required.Claims(), Summarizer: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,6 +286,7 @@ func TestDamaged_LeafCountFailsTheCounts(t *testing.T) {
 	for _, args := range [][]string{{"sessions", db}, {"sessions", "--json", db}, {"stats", db}, {"stats", "--json", db}, {"stats", "--session", "s", db}} {
 		r := cli(t, "", args...)
 		wantCode(t, r, exitError, args...)
+		r.stderr = asText(t, r.stderr) // --json: the same error as a JSON line
 		if !strings.HasPrefix(r.stderr, "Error: store: database is damaged: ") || !strings.HasSuffix(r.stderr, hint) {
 			t.Errorf("strata %s: stderr does not say the damage and hint at verify:\n%s", strings.Join(args, " "), r.stderr)
 		}

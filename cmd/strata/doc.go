@@ -1,13 +1,15 @@
 // Command strata is the command line of the strata store: it replays raw
-// event logs (JSONL) into a database, compacting as it goes, imports agent
-// transcripts, and lists, dumps, resumes, verifies, backs up and counts what
+// event logs (JSONL) into a database, compacting as it goes, compacts what
+// a database holds, imports agent transcripts, and lists, dumps, resumes, verifies, backs up and counts what
 // a database holds, and copies sessions between databases.
 //
 // Usage:
 //
-//	strata replay DB [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
-//	              [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...
+//	strata replay DB [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M]
+//	              [--fold K] [--max-roots R] [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json] FILE...
 //	strata replay --db DB [flags] FILE...
+//	strata compact DB [--session ID]... [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
+//	               [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json]
 //	strata import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
 //	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
@@ -15,10 +17,10 @@
 //	strata resume --db DB|URL --session ID [--marker ID|latest] [--json]
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
-//	strata copy [--session ID]... [--json] SRC DST
+//	strata copy [--session ID]... [--skip-damaged] [--json] SRC DST
 //	strata stats [--json] [--session ID] DB|URL
-//	strata eval [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
-//	            [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
+//	strata eval [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M]
+//	            [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...
 //	strata serve [--addr HOST:PORT] DB
 //	strata demo [DB]
 //	strata version [--json]
@@ -32,7 +34,8 @@
 // replay also takes --session ID (the session of lines that name none),
 // --drop LIST (what the lossy summarizer drops), --budget T (a node's
 // token budget), --no-sync, and for --summarizer openai --model,
-// --base-url, --api-key-env, --llm-timeout and --llm-retries; import takes
+// --base-url, --api-key-env, --llm-timeout and --llm-retries, as compact
+// does; import takes
 // --dir and --sidechains; strata COMMAND --help lists every flag.
 //
 // strata claude-code hook runs as Claude Code's PreCompact and
@@ -54,19 +57,24 @@
 // debughttp), e.g. http://127.0.0.1:6060/debug/strata: the same output,
 // from one read transaction of the live database.
 //
-// --json prints a command's result as JSON — one document, or for replay
-// and import one object per line — and is the one way to ask for JSON
+// --json prints a command's result as JSON — one document, or for replay,
+// compact and import one object per line — and is the one way to ask for JSON
 // everywhere. The field names of every output and the exit codes are a
 // contract: 0 success, 1 error, 2 bad usage, 3 verify found problems, 130
 // interrupted by Ctrl-C (143 by SIGTERM).
 // Errors go to stderr as "Error: …", followed by "Hint: …" lines that say
 // what to do: run verify on a damaged database, which process holds a
 // locked one, what a file that is not a database is, how to list the
-// sessions or markers when one asked for does not exist.
+// sessions or markers when one asked for does not exist. With --json an
+// error goes to stderr as one JSON line instead, {"error", "hints",
+// "exit_code"}, with the same exit code.
 //
-// replay, import --db and eval compact on size by default: an L1 node each
-// time the uncompacted tail reaches --every-tokens tokens (default 500);
-// --every (turns) and --every-events are off unless given.
+// replay, import --db and eval compact by default so that a resumed
+// context stays within a quarter (--share 0.25) of a model's window of
+// 200,000 tokens (--window): at most 4 summaries of 2,048 tokens, and an L1
+// node each time the raw tail reaches the 41,808 tokens they leave.
+// --every-tokens, --every (turns) and --every-events state the policy by
+// hand instead.
 //
 // Every command that only reads a database opens it read-only, waiting at
 // most --timeout (default 1s) for the file lock, and never changes a byte of

@@ -65,3 +65,36 @@ func TestReplay_RealSessions(t *testing.T) {
 		})
 	}
 }
+
+// The real Claude Code transcripts imported under the default policy, as a
+// user's first import: the 560-event session (143k tokens) gets a handful
+// of summaries, one per ~42k tokens of tail, and every session outgrowing
+// that boundary gets at least one; verify finds nothing.
+func TestImport_RealClaudeCodeUnderDefaults(t *testing.T) {
+	files := realClaudeCodeTranscripts(t)
+	db := tempDB(t)
+	out := mustCLI(t, append([]string{"import", "--format", "claude-code", "--db", db}, files...)...)
+	perSession := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^compacted session=(\S+) depth=1 `).FindAllStringSubmatch(out, -1) {
+		perSession[m[1]]++
+	}
+	events := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^imported file=\S+ session=(\S+) events=(\d+) `).FindAllStringSubmatch(out, -1) {
+		events[m[1]], _ = strconv.Atoi(m[2])
+	}
+	if len(events) != len(files) {
+		t.Fatalf("%d sessions imported from %d files:\n%s", len(events), len(files), out)
+	}
+	for s, n := range events {
+		t.Logf("%s: %d events, %d L1 summaries", s, n, perSession[s])
+		if n >= 500 && (perSession[s] < 2 || perSession[s] > 8) {
+			t.Errorf("%s: %d events got %d L1 summaries under the default policy, want a handful (2..8)", s, n, perSession[s])
+		}
+		if perSession[s] == 0 {
+			t.Errorf("%s: no summary: every real transcript outgrows the default's L1 boundary", s)
+		}
+	}
+	if got := mustCLI(t, "verify", db); got != "ok\n" {
+		t.Errorf("verify: %s", got)
+	}
+}

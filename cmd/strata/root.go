@@ -69,13 +69,26 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	root.InitDefaultCompletionCmd() // after SetOut: it keeps the writer its scripts go to
 	requireSubcommands(root)
 	cmd, err := root.ExecuteContextC(ctx)
+	asJSON := wantsJSON(cmd, args)
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
-		fmt.Fprintf(stderr, "strata: interrupted by %s\n", unix.SignalName(ie.sig))
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.As(err, new(*exitCodeError)) {
+		code := 128 + int(ie.sig)
+		interrupted := fmt.Sprintf("interrupted by %s", unix.SignalName(ie.sig))
+		if err == nil || errors.Is(err, context.Canceled) || errors.As(err, new(*exitCodeError)) {
+			err = nil
+		}
+		if asJSON {
+			if err == nil {
+				err = errors.New(interrupted)
+			}
+			printJSONError(stderr, err, code)
+			return code
+		}
+		fmt.Fprintf(stderr, "strata: %s\n", interrupted)
+		if err != nil {
 			printError(stderr, err)
 		}
-		return 128 + int(ie.sig)
+		return code
 	}
 	if err == nil {
 		return exitOK
@@ -96,8 +109,50 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		err = errors.WithHintf(err, "run '%s --help' for usage", cmd.CommandPath())
 	}
+	if asJSON {
+		printJSONError(stderr, err, code)
+		return code
+	}
 	printError(stderr, err)
 	return code
+}
+
+// wantsJSON reports whether the command line asked cmd for --json: the
+// flag parsed, or, where parsing stopped at a bad flag, given among args
+// before "--" to a command that takes it.
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("json")
+	if f == nil {
+		return false
+	}
+	if f.Changed {
+		return f.Value.String() == "true"
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// errorJSON is an error as a command given --json writes it to stderr: the
+// message and hints of the text form (Error: …, Hint: …) and the exit code.
+type errorJSON struct {
+	Error    string   `json:"error"`
+	Hints    []string `json:"hints"`
+	ExitCode int      `json:"exit_code"`
+}
+
+// printJSONError writes err to w as one errorJSON line.
+func printJSONError(w io.Writer, err error, code int) {
+	_ = writeJSONLine(w, errorJSON{Error: err.Error(), Hints: nonNil(errors.GetAllHints(err)), ExitCode: code})
 }
 
 // isUsage reports whether err is bad usage: ours, or one of cobra's that
@@ -170,11 +225,11 @@ func isSessionNotFound(err error) bool {
 
 // writers are the commands that open a database for writing: a lock
 // another process holds is worth waiting for, and no URL serves them.
-var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true}
+var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true, "compact": true}
 
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
-var takesDB = map[string]bool{"replay": true, "resume": true, "dump": true, "verify": true,
+var takesDB = map[string]bool{"replay": true, "compact": true, "resume": true, "dump": true, "verify": true,
 	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true}
 
 // takesURL are the commands that take a running agent's debug handler's
@@ -271,9 +326,11 @@ read a database (dump, stats, sessions, resume, backup, verify) also take
 the URL of a running agent's debug handler instead, e.g.
 http://127.0.0.1:6060/debug/strata.
 
---json prints a command's result as JSON: one document, or for replay and
-import one object per line (JSONL). It is the one JSON flag: replay,
-import, sessions, dump, resume, verify, backup, copy, stats, eval, version
+--json prints a command's result as JSON: one document, or for replay,
+compact and import one object per line (JSONL); an error then goes to
+stderr as one JSON line, {"error", "hints", "exit_code"}, with the same exit
+code. It is the one JSON flag:
+replay, compact, import, sessions, dump, resume, verify, backup, copy, stats, eval, version
 and claude-code status take it.
 
 Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
@@ -291,6 +348,7 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.AddCommand(
 		newReplayCommand(),
+		newCompactCommand(),
 		newDumpCommand(),
 		newResumeCommand(),
 		newVerifyCommand(),

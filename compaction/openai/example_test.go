@@ -112,6 +112,7 @@ func ExampleNew() {
 	// source: marker
 	// ## L1 summary 1, seq 1..5
 	//   The user asked for a reversible citext migration; the rollback script is written.
+	// - user request at seq 1: Migrate users.email to citext. It must be reversible.
 	// - constraint: reversible — the schema migration must be reversible
 	// - artifact: migrations/003_down.sql — rollback script
 	// ## raw seq 6..6

@@ -124,6 +124,17 @@ type wireClaims struct {
 		Text string `json:"text"`
 		Seq  uint64 `json:"seq"`
 	} `json:"artifacts"`
+	Requests []struct {
+		Seq  uint64 `json:"seq"`
+		Text string `json:"text"`
+	} `json:"requests"`
+	Plan []struct {
+		Key    string `json:"key"`
+		Status string `json:"status"`
+		Index  int    `json:"index"`
+		Seq    uint64 `json:"seq"`
+	} `json:"plan"`
+	PlanAt uint64 `json:"plan_at"`
 }
 
 // parseSummary reads the model's content as a summary of in: one JSON
@@ -229,6 +240,13 @@ func parseClaims(raw json.RawMessage) (tier.Claims, error) {
 	for _, a := range w.Artifacts {
 		c.Artifacts = append(c.Artifacts, tier.Artifact{Key: a.Key, Text: a.Text, Seq: a.Seq})
 	}
+	for _, r := range w.Requests {
+		c.Requests = append(c.Requests, tier.Request{Seq: r.Seq, Text: r.Text})
+	}
+	for _, p := range w.Plan {
+		c.Plan = append(c.Plan, tier.PlanItem{Key: p.Key, Status: p.Status, Index: p.Index, Seq: p.Seq})
+	}
+	c.PlanAt = w.PlanAt
 	c.Normalize()
 	return c, nil
 }

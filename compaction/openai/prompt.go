@@ -29,13 +29,16 @@ Answer with one JSON object and nothing else (no prose, no code fence):
     "failures":     [{"id": "<id>", "seq": <the seq that opened it>}, ...],
     "dispositions": [{"key": "<key>", "state": "rejected" | "failed" | "superseded" | "succeeded", "reason": "<why>", "by": "<replacing key>", "seq": <number>}, ...],
     "constraints":  [{"key": "<key>", "text": "<the constraint>", "withdrawn": true | false, "seq": <number>}, ...],
-    "artifacts":    [{"key": "<path or name>", "text": "<what it is>", "seq": <number>}, ...]
+    "artifacts":    [{"key": "<path or name>", "text": "<what it is>", "seq": <number>}, ...],
+    "requests":     [{"seq": <the user event's seq>}, ...],
+    "plan":         [{"key": "<the item>", "status": "pending" | "in_progress", "index": <number>, "seq": <the plan call's seq>}, ...],
+    "plan_at":      <the plan call's seq>
   }
 }
 
 "narrative": what happened in the span, for the agent that resumes from it: the goal, what was tried, what worked and what did not and why, decisions, what is still in progress. Plain sentences; it must fit the token budget given and must not contradict the claims.
 
-"claims": the required claims given with the span, copied exactly: every id, seq, key, kind, state, "by" and "withdrawn". Leave none out and add none. A summary that drops a rejected or failed approach, a failed call, an artifact, a constraint or a call still open is refused, and so is a claim the span does not imply. The texts of claims (reasons, constraint wording) are taken from the raw log, not from your answer. Lists may be empty or left out when nothing is required.`
+"claims": the required claims given with the span, copied exactly: every id, seq, key, kind, state, "by" and "withdrawn". Leave none out and add none. A summary that drops a rejected or failed approach, a failed call, an artifact, a constraint, a user's request, an open plan item or a call still open is refused, and so is a claim the span does not imply. The texts of claims (reasons, constraint wording) are taken from the raw log, not from your answer. Lists may be empty or left out when nothing is required.`
 
 // messages returns the chat messages for in: the system prompt, and the
 // span with its budget and required claims.

@@ -65,16 +65,25 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 
 // BenchmarkReplayReal is scenario 3: the real sessions replayed, by strata
 // with extractive compaction every 40 events (and under the default
-// policy, on size) and by bare bbolt without summaries. ns/op is per
-// replay of all of them.
+// policy) and by bare bbolt without summaries. ns/op is per replay of all
+// of them; cpu-ns/event the process's CPU time per event (what a loaded
+// machine, where the disk's waits vary, still compares).
 func BenchmarkReplayReal(b *testing.B) {
 	sessions := realSessions(b)
+	n := Count(sessions)
+	cpu := func(b *testing.B) func() {
+		start := CPUTime()
+		return func() {
+			b.ReportMetric(float64((CPUTime()-start).Nanoseconds())/float64(n*b.N), "cpu-ns/event")
+		}
+	}
 	for _, pol := range []struct {
 		name   string
 		policy compaction.Policy
 	}{{PeerStrata, ReplayPolicy}, {PeerStrata + " default policy", compaction.DefaultPolicy}} {
 		b.Run(pol.name, func(b *testing.B) {
 			b.ReportAllocs()
+			defer cpu(b)()
 			for i := 0; i < b.N; i++ {
 				if _, _, err := ReplayStrataWith(filepath.Join(b.TempDir(), "strata.db"), sessions, store.Options{}, pol.policy); err != nil {
 					b.Fatal(err)
@@ -84,6 +93,7 @@ func BenchmarkReplayReal(b *testing.B) {
 	}
 	b.Run(PeerBolt, func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpu(b)()
 		for i := 0; i < b.N; i++ {
 			p, err := OpenPeer(PeerBolt, b.TempDir())
 			if err != nil {

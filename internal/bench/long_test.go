@@ -31,13 +31,14 @@ func longSizes() []int {
 }
 
 // longPolicies are the policies a long session is replayed under: every
-// 40 events (`strata replay --every-tokens 0 --every-events 40`), and the
-// default, on size (`strata replay`).
+// 40 events (`strata replay --every-events 40`), every 500 tokens
+// (`--every-tokens 500`), and the default (`strata replay`).
 var longPolicies = []struct {
 	name   string
 	policy compaction.Policy
 }{
 	{"every-events=40", LongPolicy},
+	{"every-tokens=500", SizePolicy},
 	{"default", compaction.DefaultPolicy},
 }
 

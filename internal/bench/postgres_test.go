@@ -299,8 +299,8 @@ func appendChild(spec string, in io.Reader, out io.Writer) error {
 }
 
 // BenchmarkPostgresReplayReal: the real sessions loaded in bulk — by
-// strata as `strata replay` does, under the default compaction policy (and
-// under scenario 3's, every 40 events), and by the peers in transactions
+// strata as `strata replay` does, every 500 tokens (SizePolicy), under the
+// default policy and under scenario 3's, every 40 events — and by the peers in transactions
 // of up to PostgresLoadTx events, without summaries. ns/op is per load of
 // all of them; compactions/op counts strata's.
 func BenchmarkPostgresReplayReal(b *testing.B) {
@@ -309,7 +309,7 @@ func BenchmarkPostgresReplayReal(b *testing.B) {
 	for _, pol := range []struct {
 		name   string
 		policy compaction.Policy
-	}{{PeerStrata, compaction.DefaultPolicy}, {PeerStrata + " every 40 events", ReplayPolicy}} {
+	}{{PeerStrata, SizePolicy}, {PeerStrata + " default policy", compaction.DefaultPolicy}, {PeerStrata + " every 40 events", ReplayPolicy}} {
 		b.Run(pol.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var total time.Duration
@@ -480,7 +480,7 @@ func TestPostgresSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, c, err := ReplayStrataWith(pgtest.URL(t), real[:3], store.Options{}, compaction.DefaultPolicy); err != nil || c == 0 {
+		if _, c, err := ReplayStrataWith(pgtest.URL(t), real[:3], store.Options{}, SizePolicy); err != nil || c == 0 {
 			t.Fatalf("replay: %d committed, %v", c, err)
 		}
 	}

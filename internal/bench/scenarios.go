@@ -69,6 +69,12 @@ const ReplayBatch = 256
 // every 40 events, folds of 4.
 var ReplayPolicy = compaction.Policy{EveryEvents: 40, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
 
+// SizePolicy compacts on size at a small budget: an L1 node per 500 tokens
+// of tail (`--every-tokens 500`), folds of 4 — about every 4 events of the
+// recorded sessions, ten times ReplayPolicy's compactions: what the size
+// rule costs is measured under it.
+var SizePolicy = compaction.Policy{EveryTokens: 500, Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}
+
 // ReplayStrata loads sessions into a new strata database at path as
 // `strata replay --every-events 40` does: appends of up to ReplayBatch
 // events, each followed by the compactions it makes due, run in the

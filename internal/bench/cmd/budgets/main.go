@@ -1,7 +1,8 @@
 // Command budgets measures, on the project's development data, how many L1
 // summaries a session gets under a size policy (compaction.Policy's
-// EveryTokens) at each candidate budget: the measurement the default
-// budget (compaction.DefaultEveryTokens) was chosen by. It replays the
+// EveryTokens) at each candidate budget — the default policy's,
+// compaction.DefaultEveryTokens, among them (docs/performance.md, "The
+// default policy"). It replays the
 // recorded sessions (../shared/data/real) and the Claude Code transcripts
 // (../shared/data/claude-code, imported as `strata import --format
 // claude-code` does) with the extractive summarizer and prints markdown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -119,10 +120,23 @@ func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error
 	if r.Import, at, err = importTranscript(h.db, in.SessionID, t.file, false); err != nil {
 		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
 	}
-	if in.HookEventName == EventPreCompact {
+	switch in.HookEventName {
+	case EventPreCompact:
+		// Claude Code writes a compaction's records after every hook of it
+		// ran: the summary of the one before is checked here when
+		// PostCompact did not check it.
+		c, err := h.compaction(in.SessionID, at, t.file)
+		if err == nil && c.found && c.summary.ref != "" {
+			err = h.storeCheck(r, c, at)
+		}
+		if err != nil {
+			return r, err
+		}
 		return r, h.preCompact(ctx, r, at)
+	case EventPostCompact:
+		return r, h.postCompact(r, at, t.file)
 	}
-	return r, h.sessionStart(ctx, r, at)
+	return r, h.sessionStart(ctx, r, at, t.file)
 }
 
 // preCompact compacts the session's head, as the import left it: every
@@ -141,15 +155,50 @@ func (h *Hook) preCompact(ctx context.Context, r *Result, at sessionState) error
 	return errors.Wrap(err, "compacting the session")
 }
 
+// postCompact checks Claude Code's summary: from the records, when they
+// reached the transcript before the hook ran, else from the input's
+// compact_summary against the state at the head PreCompact compacted
+// (Result.Unwritten). The check is stored once; nothing is printed.
+func (h *Hook) postCompact(r *Result, at sessionState, t *transcriptFile) error {
+	c, err := h.compaction(r.Input.SessionID, at, t)
+	switch {
+	case err != nil:
+		return err
+	case c.found && c.summary.ref != "":
+		return h.storeCheck(r, c, at)
+	case c.found:
+		c.summary = summaryRecord{}
+	case at.compactedTo > 0:
+		r.Unwritten = true
+		c = compactionAt{boundary: at.compactedTo, covered: at.compactedTo}
+	default:
+		r.NoBoundary = true
+		return nil
+	}
+	if strings.TrimSpace(r.Input.CompactSummary) == "" {
+		return nil // nothing to check
+	}
+	return h.storeCheck(r, c, at)
+}
+
 // sessionStart finds Claude Code's compaction boundary in the store,
 // makes sure a marker stands at it, checks Claude Code's summary against
-// the state there, stores that check, and renders the state.
-func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState) error {
+// the state there when its records are written, stores that check, and
+// renders the state.
+func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *transcriptFile) error {
 	session := r.Input.SessionID
-	boundary, summary, err := h.boundary(r, at)
-	if err != nil || r.NoBoundary {
+	c, err := h.compaction(r.Input.SessionID, at, t)
+	switch {
+	case err != nil:
 		return err
+	case !c.found && at.compactedTo > 0:
+		r.Unwritten = true
+		c.boundary = at.compactedTo
+	case !c.found:
+		r.NoBoundary = true
+		return nil
 	}
+	boundary := c.boundary
 	if boundary > 0 {
 		// PreCompact made a marker here, unless it did not run or records
 		// before the boundary were written after it ran.
@@ -157,16 +206,14 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState) err
 			return errors.Wrap(err, "compacting the session to the boundary")
 		}
 	}
-	if summary.ref != "" {
-		if err := h.storeCheck(r, boundary, summary); err != nil {
+	if c.summary.ref != "" {
+		if err := h.storeCheck(r, c, at); err != nil {
 			return err
 		}
 	}
 	err = h.db.View(func(s *store.Snapshot) error {
-		if r.State == nil {
-			if r.State, err = computeState(s, session, boundary); err != nil {
-				return err
-			}
+		if r.State, err = computeState(s, session, boundary); err != nil {
+			return err
 		}
 		m, err := markerAt(s, session, boundary)
 		if err != nil {
@@ -198,32 +245,39 @@ type summaryRecord struct {
 	span store.RefSpan
 }
 
-// boundary returns the seq of the last event before the event of the
-// session's newest compact_boundary record, and the record of Claude
-// Code's summary after it (ref "" for none), from the session as the
-// import left it: the import stored every record of the transcript, the
-// compact_boundary record as a system event (transcript.
-// IsClaudeCodeCompaction), so the store holds whatever the file would
-// say. Claude Code writes its records asynchronously: when the session
-// holds no compaction event after the head PreCompact compacted — the new
-// compact_boundary is not written yet, or there is none — the boundary is
-// that head, where PreCompact saw Claude Code about to cut
-// (Result.Unwritten), and there is no summary to check. When there is
-// neither, there is no boundary (Result.NoBoundary).
-func (h *Hook) boundary(r *Result, at sessionState) (boundary uint64, summary summaryRecord, err error) {
-	session := r.Input.SessionID
+// compactionAt is Claude Code's newest compaction as the store holds its
+// records.
+type compactionAt struct {
+	found bool // the session holds a compact_boundary record after its compacted prefix
+	// boundary is the seq of the last event before the compact_boundary
+	// record's that is not the hook's own: where Claude Code cut.
+	boundary uint64
+	// covered is the last event the summary stands for: boundary, or the
+	// event before the messages Claude Code keeps verbatim after the
+	// summary (the record's preservedSegment), which the context holds
+	// as they are.
+	covered uint64
+	summary summaryRecord // ref "" for none
+}
+
+// compaction returns the session's newest compaction after its compacted
+// prefix, from the session as the import left it: the import stored
+// every record of the transcript, the compact_boundary record as a system
+// event (transcript.IsClaudeCodeCompaction), so the store holds whatever
+// the file would say. Claude Code writes a compaction's records after its
+// hooks ran (PreCompact, SessionStart, PostCompact): found is false until
+// a later hook imports them. The summary is the record Claude Code writes
+// right after its compact_boundary record, the user record it flags
+// isCompactSummary, stored as system events. The preserved segment is
+// read from the compact_boundary record in t.
+func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c compactionAt, err error) {
 	if !at.exists {
-		r.NoBoundary = true
-		return 0, summary, nil
+		return c, nil
 	}
-	var found bool
+	var bound tier.Event
 	err = h.db.View(func(s *store.Snapshot) error {
-		// Back from the head a block at a time, down to the first event after
-		// the compacted prefix: a compaction before it is older than the
-		// head PreCompact compacted.
 		var after tier.Event // the event after the one looked at; Seq 0 for none
-		var bound tier.Event
-		for hi := at.head; hi > at.compactedTo && !found; {
+		for hi := at.head; hi > at.compactedTo && !c.found; {
 			lo := at.compactedTo + 1
 			if hi-lo >= boundaryBlock {
 				lo = hi - boundaryBlock + 1
@@ -235,8 +289,8 @@ func (h *Hook) boundary(r *Result, at sessionState) (boundary uint64, summary su
 			}); err != nil {
 				return err
 			}
-			for i := len(block) - 1; i >= 0 && !found; i-- {
-				if found = transcript.IsClaudeCodeCompaction(block[i]); found {
+			for i := len(block) - 1; i >= 0 && !c.found; i-- {
+				if c.found = transcript.IsClaudeCodeCompaction(block[i]); c.found {
 					bound = block[i]
 				} else {
 					after = block[i]
@@ -244,66 +298,105 @@ func (h *Hook) boundary(r *Result, at sessionState) (boundary uint64, summary su
 			}
 			hi = lo - 1
 		}
-		if !found {
+		if !c.found {
 			return nil
 		}
-		boundary = bound.Seq - 1
-		// The summary is the record Claude Code writes right after its
-		// compact_boundary record, the user record it flags
-		// isCompactSummary, stored as system events. The store keeps the
-		// events, not the flag: the records between the two that carry no
-		// event (progress, file history) are not stored, so the summary is
-		// the record of the next event, when that is a system event of a
-		// record. A summary without text stores no event, and is not
-		// checked.
+		// The hook's own events before the record (a check PostCompact
+		// stored) are not where Claude Code cut.
+		c.boundary = bound.Seq - 1
+		for c.boundary > 0 {
+			own := false
+			if err := s.Events(session, c.boundary, c.boundary, func(e tier.Event) error {
+				own = strings.HasPrefix(e.Ref, strataRefPrefix)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !own {
+				break
+			}
+			c.boundary--
+		}
+		c.covered = c.boundary
+		// The store keeps the events, not the isCompactSummary flag: the
+		// records between the two that carry no event are not stored, so
+		// the summary is the record of the next event, when that is a
+		// system event of a record. A summary without text stores no
+		// event, and is not checked.
 		if after.Seq != bound.Seq+1 || after.Kind != tier.KindSystem || after.Ref == "" ||
 			after.Ref == bound.Ref || strings.HasPrefix(after.Ref, strataRefPrefix) {
 			return nil
 		}
 		span, ok, err := s.Ref(session, after.Ref)
 		if err == nil && ok {
-			summary = summaryRecord{ref: after.Ref, span: span}
+			c.summary = summaryRecord{ref: after.Ref, span: span}
 		}
 		return err
 	})
-	switch {
-	case err != nil:
-		return 0, summaryRecord{}, err
-	case !found && at.compactedTo > 0:
-		r.Unwritten = true
-		return at.compactedTo, summaryRecord{}, nil
-	case !found:
-		r.NoBoundary = true
-		return 0, summaryRecord{}, nil
+	if err != nil || !c.found || bound.Ref == "" {
+		return c, err
 	}
-	return boundary, summary, nil
+	rec, _, found, err := t.findLast(jsonString(bound.Ref), func(r *record) bool { return r.UUID == bound.Ref && r.Subtype == "compact_boundary" })
+	if err != nil || !found || rec.preservedHead() == "" {
+		return c, err
+	}
+	err = h.db.View(func(s *store.Snapshot) error {
+		span, ok, err := s.Ref(session, rec.preservedHead())
+		if err == nil && ok && span.First > 0 && span.First-1 < c.covered {
+			c.covered = span.First - 1
+		}
+		return err
+	})
+	return c, err
 }
 
-// storeCheck computes the state at boundary, checks the summary (the
-// events of its record) against it, and appends the check as a system
-// event after the session's head — once: its ref names the summary's
-// record.
-func (h *Hook) storeCheck(r *Result, boundary uint64, summary summaryRecord) error {
+// checkRef is the ref of the check of a summary: by the summary's record,
+// or — checked from PostCompact's input before the record was written —
+// by the head PreCompact compacted (compactedTo), which the hooks after
+// it find in the store.
+func checkRef(summaryRef string, compactedTo uint64) string {
+	if summaryRef != "" {
+		return strataRefPrefix + "summary-check:" + summaryRef
+	}
+	return strataRefPrefix + "summary-check:at:" + strconv.FormatUint(compactedTo, 10)
+}
+
+// storeCheck computes the state at c.covered, checks the summary (the
+// events of its record, or PostCompact's compact_summary) against it, and
+// appends the check as a system event after the session's head — once:
+// its ref names the summary's record, or for PostCompact's the head
+// PreCompact compacted; a summary checked at PostCompact is not checked
+// again when its record reaches the store.
+func (h *Hook) storeCheck(r *Result, c compactionAt, at sessionState) error {
 	session := r.Input.SessionID
-	ref := strataRefPrefix + "summary-check:" + summary.ref
+	ref := checkRef(c.summary.ref, at.compactedTo)
 	var ev *tier.Event
 	err := h.db.View(func(s *store.Snapshot) error {
-		var err error
-		if r.State, err = computeState(s, session, boundary); err != nil {
+		if c.summary.ref != "" && at.compactedTo > 0 {
+			if _, checked, err := s.Ref(session, checkRef("", at.compactedTo)); err != nil || checked {
+				return err // PostCompact checked it
+			}
+		}
+		st, err := computeState(s, session, c.covered)
+		if err != nil {
 			return err
 		}
-		var text strings.Builder
-		var at int64
-		if err := s.Events(session, summary.span.First, summary.span.Last, func(e tier.Event) error {
-			text.WriteString(e.Text)
-			at = e.Time
-			return nil
-		}); err != nil {
+		text, at := r.Input.CompactSummary, int64(0)
+		if c.summary.ref != "" {
+			var b strings.Builder
+			if err := s.Events(session, c.summary.span.First, c.summary.span.Last, func(e tier.Event) error {
+				b.WriteString(e.Text)
+				at = e.Time
+				return nil
+			}); err != nil {
+				return err
+			}
+			text = b.String()
+		}
+		if r.Check, err = checkSummary(s, st, text, c.summary.span.First, r.Input.Cwd); err != nil {
 			return err
 		}
-		if r.Check, err = checkSummary(s, r.State, text.String(), summary.span.First, r.Input.Cwd); err != nil {
-			return err
-		}
+		r.Check.Boundary = c.covered
 		_, stored, err := s.Ref(session, ref)
 		if err != nil || stored {
 			return err
@@ -321,7 +414,7 @@ func (h *Hook) storeCheck(r *Result, boundary uint64, summary summaryRecord) err
 		}); err != nil {
 			return err
 		}
-		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(boundary), Ref: ref}
+		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(), Ref: ref}
 		return nil
 	})
 	if err != nil || ev == nil {
@@ -374,7 +467,7 @@ func (r *Result) Line() string {
 	var f []string
 	f = append(f, in.HookEventName)
 	switch {
-	case in.HookEventName == EventPreCompact:
+	case in.HookEventName == EventPreCompact || in.HookEventName == EventPostCompact:
 		f = append(f, "trigger="+field(in.Trigger))
 	case in.Source != "":
 		f = append(f, "source="+field(in.Source))
@@ -418,7 +511,7 @@ func (r *Result) Line() string {
 			st.Boundary, st.Marker, st.SHA256, r.Rendered.Facts, r.Rendered.Shown, r.Rendered.Tokens))
 	}
 	if c := r.Check; c != nil {
-		f = append(f, fmt.Sprintf("summary_seq=%d summary_unmentioned=%d/%d", c.Summary, len(c.Unmentioned), c.Facts))
+		f = append(f, fmt.Sprintf("summary_seq=%d summary_boundary=%d summary_unmentioned=%d/%d", c.Summary, c.Boundary, len(c.Unmentioned), c.Facts))
 		if len(c.Unmentioned) > 0 {
 			f = append(f, "not_mentioned="+fmt.Sprintf("%q", listed(c.Unmentioned, 20)))
 		}

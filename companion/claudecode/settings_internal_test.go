@@ -1,11 +1,36 @@
-package main
+package claudecode
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
+
+// defaultHookCommand is the command install writes in a project's
+// settings without --db.
+const defaultHookCommand = `strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/.claude/strata.db`
+
+// settingsCases are settings files as people keep them (testdata/settings),
+// by name.
+func settingsCases(t testing.TB) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "settings", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no settings cases: %v", err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = string(b)
+	}
+	return out
+}
 
 // spans writes out a parsed value and every value in it, with where each
 // stands, for comparing two parses.
@@ -52,8 +77,8 @@ var settingsWithStrata = map[string]string{
 // would give, so that the next removal finds what it removes.
 func TestClaudeHooksText_RemoveKeepsTheParse(t *testing.T) {
 	texts := map[string]string{}
-	for name, text := range settingsCases {
-		installed, _, _, err := installHooks("s.json", []byte(text), defaultHookCommand)
+	for name, text := range settingsCases(t) {
+		installed, _, _, err := InstallHooks("s.json", []byte(text), defaultHookCommand)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 // call, a rejected edit, an artifact, a duplicate record, sidechain
 // records, a compact_boundary and its summary, a renamed call, a result
 // for no call, an unknown record type.
-const fixture = "../transcript/testdata/claude-code/session.jsonl"
+const fixture = "../../transcript/testdata/claude-code/session.jsonl"
 
 const fixtureSession = "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41"
 
@@ -28,7 +28,7 @@ const fixtureSession = "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41"
 // a compaction, skipping t when the project's data is absent.
 func realTranscript(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "shared", "data", "claude-code", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
+	p := filepath.Join("..", "..", "..", "shared", "data", "claude-code", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("%s is absent: real-transcript test skipped", p)
 	}

@@ -120,9 +120,29 @@ func (t *transcriptFile) line(off int64) (line []byte, next int64, err error) {
 	return line, min(stop+1, t.end), nil
 }
 
-// record is the part of a transcript record a search verifies.
+// record is the part of a transcript record a search verifies, and of a
+// compact_boundary record the messages Claude Code kept verbatim after
+// its summary (preservedSegment: from the record headUuid names to the
+// one tailUuid names).
 type record struct {
-	UUID string `json:"uuid"`
+	UUID            string `json:"uuid"`
+	Subtype         string `json:"subtype"`
+	CompactMetadata *struct {
+		PreservedSegment *struct {
+			HeadUUID string `json:"headUuid"`
+			TailUUID string `json:"tailUuid"`
+		} `json:"preservedSegment"`
+	} `json:"compactMetadata"`
+}
+
+// preservedHead returns the uuid of the first record Claude Code kept
+// verbatim after the summary, as the compact_boundary record r names it;
+// "" when it keeps none.
+func (r *record) preservedHead() string {
+	if m := r.CompactMetadata; m != nil && m.PreservedSegment != nil {
+		return m.PreservedSegment.HeadUUID
+	}
+	return ""
 }
 
 // findLast searches the transcript backwards from its end for the last
@@ -155,10 +175,4 @@ func (t *transcriptFile) findLast(pat string, ok func(*record) bool) (rec record
 		hi = lo
 	}
 	return record{}, 0, false, nil
-}
-
-// jsonString is s as a JSON string, as a search looks for it.
-func jsonString(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
@@ -169,9 +169,10 @@ func TestHook_Run(t *testing.T) {
 	}
 	text := additionalContext(t, start.Output)
 	for _, want := range []string{
+		"## the task (the user's first request, seq 1), in the user's words:\n  Make the build pass.\n",
 		"## calls open at the boundary, no result (UNRESOLVED): 1\n- UNRESOLVED call toolu_serve (Bash), opened at seq",
-		"## failed tool calls, newest first: 1\n- FAILED call toolu_build (Bash)",
-		`— "Exit code 2\nmain.go:3: undefined: x"`,
+		"## failures that still stand, by what failed, newest first: 1\n- FAILED `make build` (Bash) — once, newest at seq 3 (call toolu_build)\n" +
+			"    Exit code 2\n    main.go:3: undefined: x\n",
 		"## artifacts (files written), newest first: 1\n- artifact: main.go — written by Write (call toolu_write)",
 		fmt.Sprintf("`strata resume --db .claude/strata.db --session %s --marker %d` (marker %d, sha256 %s)", session, st.Marker, st.Marker, st.SHA256),
 	} {
@@ -279,7 +280,7 @@ func TestHook_Run_BoundaryNotWritten(t *testing.T) {
 			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
 				t.Fatalf("%+v, line %q; want the state at seq %d, PreCompact's head, and no check", r, r.Line(), pre.Import.Last)
 			}
-			if !strings.Contains(additionalContext(t, r.Output), "- FAILED call toolu_build (Bash)") {
+			if !strings.Contains(additionalContext(t, r.Output), "- FAILED `make build` (Bash) — once") {
 				t.Fatal("the failure is not injected")
 			}
 		})
@@ -495,41 +496,82 @@ func TestHook_Run_Ignored(t *testing.T) {
 }
 
 // TestState_Render_Budget: what does not fit is counted, never cut
-// silently; the text stays within the budget and is the same every time.
+// silently; the task and the newest request are always there; the text
+// stays within the budget and is the same every time.
 func TestState_Render_Budget(t *testing.T) {
 	st := &claudecode.State{Session: session, Boundary: 500, Marker: 7, SHA256: strings.Repeat("ab", 32)}
 	for i := 59; i >= 0; i-- { // newest first, as State holds them
 		st.Claims.Failures = append(st.Claims.Failures, tier.Resolution{ID: fmt.Sprintf("toolu_%02d", i), Kind: tier.KindToolCall,
-			Name: "Bash", Seq: uint64(2*i + 1), At: uint64(2*i + 2), Failed: true, Reason: "Exit code 1\n" + strings.Repeat("x", 20*i)})
+			Name: "Bash", Seq: uint64(2*i + 1), At: uint64(2*i + 2), Failed: true, Reason: "Exit code 1\n" + strings.Repeat("x", 20*i),
+			Target: fmt.Sprintf("./check-%02d.sh", i)})
 	}
 	st.Claims.Artifacts = []tier.Artifact{{Key: "a.go", Text: "written by Write", Seq: 3}}
+	st.Claims.Requests = []tier.Request{{Seq: 1, Text: "Make every check pass.\nStart with the oldest."}, {Seq: 200, Text: "older"}, {Seq: 400, Text: "Now the newest one."}}
+	st.Claims.RequestsLeftOut = 5
 	for _, budget := range []int{claudecode.MinBudget, 800, 5000} {
 		r := st.Render("strata.db", budget)
-		if r.Tokens > budget || tier.TokensOfBytes(len(r.Text)) != r.Tokens || r.Facts != 61 {
+		if r.Tokens > budget || tier.TokensOfBytes(len(r.Text)) != r.Tokens || r.Facts != 61+3+5 {
 			t.Fatalf("budget %d: %d tokens, %d facts", budget, r.Tokens, r.Facts)
 		}
 		if again := st.Render("strata.db", budget); again != r {
 			t.Fatalf("budget %d: two renderings differ", budget)
 		}
-		shown := strings.Count(r.Text, "\n- FAILED call ")
+		for _, want := range []string{
+			"## the task (the user's first request, seq 1), in the user's words:\n  Make every check pass.\n  Start with the oldest.\n",
+			"## the user's newest request (seq 400), in the user's words:\n  Now the newest one.\n",
+			"## earlier requests of the user, newest first: 6\n",
+		} {
+			if !strings.Contains(r.Text, want) {
+				t.Fatalf("budget %d: no %q:\n%s", budget, want, r.Text)
+			}
+		}
+		shown := strings.Count(r.Text, "\n- FAILED `")
 		more := 0
-		if m := regexp.MustCompile(`… and (\d+) more failed tool calls? not shown`).FindStringSubmatch(r.Text); m != nil {
+		if m := regexp.MustCompile(`… and (\d+) more standing failures? not shown`).FindStringSubmatch(r.Text); m != nil {
 			more, _ = strconv.Atoi(m[1])
 		}
-		if shown+more != 60 {
+		if shown+more != 60 || shown == 0 {
 			t.Fatalf("budget %d: %d failures shown and %d counted, of 60:\n%s", budget, shown, more, r.Text)
 		}
 		prev := 60
-		for _, m := range regexp.MustCompile(`- FAILED call toolu_(\d+) `).FindAllStringSubmatch(r.Text, -1) {
+		for _, m := range regexp.MustCompile("- FAILED `./check-(\\d+).sh` ").FindAllStringSubmatch(r.Text, -1) {
 			n, _ := strconv.Atoi(m[1])
 			if n >= prev {
-				t.Fatalf("budget %d: toolu_%02d after toolu_%02d: not newest first:\n%s", budget, n, prev, r.Text)
+				t.Fatalf("budget %d: check-%02d after check-%02d: not newest first:\n%s", budget, n, prev, r.Text)
 			}
 			prev = n
 		}
-		if budget == 5000 && !strings.Contains(r.Text, "- FAILED call toolu_59 (Bash), opened at seq 119, failed at seq 120 — \"Exit code 1\\n"+strings.Repeat("x", 228)+"…(952 more bytes)\"\n") {
-			t.Fatalf("a long reason is not cut saying so:\n%s", r.Text)
+		if budget == 5000 && !strings.Contains(r.Text, "- FAILED `./check-59.sh` (Bash) — once, newest at seq 120 (call toolu_59)\n    Exit code 1\n    "+strings.Repeat("x", 160)+"…(1020 more bytes)\n") {
+			t.Fatalf("a long output is not cut saying so:\n%s", r.Text)
 		}
+	}
+}
+
+// TestState_Render_FailuresByTarget: failures of one target are one fact
+// with their count and the newest output; a target a later call fixed is
+// shown fixed, not standing.
+func TestState_Render_FailuresByTarget(t *testing.T) {
+	st := &claudecode.State{Session: session, Boundary: 50}
+	push := func(id string, at, fixed uint64, out string) tier.Resolution {
+		return tier.Resolution{ID: id, Kind: tier.KindToolCall, Name: "Bash", Seq: at - 1, At: at, Failed: true, Reason: out,
+			Target: "git push", Fixed: fixed}
+	}
+	st.Claims.Failures = []tier.Resolution{
+		push("t3", 30, 0, "error: failed to push some refs\r\nhint: pull first"),
+		push("t2", 20, 0, "old"),
+		{ID: "t1", Kind: tier.KindToolCall, Name: "Edit", Seq: 9, At: 10, Failed: true, Reason: "String not found", Target: "/src/a.go", Fixed: 12},
+	}
+	text := st.Render("db", 0).Text
+	for _, want := range []string{
+		"## failures that still stand, by what failed, newest first: 1\n- FAILED `git push` (Bash) — 2 times, newest at seq 30 (call t3)\n    error: failed to push some refs\n    hint: pull first\n",
+		"## failures since fixed (a later call on the same target succeeded): 1\n- fixed: `/src/a.go` (Edit) — failed once, newest at seq 10; succeeded at seq 12\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, `\n"`) || strings.Contains(text, "\n    old\n") {
+		t.Errorf("a literal \\n, or an older output:\n%s", text)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 )
 
@@ -20,7 +20,7 @@ import (
 func ExampleHook_Run() {
 	dir, _ := os.MkdirTemp("", "claudecode")
 	defer os.RemoveAll(dir)
-	whole, _ := os.ReadFile("../transcript/testdata/claude-code/session.jsonl")
+	whole, _ := os.ReadFile("../../transcript/testdata/claude-code/session.jsonl")
 	cut := bytes.Index(whole, []byte(`"subtype": "compact_boundary"`))
 	cut = bytes.LastIndexByte(whole[:cut], '\n') + 1
 	transcript := filepath.Join(dir, "session.jsonl")
@@ -54,19 +54,23 @@ func ExampleHook_Run() {
 	// Output:
 	// PreCompact: 14 events stored, marker 1 at seq 14
 	// # strata: the state at Claude Code's compaction
-	// Computed by strata from the raw transcript, not from a summary: what session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 implies at seq 14, where Claude Code compacted it.
-	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 056dd8f9a6ce70b99380fe822a41a6640a91673a22265155233c99fa0b3e985d) prints the whole context, 3053 bytes: the summary nodes with every fact as their claims, then the 13 raw events after the boundary.
+	// Computed by strata from the raw transcript, not from a summary: what session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 implies at seq 14, where Claude Code compacted it. Every line below is a fact of the raw log; none is a summarizer's words.
+	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 00948154bcbbe9e4ae8d09625ec7612f3fdfcb9d148a7f37fbd5cdbd4ebbbe2d) prints the whole context, 3380 bytes: the summary nodes with every fact as their claims, then the 13 raw events after the boundary.
 	//
-	// ## calls open at the boundary, no result (UNRESOLVED): 0
+	// ## the task (the user's first request, seq 1), in the user's words:
+	//   The login test is flaky; fix it. Don't touch the CI config.
 	//
-	// ## failed tool calls, newest first: 2
-	// - FAILED call toolu_03 (Edit), opened at seq 7, failed at seq 8 — The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.
-	// - FAILED call toolu_02 (Bash), opened at seq 4, failed at seq 5 — FAILED tests/test_login.py::test_login - TimeoutError: session not ready
+	// ## the user's newest request (seq 11), in the user's words:
+	//   I said don't touch CI. Fix the wait in the test instead.
+	//
+	// ## failures that still stand, by what failed, newest first: 2
+	// - FAILED `/home/dev/app/.github/workflows/ci.yml` (Edit) — once, newest at seq 8 (call toolu_03)
+	//     The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP wha…(65 more bytes)
+	// - FAILED `pytest tests/test_login.py -x` (Bash) — once, newest at seq 5 (call toolu_02)
+	//     FAILED tests/test_login.py::test_login - TimeoutError: session not ready
 	//
 	// ## rejected, failed or superseded items, newest first: 1
 	// - rejected: tool/Edit:.github/workflows/ci.yml — the user rejected the tool use
-	//
-	// ## active constraints, newest first: 0
 	//
 	// ## artifacts (files written), newest first: 1
 	// - artifact: tests/test_login.py — written by Edit (call toolu_04)

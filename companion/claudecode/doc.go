@@ -1,9 +1,12 @@
 // Package claudecode runs strata beside Claude Code, as the command hooks
 // Claude Code runs around its own compaction (`strata claude-code hook`):
-// PreCompact, while the raw transcript is still whole, and SessionStart
-// with source "compact", right after Claude Code replaced the session's
-// context by its own summary. A Hook reads each event's input (Input:
-// the JSON on the hook's stdin) and does its part against a store:
+// PreCompact, while the raw transcript is still whole, SessionStart with
+// source "compact", right after Claude Code replaced the session's context
+// by its own summary, and PostCompact, whose input carries that summary.
+// Claude Code 2.1 runs them in that order and only then appends its
+// compact_boundary record and the summary record to the transcript. A
+// Hook reads each event's input (Input: the JSON on the hook's stdin) and
+// does its part against a store:
 //
 //   - PreCompact imports the session's transcript into the session its
 //     session_id names and compacts the session's head into one L1 node
@@ -27,6 +30,15 @@
 //     With no compact_boundary record and no compaction before it, there
 //     is no boundary (Result.NoBoundary): what it read stays stored, and
 //     nothing is injected.
+//   - PostCompact checks Claude Code's summary, its compact_summary,
+//     against the state at the head PreCompact compacted, and stores the
+//     check once (ParseCheck reads it back). When the records are in the
+//     transcript already, the summary record is checked instead; when
+//     PostCompact does not run, the first hook that reads the records
+//     checks it. A summary is checked at the last event it stands for:
+//     before the messages Claude Code keeps verbatim after it (the
+//     compact_boundary record's preservedSegment), which the context holds
+//     as they are.
 //
 // Every other event and source is left alone.
 //
@@ -63,7 +75,9 @@
 //     again, so the state injected is the state at the boundary. When the
 //     compact_boundary record itself is not in the file yet, the boundary
 //     is the head PreCompact compacted (Result.Unwritten), and Claude
-//     Code's summary is not checked.
+//     Code's summary is checked by PostCompact or a later hook. A check
+//     made at PostCompact counts the facts of the messages Claude Code
+//     keeps verbatim too: their records are not written yet.
 //   - The store keeps the summary's events, not its isCompactSummary
 //     flag: the summary is the record of the event right after the
 //     compact_boundary record's, when that is a system event, as Claude

@@ -1,120 +1,62 @@
-package main
+package claudecode
 
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/companion"
 )
+
+// HookEvents are the Claude Code hook events strata's hook runs on, each
+// with the matcher of its group: PreCompact with none, which is every
+// trigger (manual and auto); SessionStart only when the session starts
+// again after a compaction; PostCompact with none, whose input carries
+// Claude Code's summary.
+var HookEvents = []struct{ Name, Matcher string }{
+	{EventPreCompact, ""},
+	{EventSessionStart, SourceCompact},
+	{EventPostCompact, ""},
+}
+
+// HookTimeout is the timeout, in seconds, install gives each hook: Claude
+// Code stops a hook that runs longer. A hook's work is an incremental
+// import and one compaction; the first run on a long transcript imports
+// it whole.
+const HookTimeout = 30
+
+// StrataHooks returns strata's hooks in a settings text (file names it in
+// errors): every hook handler whose command is strata's hook
+// (IsStrataHook), under any event. A text that is not JSON, or whose
+// hooks are not of the kinds Claude Code reads, is an error at its line
+// and column (a *SyntaxError for one that is not JSON).
+func StrataHooks(file string, text []byte) ([]SettingsHook, error) {
+	h, err := parseClaudeHooks(file, text)
+	if err != nil {
+		return nil, err
+	}
+	var out []SettingsHook
+	for _, e := range h.strata {
+		out = append(out, SettingsHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
+	}
+	return out, nil
+}
 
 // This file reads and edits the hooks of a Claude Code settings text:
 // strata's hook handlers, found by their command wherever they stand, and
 // the text install adds and uninstall takes out again (jsontext.go).
 
-// isStrataHook reports whether a hook's command line is strata's hook: a
+// IsStrataHook reports whether a hook's command line is strata's hook: a
 // program named strata (any directory) run as `claude-code hook`.
 // uninstall and status find strata's entries by it, wherever they stand.
-func isStrataHook(command string) bool {
-	words, ok := shellWords(command, nil)
+func IsStrataHook(command string) bool {
+	words, ok := companion.ShellWords(command, nil)
 	if !ok || len(words) < 3 {
 		return false
 	}
 	prog := filepath.Base(words[0])
 	return (prog == "strata" || prog == "strata.exe") && words[1] == "claude-code" && words[2] == "hook"
-}
-
-// shellWords splits a command line into words as sh does, for the forms a
-// hook's command takes: words apart by blanks; '…' as it is; "…" with \
-// before " \ $ and ` escaping it; \ outside quotes; $NAME and ${NAME}
-// outside single quotes replaced by env(NAME), or kept as written when env
-// is nil. ok is false for a line it does not read so: an unclosed quote,
-// or any of | & ; < > ( ) ` outside quotes.
-func shellWords(s string, env func(string) string) (words []string, ok bool) {
-	var w strings.Builder
-	inWord := false
-	expand := func(i int) int { // s[i] == '$': returns the index past the name
-		j, name := i+1, ""
-		if j < len(s) && s[j] == '{' {
-			k := strings.IndexByte(s[j:], '}')
-			if k < 0 {
-				return -1
-			}
-			name, j = s[j+1:j+k], j+k+1
-		} else {
-			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > i+1 && s[j] >= '0' && s[j] <= '9') {
-				j++
-			}
-			name = s[i+1 : j]
-		}
-		switch {
-		case name == "":
-			w.WriteByte('$')
-			return i + 1
-		case env == nil:
-			w.WriteString(s[i:j])
-		default:
-			w.WriteString(env(name))
-		}
-		return j
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-			i++
-			continue
-		case strings.IndexByte("|&;<>()`", c) >= 0:
-			return nil, false
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			w.WriteString(s[i+1 : i+1+j])
-			i += j + 2
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				switch {
-				case s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0:
-					i++
-					w.WriteByte(s[i])
-				case s[i] == '$':
-					if i = expand(i); i < 0 {
-						return nil, false
-					}
-					i--
-				default:
-					w.WriteByte(s[i])
-				}
-			}
-			if i >= len(s) {
-				return nil, false
-			}
-			i++
-		case c == '\\' && i+1 < len(s):
-			w.WriteByte(s[i+1])
-			i += 2
-		case c == '$':
-			if i = expand(i); i < 0 {
-				return nil, false
-			}
-		default:
-			w.WriteByte(c)
-			i++
-		}
-		inWord = true
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words, true
 }
 
 // strataHookEntry is one of strata's hook handlers in a settings text.
@@ -162,11 +104,11 @@ func parseClaudeHooks(file string, text []byte) (*claudeHooksText, error) {
 	if m.value.kind != '{' {
 		return nil, syntaxErrorAt(file, text, m.value.start, "\"hooks\" is %s, not an object of hook events", m.value.kindName(text))
 	}
-	for _, ev := range claudeHookEvents {
-		if em, err := onlyMember(h, m.value, ev.name); err != nil {
+	for _, ev := range HookEvents {
+		if em, err := onlyMember(h, m.value, ev.Name); err != nil {
 			return nil, err
 		} else if em != nil && em.value.kind != '[' {
-			return nil, syntaxErrorAt(file, text, em.value.start, "hooks.%s is %s, not a list of matchers and their hooks", ev.name, em.value.kindName(text))
+			return nil, syntaxErrorAt(file, text, em.value.start, "hooks.%s is %s, not a list of matchers and their hooks", ev.Name, em.value.kindName(text))
 		}
 	}
 	h.scan()
@@ -196,7 +138,7 @@ func (h *claudeHooksText) scan() {
 			matcher, _ := g.member("matcher")
 			for hi, hd := range handlers.value.elems {
 				cmd, ok := hd.member("command")
-				if hd.kind != '{' || !ok || cmd.value.kind != '"' || !isStrataHook(cmd.value.str) {
+				if hd.kind != '{' || !ok || cmd.value.kind != '"' || !IsStrataHook(cmd.value.str) {
 					continue
 				}
 				e := strataHookEntry{event: em.key, list: em.value, group: gi, handlers: handlers.value, handler: hi, command: cmd.value}
@@ -271,7 +213,7 @@ func hookGroup(matcher, command string) jsonObject {
 	if matcher != "" {
 		g = append(g, jsonKV{"matcher", matcher})
 	}
-	handler := jsonObject{{"type", "command"}, {"command", command}, {"timeout", claudeHookTimeout}}
+	handler := jsonObject{{"type", "command"}, {"command", command}, {"timeout", HookTimeout}}
 	return append(g, jsonKV{"hooks", []any{handler}})
 }
 
@@ -279,36 +221,36 @@ func hookGroup(matcher, command string) jsonObject {
 // event each, its list holding strata's group.
 func hookEvents(command string) jsonObject {
 	var o jsonObject
-	for _, ev := range claudeHookEvents {
-		o = append(o, jsonKV{ev.name, []any{hookGroup(ev.matcher, command)}})
+	for _, ev := range HookEvents {
+		o = append(o, jsonKV{ev.Name, []any{hookGroup(ev.Matcher, command)}})
 	}
 	return o
 }
 
-// claudeHook is one of strata's hooks in Claude Code's settings.
-type claudeHook struct {
+// SettingsHook is one of strata's hooks in Claude Code's settings.
+type SettingsHook struct {
 	Event   string `json:"event"`
 	Matcher string `json:"matcher,omitempty"`
 	Command string `json:"command"`
 }
 
-// hookChange is what install or uninstall did to strata's hook under one
+// HookChange is what install or uninstall did to strata's hook under one
 // event.
-type hookChange struct {
+type HookChange struct {
 	What string // added, updated, unchanged or removed
-	claudeHook
+	SettingsHook
 	Was string // updated: the command before
 }
 
-// installHooks returns the settings text with strata's hooks, running
-// command, under each of claudeHookEvents, what it changed, and what it
+// InstallHooks returns the settings text with strata's hooks, running
+// command, under each of HookEvents, what it changed, and what it
 // created (claudeInstallRecord's entries: "hooks", "hooks.EVENT"). An
 // event that has strata's handler keeps it where it is, its command made
 // command; one without gets strata's group after the groups it has; the
 // events hooks lacks get their lists after its members, in one edit.
 // text nil is a missing file: install makes the whole document. The text
 // is parsed once.
-func installHooks(file string, text []byte, command string) (out []byte, changes []hookChange, created []string, err error) {
+func InstallHooks(file string, text []byte, command string) (out []byte, changes []HookChange, created []string, err error) {
 	if text == nil {
 		text, created = []byte("{}\n"), []string{"file"}
 	}
@@ -317,8 +259,8 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 		return nil, nil, nil, err
 	}
 	if h.hooks == nil {
-		for _, ev := range claudeHookEvents {
-			changes = append(changes, hookChange{What: "added", claudeHook: claudeHook{Event: ev.name, Matcher: ev.matcher, Command: command}})
+		for _, ev := range HookEvents {
+			changes = append(changes, HookChange{What: "added", SettingsHook: SettingsHook{Event: ev.Name, Matcher: ev.Matcher, Command: command}})
 		}
 		edit := appendItems(text, h.root, h.layout, func(indent string, flat bool) string {
 			return renderMember("hooks", hookEvents(command), indent, h.layout, flat)
@@ -326,17 +268,17 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 		return edit.apply(text), changes, append(created, "hooks"), nil
 	}
 	var missing []func(indent string, flat bool) string // the lists of the events hooks lacks
-	for _, ev := range claudeHookEvents {
-		if _, ok := h.hooks.value.member(ev.name); !ok {
+	for _, ev := range HookEvents {
+		if _, ok := h.hooks.value.member(ev.Name); !ok {
 			missing = append(missing, func(indent string, flat bool) string {
-				return renderMember(ev.name, []any{hookGroup(ev.matcher, command)}, indent, h.layout, flat)
+				return renderMember(ev.Name, []any{hookGroup(ev.Matcher, command)}, indent, h.layout, flat)
 			})
 		}
 	}
-	for _, ev := range claudeHookEvents {
-		change := hookChange{What: "added", claudeHook: claudeHook{Event: ev.name, Matcher: ev.matcher, Command: command}}
-		em, _ := h.hooks.value.member(ev.name)
-		mine := h.entriesOf(ev.name)
+	for _, ev := range HookEvents {
+		change := HookChange{What: "added", SettingsHook: SettingsHook{Event: ev.Name, Matcher: ev.Matcher, Command: command}}
+		em, _ := h.hooks.value.member(ev.Name)
+		mine := h.entriesOf(ev.Name)
 		var edits []jsonEdit
 		switch {
 		case em.value == nil:
@@ -346,10 +288,10 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 				edits = append(edits, appendItems(h.text, h.hooks.value, h.layout, missing...))
 				missing = nil
 			}
-			created = append(created, "hooks."+ev.name)
+			created = append(created, "hooks."+ev.Name)
 		case len(mine) == 0:
 			edits = append(edits, appendItems(h.text, em.value, h.layout, func(indent string, flat bool) string {
-				return renderJSON(hookGroup(ev.matcher, command), indent, h.layout, flat)
+				return renderJSON(hookGroup(ev.Matcher, command), indent, h.layout, flat)
 			}))
 		default:
 			change.What, change.Matcher = "unchanged", mine[0].matcher
@@ -370,12 +312,12 @@ func installHooks(file string, text []byte, command string) (out []byte, changes
 	return h.text, changes, created, nil
 }
 
-// uninstallHooks returns the settings text without strata's handlers —
+// UninstallHooks returns the settings text without strata's handlers —
 // each with its group when the group holds nothing else — and without the
 // event lists and hooks object that created names (install's record) once
 // they are empty. empty reports that the document is then an empty
 // object. The text is parsed once.
-func uninstallHooks(file string, text []byte, created []string) (out []byte, removed []hookChange, empty bool, err error) {
+func UninstallHooks(file string, text []byte, created []string) (out []byte, removed []HookChange, empty bool, err error) {
 	h, err := parseClaudeHooks(file, text)
 	if err != nil {
 		return nil, nil, false, err
@@ -384,7 +326,7 @@ func uninstallHooks(file string, text []byte, created []string) (out []byte, rem
 		// The last first: each removal is the inverse of the append that
 		// made it while what came after it is gone too.
 		e := h.strata[len(h.strata)-1]
-		removed = append(removed, hookChange{What: "removed", claudeHook: claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str}})
+		removed = append(removed, HookChange{What: "removed", SettingsHook: SettingsHook{Event: e.event, Matcher: e.matcher, Command: e.command.str}})
 		if e.lone {
 			h.remove(e.list, e.group)
 		} else {
@@ -394,10 +336,10 @@ func uninstallHooks(file string, text []byte, created []string) (out []byte, rem
 	slices.Reverse(removed)
 	// Then the containers install made, innermost first, each the last of
 	// its object when install added it.
-	for i := len(claudeHookEvents) - 1; i >= -1 && h.hooks != nil; i-- {
+	for i := len(HookEvents) - 1; i >= -1 && h.hooks != nil; i-- {
 		obj, key, parent := h.hooks.value, "", h.hooks.value
 		if i >= 0 {
-			key = claudeHookEvents[i].name
+			key = HookEvents[i].Name
 			if !slices.Contains(created, "hooks."+key) && !slices.Contains(created, "hooks") {
 				continue
 			}

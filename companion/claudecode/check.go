@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/strata-go/strata/store"
@@ -36,7 +38,12 @@ var callSubjects = []string{"file_path", "notebook_path", "path", "command", "pa
 // artifact's file. It is a report of names, not a judgement of the
 // summary's prose.
 type Check struct {
-	Summary     uint64   // the seq of the summary's event
+	// Summary is the seq of the summary's event; 0 for PostCompact's
+	// compact_summary, checked before Claude Code wrote its record.
+	Summary uint64
+	// Boundary is the seq the state is computed at: the last event the
+	// summary stands for.
+	Boundary    uint64
 	Facts       int      // the facts of the state
 	Unmentioned []string // the facts not mentioned, each as "FAILED call toolu_01 (Bash)", "artifact lib/a.ex", in the state's order
 }
@@ -166,10 +173,24 @@ func fileNames(p, cwd string) []string {
 	return out
 }
 
-// Text is the check as the text of the system event the hook stores.
-func (c *Check) Text(boundary uint64) string {
+// checkIntro opens the text of a check's event; the summary, the facts,
+// and the seq follow (Check.Text).
+const checkIntro = "strata compared Claude Code's compact summary ("
+
+// fromInput names PostCompact's compact_summary in a check's text.
+const fromInput = "PostCompact's compact_summary"
+
+// Text is the check as the text of the system event the hook stores,
+// which ParseCheck reads back.
+func (c *Check) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "strata compared Claude Code's compact summary (seq %d) with the %d facts the raw log implies at seq %d, by the ids, keys, files and commands they name: ", c.Summary, c.Facts, boundary)
+	b.WriteString(checkIntro)
+	if c.Summary == 0 {
+		b.WriteString(fromInput)
+	} else {
+		fmt.Fprintf(&b, "seq %d", c.Summary)
+	}
+	fmt.Fprintf(&b, ") with the %d facts the raw log implies at seq %d, by the ids, keys, files and commands they name: ", c.Facts, c.Boundary)
 	if len(c.Unmentioned) == 0 {
 		fmt.Fprintf(&b, "it mentions all %d.", c.Facts)
 		return b.String()
@@ -184,4 +205,33 @@ func (c *Check) Text(boundary uint64) string {
 		b.WriteString(l)
 	}
 	return b.String()
+}
+
+// checkHead is the first line of a check's text, as Text writes it.
+var checkHead = regexp.MustCompile(`^strata compared Claude Code's compact summary \((?:seq (\d+)|` + regexp.QuoteMeta(fromInput) +
+	`)\) with the (\d+) facts the raw log implies at seq (\d+), [^:]*: (?:it mentions all \d+\.|it does not mention (\d+) of them:)$`)
+
+// ParseCheck reads back the check the hook stored as event e: ok is false
+// when e is not a check's event (a system event whose ref is the hook's
+// and whose text Text wrote). Unmentioned holds the facts the text lists;
+// Omitted counts them all, those past the text's size limit included.
+func ParseCheck(e tier.Event) (c Check, omitted int, ok bool) {
+	if e.Kind != tier.KindSystem || !strings.HasPrefix(e.Ref, strataRefPrefix+"summary-check:") {
+		return Check{}, 0, false
+	}
+	lines := strings.Split(e.Text, "\n")
+	m := checkHead.FindStringSubmatch(lines[0])
+	if m == nil {
+		return Check{}, 0, false
+	}
+	c.Summary, _ = strconv.ParseUint(m[1], 10, 64)
+	c.Facts, _ = strconv.Atoi(m[2])
+	c.Boundary, _ = strconv.ParseUint(m[3], 10, 64)
+	omitted, _ = strconv.Atoi(m[4])
+	for _, l := range lines[1:] {
+		if label, found := strings.CutPrefix(l, "- "); found {
+			c.Unmentioned = append(c.Unmentioned, label)
+		}
+	}
+	return c, omitted, true
 }

@@ -1,4 +1,4 @@
-package main
+package claudecode
 
 import (
 	"bytes"
@@ -77,29 +77,29 @@ func (n *jsonNode) kindName(text []byte) string {
 	return "a number"
 }
 
-// jsonSyntaxError is a JSON text that does not parse, or a value of the
+// SyntaxError is a JSON text that does not parse, or a value of the
 // wrong kind: where, as line and column from 1 (the column in characters).
-type jsonSyntaxError struct {
+type SyntaxError struct {
 	File      string
 	Line, Col int
 	Msg       string
 }
 
 // Error implements error.
-func (e *jsonSyntaxError) Error() string {
+func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-// syntaxErrorAt returns a jsonSyntaxError at byte offset off of text.
-func syntaxErrorAt(file string, text []byte, off int, format string, args ...any) *jsonSyntaxError {
+// syntaxErrorAt returns a SyntaxError at byte offset off of text.
+func syntaxErrorAt(file string, text []byte, off int, format string, args ...any) *SyntaxError {
 	off = max(0, min(off, len(text)))
 	line := 1 + bytes.Count(text[:off], []byte("\n"))
 	col := 1 + utf8.RuneCount(text[bytes.LastIndexByte(text[:off], '\n')+1:off])
-	return &jsonSyntaxError{File: file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+	return &SyntaxError{File: file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
 }
 
 // parseJSONText parses text, a JSON document, into its values and their
-// spans. A text that is not JSON gives a *jsonSyntaxError at the first
+// spans. A text that is not JSON gives a *SyntaxError at the first
 // byte that makes it so.
 func parseJSONText(file string, text []byte) (*jsonNode, error) {
 	var v any

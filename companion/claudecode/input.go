@@ -17,6 +17,7 @@ import (
 const (
 	EventPreCompact   = "PreCompact"
 	EventSessionStart = "SessionStart"
+	EventPostCompact  = "PostCompact"
 	SourceCompact     = "compact" // SessionStart right after a compaction
 )
 
@@ -25,22 +26,27 @@ const (
 const maxInputBytes = 1 << 20
 
 // Input is the JSON object Claude Code writes to a command hook's stdin:
-// the fields every event carries, and PreCompact's trigger and
-// SessionStart's source. Other fields are ignored.
+// the fields every event carries, PreCompact's and PostCompact's trigger,
+// SessionStart's source and PostCompact's compact_summary. Other fields
+// are ignored.
 type Input struct {
 	SessionID      string `json:"session_id"`
 	TranscriptPath string `json:"transcript_path"` // the session's transcript file (JSONL)
 	Cwd            string `json:"cwd"`             // the working directory of the session
 	HookEventName  string `json:"hook_event_name"`
-	Trigger        string `json:"trigger,omitempty"` // PreCompact: "manual" (/compact) or "auto"
+	Trigger        string `json:"trigger,omitempty"` // PreCompact, PostCompact: "manual" (/compact) or "auto"
 	Source         string `json:"source,omitempty"`  // SessionStart: "startup", "resume", "clear" or "compact"
+	// CompactSummary is PostCompact's: the summary Claude Code made, which
+	// it writes to the transcript only after the hook ran.
+	CompactSummary string `json:"compact_summary,omitempty"`
 }
 
-// Handled reports whether the hook acts on in: PreCompact (any trigger),
-// and SessionStart with source "compact". Every other event and source is
-// left alone.
+// Handled reports whether the hook acts on in: PreCompact and PostCompact
+// (any trigger), and SessionStart with source "compact". Every other event
+// and source is left alone.
 func (in *Input) Handled() bool {
-	return in.HookEventName == EventPreCompact || in.HookEventName == EventSessionStart && in.Source == SourceCompact
+	return in.HookEventName == EventPreCompact || in.HookEventName == EventPostCompact ||
+		in.HookEventName == EventSessionStart && in.Source == SourceCompact
 }
 
 // Transcript is the transcript of a hook input, open for reading up to

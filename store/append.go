@@ -8,6 +8,17 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
+// MaxAppendEvents is the most events one Append takes. An append is one
+// write transaction, and a transaction holds everything it writes in memory
+// until its commit — bbolt its dirty pages, PostgreSQL the statements of
+// its batch — beside Append's own copy of the events: the memory of one
+// call grows with its events, by about 1 KB per short event, and no
+// batching inside one atomic call bounds it. The limit keeps one call
+// within about a hundred MB of short events (docs/performance.md, Memory);
+// callers with more events append them in several calls, as strata import
+// and strata replay do.
+const MaxAppendEvents = 100_000
+
 // AppendResult says where an Append's events landed.
 type AppendResult struct {
 	First, Last uint64 // seqs of the first and last event appended
@@ -20,6 +31,8 @@ type AppendResult struct {
 // *tier.EventError whose Index names the event. Seqs are assigned gapless
 // (an event that carries a Seq must carry the next one); a user event without
 // a Turn starts a new turn; an event without a Time gets the store's clock.
+// A call of more than MaxAppendEvents events is refused whole with an error
+// wrapping ErrTooManyEvents.
 //
 // Events that carry a Ref (the source record they were made from) are
 // indexed by it in the same transaction: the events of one record must be
@@ -46,6 +59,10 @@ func (db *DB) Append(session string, events ...tier.Event) (AppendResult, error)
 	}
 	if db.opts.ReadOnly {
 		return AppendResult{}, ErrReadOnly
+	}
+	if len(events) > MaxAppendEvents {
+		return AppendResult{}, errors.WithHintf(errors.Wrapf(ErrTooManyEvents, "session %q: %d events, limit %d (store.MaxAppendEvents)",
+			tier.TruncateUTF8(session, 128), len(events), MaxAppendEvents), "append them in calls of at most %d events", MaxAppendEvents)
 	}
 	lim := db.opts.limits()
 	// The events as given, and room for the copy each run of the write

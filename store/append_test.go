@@ -579,3 +579,23 @@ func TestAppend_AfterClose(t *testing.T) {
 		t.Errorf("View after Close = %v, want ErrClosed", err)
 	}
 }
+
+// An Append of more than MaxAppendEvents events is refused whole, before
+// anything is written: the session is not created.
+func TestAppend_TooManyEventsRefused(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	evs := make([]tier.Event, store.MaxAppendEvents+1)
+	for i := range evs {
+		evs[i] = tier.Event{Kind: tier.KindUser, Text: "m"}
+	}
+	_, err := db.Append("s", evs...)
+	if !errors.Is(err, store.ErrTooManyEvents) || !strings.Contains(err.Error(), "100001 events, limit 100000") {
+		t.Fatalf("Append of %d events: %v, want ErrTooManyEvents naming the count and the limit", len(evs), err)
+	}
+	if _, err := db.Info("s"); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("Info after the refusal: %v, want ErrSessionNotFound", err)
+	}
+	if _, err := db.Append("s", evs[:store.MaxAppendEvents]...); err != nil {
+		t.Errorf("Append of MaxAppendEvents events: %v", err)
+	}
+}

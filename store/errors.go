@@ -68,6 +68,10 @@ var (
 	// event carries the ref of a source record whose events the session
 	// holds already.
 	ErrRefStored = errors.New("store: the record is stored already")
+	// ErrTooManyEvents is returned by Append for a call of more than
+	// MaxAppendEvents events, before anything is read or written: split
+	// the events into calls of at most MaxAppendEvents.
+	ErrTooManyEvents = errors.New("store: too many events in one append")
 	// ErrSessionExists is returned by Snapshot.Copy and CopyFile (the
 	// cause of a *SessionExistsError) when the destination holds another
 	// session of an id they were to copy.

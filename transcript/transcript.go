@@ -521,18 +521,30 @@ func Read(f Format, r io.Reader, opts Options) ([]Session, Report, error) {
 	}
 }
 
-// collect groups evs by session.
-func (d *Decoder) collect(evs []pending) []Session {
+// Sessions returns the sessions so far, in the order they first appear,
+// without their events: each one's ID, the calls it has open (Open) and its
+// Report, the first one's counting the records outside any conversation
+// too. After io.EOF they are the transcript's: a caller that appends the
+// events as Next returns them reports each session with these.
+func (d *Decoder) Sessions() []Session {
 	out := make([]Session, len(d.order))
-	at := map[string]int{}
 	for i, b := range d.order {
 		var rep Report
 		rep.Add(*b.rep) // its own maps
 		out[i] = Session{ID: b.session, Open: b.openList(), Report: rep}
-		at[b.session] = i
 	}
 	if len(out) > 0 {
 		out[0].Report.Add(d.outside)
+	}
+	return out
+}
+
+// collect groups evs by session.
+func (d *Decoder) collect(evs []pending) []Session {
+	out := d.Sessions()
+	at := map[string]int{}
+	for i := range out {
+		at[out[i].ID] = i
 	}
 	for _, p := range evs {
 		s := &out[at[p.session]]

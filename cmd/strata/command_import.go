@@ -76,7 +76,8 @@ stores and compacts them. The quirks met (renamed call ids, results for no
 open call, skipped records …) are counted on stderr, one line per session.
 
 With --db the events of each session of a file are appended to the database
-(created if missing, in a directory that exists) in one atomic append, and compacted as replay compacts
+(created if missing, in a directory that exists) in batches of 10,000
+once the whole file has decoded, and compacted as replay compacts
 them (the extractive summarizer; --window, --share, --every-tokens, --every,
 --every-events, --fold, --max-roots and --budget as replay's). A line per session says
   imported file=F session=S events=N seq=A..B [known=K] [counts]
@@ -254,15 +255,31 @@ func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCl
 // read decodes the file called name ("-": stdin) whole in o's format, each
 // conversation into the session target says.
 func (o *importOptions) read(in io.Reader, name string, target func(string) (transcript.Target, error)) ([]transcript.Session, error) {
+	ss, _, err := transcript.Read(o.f, in, o.decodeOptions(name, target))
+	return ss, o.readErr(err)
+}
+
+// decoder returns a Decoder of the file called name ("-": stdin) in o's
+// format, each conversation into the session target says.
+func (o *importOptions) decoder(in io.Reader, name string, target func(string) (transcript.Target, error)) (*transcript.Decoder, error) {
+	return transcript.NewDecoder(o.f, in, o.decodeOptions(name, target))
+}
+
+// decodeOptions are the transcript options of the file called name.
+func (o *importOptions) decodeOptions(name string, target func(string) (transcript.Target, error)) transcript.Options {
 	file := name
 	if name == "-" {
 		file = "" // stdin: no name to give a conversation
 	}
-	ss, _, err := transcript.Read(o.f, in, transcript.Options{File: file, Target: target, Sidechains: o.sidechains, Dir: o.dir})
+	return transcript.Options{File: file, Target: target, Sidechains: o.sidechains, Dir: o.dir}
+}
+
+// readErr hints at the format when a file holds nothing of it.
+func (o *importOptions) readErr(err error) error {
 	if errors.Is(err, transcript.ErrNothingRecognized) {
 		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic, claude-code and codex (strata import --help)", o.f)
 	}
-	return ss, err
+	return err
 }
 
 // toStdout writes the events of each file as JSONL, and each session's
@@ -344,36 +361,28 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
-// file stores the sessions of the file called name, each in one append,
-// leaving out the records they hold already, and compacts each. When an
-// append is refused because another importer stored records of the session
-// since the file was decoded, the file is decoded again against what is
-// stored now.
+// importBatch caps the events of one Append of import: a session's events
+// go to the store in batches as the file is decoded, so that import's
+// memory is bounded by a batch, not by the size of a conversation.
+const importBatch = 10_000
+
+// file stores the sessions of the file called name, leaving out the
+// records they hold already, and compacts each. The file is decoded twice:
+// first whole without storing anything, so that bad input stores nothing
+// of it, then again, appending each session's events in batches as they
+// are decoded. When an append is refused because another importer stored
+// records of the session meanwhile, the file is decoded again against
+// what is stored now (the records stored are left out by their refs).
 func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) error {
 	opener, label, err := input(name, stdin, imp.prog)
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{} // sessions of this file stored
+	if err := imp.check(opener, name, label); err != nil {
+		return err
+	}
 	for try := 1; ; try++ {
-		in, err := opener()
-		if err != nil {
-			return err
-		}
-		heads := map[string]uint64{} // each session's head when the file was decoded
-		var ss []transcript.Session
-		err = imp.db.View(func(s *store.Snapshot) error {
-			var err error
-			ss, err = imp.o.read(in, name, func(conv string) (transcript.Target, error) {
-				return imp.target(s, conv, label, heads)
-			})
-			return err
-		})
-		in.Close()
-		if err != nil {
-			return err
-		}
-		again, err := imp.store(ctx, label, ss, heads, done, try < maxImportTries)
+		again, err := imp.stream(ctx, opener, name, label, try < maxImportTries)
 		if err != nil {
 			return err
 		}
@@ -382,6 +391,177 @@ func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) err
 			return nil
 		}
 	}
+}
+
+// check decodes the file whole against what the database holds, keeping
+// no event: its error is the file's bad input.
+func (imp *importer) check(opener func() (io.ReadCloser, error), name, label string) error {
+	in, err := opener()
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return imp.db.View(func(s *store.Snapshot) error {
+		d, err := imp.o.decoder(in, name, func(conv string) (transcript.Target, error) {
+			return imp.target(s, conv, label, map[string]uint64{})
+		})
+		if err != nil {
+			return err
+		}
+		for {
+			_, err := d.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return imp.o.readErr(err)
+			}
+		}
+	})
+}
+
+// batch is the events of one session decoded and not yet appended, and
+// what was appended of the file to the session so far.
+type batch struct {
+	events      []tier.Event
+	lines       []int
+	n           int    // events appended
+	first, last uint64 // their seqs
+}
+
+// stream decodes the file and appends each session's events in batches.
+// again says that an append was refused after the session's head moved
+// (another importer stored to it): the file is to be decoded again.
+func (imp *importer) stream(ctx context.Context, opener func() (io.ReadCloser, error), name, label string, retry bool) (again bool, err error) {
+	in, err := opener()
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	heads := map[string]uint64{} // each session's head as this import last knows it
+	d, err := imp.o.decoder(in, name, func(conv string) (t transcript.Target, err error) {
+		err = imp.db.View(func(s *store.Snapshot) error {
+			t, err = imp.target(s, conv, label, heads)
+			return err
+		})
+		if t.Stored != nil {
+			session := t.Session
+			t.Stored = func(ref string) (ok bool, err error) {
+				err = imp.db.View(func(s *store.Snapshot) error {
+					_, ok, err = s.Ref(session, ref)
+					return err
+				})
+				return ok, err
+			}
+		}
+		return t, err
+	})
+	if err != nil {
+		return false, err
+	}
+	batches := map[string]*batch{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		e, err := d.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, imp.o.readErr(err)
+		}
+		session := d.Session()
+		b := batches[session]
+		if b == nil {
+			b = &batch{}
+			batches[session] = b
+		}
+		// A batch ends only between two source records: the events of
+		// one record are appended together (store.Append's refs).
+		if len(b.events) >= importBatch && e.Ref != b.events[len(b.events)-1].Ref {
+			if again, err := imp.flush(session, label, b, heads, retry); again || err != nil {
+				return again, err
+			}
+		}
+		b.events = append(b.events, e)
+		b.lines = append(b.lines, d.Line())
+	}
+	ss := d.Sessions()
+	for _, s := range ss {
+		if again, err := imp.flush(s.ID, label, batches[s.ID], heads, retry); again || err != nil {
+			return again, err
+		}
+	}
+	for _, s := range ss {
+		if err := imp.report(ctx, label, s, batches[s.ID]); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// flush appends b's pending events to session.
+func (imp *importer) flush(session, label string, b *batch, heads map[string]uint64, retry bool) (again bool, err error) {
+	if b == nil || len(b.events) == 0 {
+		return false, nil
+	}
+	res, err := imp.db.Append(session, b.events...)
+	if err != nil {
+		if retry && imp.moved(session, heads[session]) {
+			return true, nil
+		}
+		var ee *tier.EventError
+		if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(b.lines) {
+			return false, &transcript.LineError{File: label, Line: b.lines[ee.Index], Err: err}
+		}
+		return false, errors.Wrapf(err, "import: %s", label)
+	}
+	if b.n == 0 {
+		b.first = res.First
+	}
+	b.n += len(b.events)
+	b.last, heads[session] = res.Last, res.Last
+	imp.r.session = session
+	imp.r.stored(len(b.events))
+	clear(b.events) // the batch's strings go with the events appended
+	b.events, b.lines = b.events[:0], b.lines[:0]
+	return false, nil
+}
+
+// report prints what the file stored in session s, b its appends, and
+// compacts the session.
+func (imp *importer) report(ctx context.Context, label string, s transcript.Session, b *batch) error {
+	n := 0
+	if b != nil {
+		n = b.n
+	}
+	imp.known += s.Report.Known
+	imp.r.sessions[s.ID] = true
+	line := fmt.Sprintf("imported file=%s session=%s events=%d", fieldValue(label), fieldValue(s.ID), n)
+	if n > 0 {
+		line += fmt.Sprintf(" seq=%d..%d", b.first, b.last)
+	}
+	if fields := s.Report.Fields(); len(fields) > 2 {
+		line += " " + strings.Join(fields[2:], " ")
+	}
+	if imp.o.json {
+		j := importJSON{Type: "imported", File: label, Session: s.ID, Events: n, Report: s.Report}
+		if n > 0 {
+			j.FirstSeq, j.LastSeq = b.first, b.last
+		}
+		line = strings.TrimSuffix(jsonLine(j), "\n")
+	}
+	imp.prog.above(func() { fmt.Fprintln(imp.out, line) })
+	if n == 0 {
+		return nil
+	}
+	rs, err := imp.comp.Run(ctx, s.ID)
+	imp.r.reportRun(s.ID, rs)
+	if err != nil && ctx.Err() == nil {
+		err = errors.WithHint(err, imp.o.compactHint)
+	}
+	return err
 }
 
 // target is where conversation conv of the file goes: its session, the
@@ -418,62 +598,6 @@ func (imp *importer) target(s *store.Snapshot, conv, label string, heads map[str
 		}
 	}
 	return t, nil
-}
-
-// store appends and compacts each decoded session not done yet. again says
-// that an append was refused after the session's head moved since the
-// decode (another importer stored to it): the file is to be decoded again.
-func (imp *importer) store(ctx context.Context, label string, ss []transcript.Session, heads map[string]uint64, done map[string]bool, retry bool) (again bool, err error) {
-	for _, s := range ss {
-		if done[s.ID] {
-			continue
-		}
-		var res store.AppendResult
-		if len(s.Events) > 0 {
-			res, err = imp.db.Append(s.ID, s.Events...)
-			if err != nil {
-				if retry && imp.moved(s.ID, heads[s.ID]) {
-					return true, nil
-				}
-				var ee *tier.EventError
-				if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(s.Lines) {
-					return false, &transcript.LineError{File: label, Line: s.Lines[ee.Index], Err: err}
-				}
-				return false, errors.Wrapf(err, "import: %s", label)
-			}
-		}
-		done[s.ID] = true
-		imp.known += s.Report.Known
-		imp.r.session = s.ID
-		imp.r.stored(len(s.Events))
-		line := fmt.Sprintf("imported file=%s session=%s events=%d", fieldValue(label), fieldValue(s.ID), len(s.Events))
-		if len(s.Events) > 0 {
-			line += fmt.Sprintf(" seq=%d..%d", res.First, res.Last)
-		}
-		if fields := s.Report.Fields(); len(fields) > 2 {
-			line += " " + strings.Join(fields[2:], " ")
-		}
-		if imp.o.json {
-			j := importJSON{Type: "imported", File: label, Session: s.ID, Events: len(s.Events), Report: s.Report}
-			if len(s.Events) > 0 {
-				j.FirstSeq, j.LastSeq = res.First, res.Last
-			}
-			line = strings.TrimSuffix(jsonLine(j), "\n")
-		}
-		imp.prog.above(func() { fmt.Fprintln(imp.out, line) })
-		if len(s.Events) == 0 {
-			continue
-		}
-		rs, err := imp.comp.Run(ctx, s.ID)
-		imp.r.reportRun(s.ID, rs)
-		if err != nil {
-			if ctx.Err() == nil {
-				err = errors.WithHint(err, imp.o.compactHint)
-			}
-			return false, err
-		}
-	}
-	return false, nil
 }
 
 // moved reports whether session's head is no longer head: records were

@@ -28,13 +28,23 @@ const (
 	maxErrorLine   = 160 // bytes of one of them
 )
 
+// State is the state the raw log implies at a seq, as FitState renders
+// it: its facts, each list newest first but Requests (in order: the first
+// is the task) and Plan (in the plan's order), without resolutions and
+// withdrawn constraints, which are no state; and Rejected, the seqs of
+// the failed results that are the user's rejections of their calls
+// (tier.Required.Rejections).
+type State struct {
+	Claims   tier.Claims
+	Rejected []uint64
+}
+
 // StateOf returns the state r (the Required of a span from seq 1)
-// implies at its end, as FitState takes it: the task and the user's
-// requests (in order), the failures, the calls open, the plan, the
-// dispositions, the active constraints (withdrawn ones are no state) and
-// the artifacts, each list but the requests and the plan newest first.
-// The lists are copies.
-func StateOf(r *tier.Required) tier.Claims {
+// implies at its end: the task and the user's requests (in order), the
+// failures, the calls open, the plan, the dispositions, the active
+// constraints and the artifacts, and which failures are rejections. The
+// lists are copies.
+func StateOf(r *tier.Required) State {
 	c := tier.Claims{Unresolved: slices.Clone(r.Unresolved), Failures: slices.Clone(r.Failures),
 		Dispositions: slices.Clone(r.Dispositions), Artifacts: slices.Clone(r.Artifacts),
 		Requests: slices.Clone(r.Requests), RequestsLeftOut: r.RequestsLeftOut, Plan: slices.Clone(r.Plan), PlanAt: r.PlanAt}
@@ -48,7 +58,7 @@ func StateOf(r *tier.Required) tier.Claims {
 	newestFirst(c.Dispositions, func(d tier.Disposition) (uint64, string) { return d.Seq, d.Key })
 	newestFirst(c.Constraints, func(x tier.Constraint) (uint64, string) { return x.Seq, x.Key })
 	newestFirst(c.Artifacts, func(a tier.Artifact) (uint64, string) { return a.Seq, a.Key })
-	return c
+	return State{Claims: c, Rejected: slices.Clone(r.Rejections)}
 }
 
 // newestFirst sorts s by seq, highest first, then by name.
@@ -97,43 +107,67 @@ type stateSection struct {
 	always bool
 }
 
-// RejectionOf returns the failure of fs that rejected disposition d
-// records, and whether there is one: a rejection is the failed result of
-// a call the user refused, and an importer writes the rejected event
-// right after that tool_result (transcript's builder), so the failure
-// resolved at d.Seq−1 is its call. Seqs and kinds only, never a text.
-func RejectionOf(d tier.Disposition, fs []tier.Resolution) (tier.Resolution, bool) {
-	if d.State != tier.KindRejected || d.Seq < 2 {
-		return tier.Resolution{}, false
-	}
-	i := slices.IndexFunc(fs, func(f tier.Resolution) bool { return f.Kind == tier.KindToolCall && f.At == d.Seq-1 })
-	if i < 0 {
-		return tier.Resolution{}, false
-	}
-	return fs[i], true
-}
-
-// sections returns the facts of c by class, in the order the budget keeps
+// sections returns the facts of s by class, in the order the budget keeps
 // them: standing failures, open calls, the plan, rejections and
 // constraints, older requests, artifacts, fixed failures. (The task and
 // the newest request come before them, always: requestBlock.) A failure
-// that is a rejection (RejectionOf) is listed once, as the rejection,
-// with its call's target.
-func sections(c *tier.Claims) []stateSection {
-	rejections := map[uint64]tier.Resolution{} // by the disposition's seq
-	rejectedAt := map[uint64]bool{}            // the failures that are rejections, by At
+// the user's rejection made (State.Rejected) is listed once, as a
+// rejection, by its call's target, with the first lines of its result
+// (where Claude Code keeps the user's words); a rejected disposition the
+// importer wrote beside it (at the next seq) is that same rejection.
+func sections(s *State) []stateSection {
+	c := &s.Claims
+	rejected := map[uint64]bool{}
+	for _, at := range s.Rejected {
+		rejected[at] = true
+	}
+	type dated struct {
+		seq  uint64
+		line string
+	}
+	// The rejected disposition beside a rejected failure, by the failure's
+	// seq: its key says what the call was about when its input names no
+	// target, its reason the user's words (the importer's reading).
+	paired := map[uint64]tier.Disposition{}
+	var disps []dated
 	for _, d := range c.Dispositions {
-		if f, ok := RejectionOf(d, c.Failures); ok {
-			rejections[d.Seq] = f
-			rejectedAt[f.At] = true
+		if d.State == tier.KindRejected && d.Seq > 0 && rejected[d.Seq-1] {
+			paired[d.Seq-1] = d // the failure before it says it
+			continue
 		}
+		d.Reason = tier.ClipTo(d.Reason, maxFactText)
+		disps = append(disps, dated{d.Seq, ClaimLines(&tier.Claims{Dispositions: []tier.Disposition{d}})[0]})
 	}
 	var failures []tier.Resolution
 	for _, f := range c.Failures {
-		if !rejectedAt[f.At] {
+		if !rejected[f.At] {
 			failures = append(failures, f)
+			continue
 		}
+		var b strings.Builder
+		b.WriteString("- rejected: ")
+		d, ok := paired[f.At]
+		what := d.Key
+		if f.Target != "" {
+			what = "`" + f.Target + "`"
+		}
+		name := ""
+		if f.Name != "" {
+			name = " (" + oneLine(f.Name) + ")"
+		}
+		if what == "" {
+			fmt.Fprintf(&b, "call %s%s at seq %d", oneLine(f.ID), name, f.At)
+		} else {
+			fmt.Fprintf(&b, "%s%s, call %s at seq %d", oneLine(tier.ClipTo(what, maxFactText)), name, oneLine(f.ID), f.At)
+		}
+		if ok && d.Reason != "" {
+			fmt.Fprintf(&b, " — %s", oneLine(tier.ClipTo(d.Reason, maxFactText)))
+		} else {
+			writeOutput(&b, f.Reason)
+		}
+		disps = append(disps, dated{f.At, b.String()})
 	}
+	slices.SortStableFunc(disps, func(a, b dated) int { return cmp.Compare(b.seq, a.seq) })
 	var standing, fixed []string
 	for _, g := range tier.GroupFailures(failures) {
 		if g.Fixed == 0 {
@@ -153,29 +187,9 @@ func sections(c *tier.Claims) []stateSection {
 			older = append(older, fmt.Sprintf("- seq %d: %s", r.Seq, oneLine(tier.ClipTo(r.Text, maxFactText))))
 		}
 	}
-	var disps []string
-	for _, d := range c.Dispositions {
-		d.Reason = tier.ClipTo(d.Reason, maxFactText)
-		f, ok := rejections[d.Seq]
-		if !ok {
-			disps = append(disps, ClaimLines(&tier.Claims{Dispositions: []tier.Disposition{d}})...)
-			continue
-		}
-		var b strings.Builder
-		b.WriteString("- rejected: ")
-		if f.Target != "" {
-			fmt.Fprintf(&b, "`%s`", oneLine(tier.ClipTo(f.Target, maxFactText)))
-		} else {
-			b.WriteString(oneLine(d.Key))
-		}
-		if f.Name != "" {
-			fmt.Fprintf(&b, " (%s)", oneLine(f.Name))
-		}
-		fmt.Fprintf(&b, ", call %s at seq %d", oneLine(f.ID), f.At)
-		if d.Reason != "" {
-			fmt.Fprintf(&b, " — %s", oneLine(d.Reason))
-		}
-		disps = append(disps, b.String())
+	var rejections []string
+	for _, d := range disps {
+		rejections = append(rejections, d.line)
 	}
 	constraints := clipped(c.Constraints, func(x *tier.Constraint) *string { return &x.Text })
 	artifacts := clipped(c.Artifacts, func(a *tier.Artifact) *string { return &a.Text })
@@ -187,7 +201,7 @@ func sections(c *tier.Claims) []stateSection {
 		{title: "failures that still stand, by what failed, newest first", noun: "standing failure", facts: standing},
 		{title: "calls open at the boundary, no result (UNRESOLVED)", noun: "open call", facts: ClaimLines(&tier.Claims{Unresolved: c.Unresolved})},
 		{title: planTitle, noun: "plan item", facts: plan, always: c.PlanAt != 0},
-		{title: "rejected, failed or superseded items, newest first", noun: "item", facts: disps},
+		{title: "rejected, failed or superseded items, newest first", noun: "item", facts: rejections},
 		{title: "active constraints, newest first", noun: "constraint", facts: ClaimLines(&tier.Claims{Constraints: constraints})},
 		{title: "earlier requests of the user, newest first", noun: "request", facts: older, uncounted: c.RequestsLeftOut},
 		{title: "artifacts (files written), newest first", noun: "artifact", facts: ClaimLines(&tier.Claims{Artifacts: artifacts})},
@@ -312,14 +326,15 @@ func clipped[V any](s []V, text func(*V) *string) []V {
 // how many more it holds ("… and 3 more standing failures not shown"). A
 // fact's text over 240 bytes is cut, saying how many bytes are left out;
 // a failure shows the first 6 lines of its output. A failed call the user
-// rejected is shown once, as its rejection (RejectionOf).
-func FitState(head string, c *tier.Claims, budget int) Fitted {
+// rejected is shown once, as its rejection (State.Rejected).
+func FitState(head string, s *State, budget int) Fitted {
 	budget = max(budget, MinStateBudget)
+	c := &s.Claims
 	var b strings.Builder
 	b.WriteString(head)
 	b.WriteString(requestBlock(c.Requests))
 	var secs []stateSection
-	for _, sec := range sections(c) {
+	for _, sec := range sections(s) {
 		if len(sec.facts)+sec.uncounted > 0 || sec.always {
 			secs = append(secs, sec)
 		}
@@ -380,7 +395,7 @@ func moreLine(sec stateSection, n int) string {
 // served it, its size and its sha256 — so that the full context can be
 // asked for and checked. The heading says that every line under it is a
 // fact of the raw log, none a summarizer's words.
-func (c *Context) Fit(state *tier.Claims, budget int) Fitted {
+func (c *Context) Fit(state *State, budget int) Fitted {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# strata state, fitted to %d tokens\nsession: %s\n", max(budget, MinStateBudget), oneLine(c.Session))
 	switch c.Source {

@@ -47,6 +47,9 @@ type State struct {
 	// order: the first is the task) and Plan (in the plan's order).
 	// Resolved and withdrawn constraints are left out: they are no state.
 	Claims tier.Claims
+	// Rejected are the seqs of the failed results that are the user's
+	// rejections of their calls (checkpoint.State).
+	Rejected []uint64
 }
 
 // computeState returns the state session's raw log implies at seq
@@ -60,7 +63,7 @@ func computeState(s *store.Snapshot, session string, boundary uint64) (*State, e
 	if err != nil {
 		return nil, err
 	}
-	st.Claims = c
+	st.Claims, st.Rejected = c.Claims, c.Rejected
 	return st, nil
 }
 
@@ -95,6 +98,6 @@ func (s *State) Render(db string, budget int) Rendered {
 	} else {
 		fmt.Fprintf(&b, "No marker stands at the boundary; `%s` (sha256 %s) prints the whole context strata holds, %d bytes.\n", resume, s.SHA256, s.Bytes)
 	}
-	f := checkpoint.FitState(b.String(), &s.Claims, budget)
+	f := checkpoint.FitState(b.String(), &checkpoint.State{Claims: s.Claims, Rejected: s.Rejected}, budget)
 	return Rendered{Text: f.Text, Facts: f.Facts, Shown: f.Shown, Tokens: f.Tokens}
 }

@@ -9,10 +9,10 @@ import (
 // head at most), as checkpoint.StateOf gives it: computed from the raw
 // events 1..seq by the ledger's rules (tier.RequiredBuilder), never from a
 // summary. It reads every one of those events.
-func (s *Snapshot) StateAt(session string, seq uint64) (tier.Claims, error) {
+func (s *Snapshot) StateAt(session string, seq uint64) (checkpoint.State, error) {
 	b := tier.NewRequiredBuilder(nil)
 	if err := s.Events(session, 1, seq, b.Add); err != nil {
-		return tier.Claims{}, err
+		return checkpoint.State{}, err
 	}
 	r := b.Required()
 	return checkpoint.StateOf(&r), nil

@@ -174,3 +174,11 @@ type Snapshotter interface {
 type Checker interface {
 	Check(tx Tx, problem func(session, what string)) (safe bool, err error)
 }
+
+// SessionDeleter is a write transaction that removes a whole session:
+// DeleteSession removes its state, its events and every record of every
+// table, atomically with the rest of the transaction. A session that does
+// not exist is no error. store.DB.Prune asks for it.
+type SessionDeleter interface {
+	DeleteSession(id string) error
+}

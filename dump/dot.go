@@ -41,9 +41,25 @@ func (d *dumper) writeDot(format int, ids []string) error {
 	if len(ids) == 0 {
 		w.WriteString("\tempty [shape=plaintext, label=\"no sessions\"];\n")
 	}
+	index := map[string]int{}
 	for i, id := range ids {
+		index[id] = i
 		if err := d.writeSessionDot(i, id); err != nil {
 			return err
+		}
+	}
+	// The tree of forks: an edge from each fork's first raw box to its
+	// parent's, when both are drawn.
+	for i, id := range ids {
+		info, err := d.s.Info(id)
+		if err != nil {
+			return err
+		}
+		if f := info.Fork; f != nil {
+			if p, ok := index[f.Parent]; ok {
+				fmt.Fprintf(w, "	s%d_l0_0 -> s%d_l0_0 [style=bold, color=blue, label=%s];\n", i, p,
+					dotLines([]string{fmt.Sprintf("fork at seq %d", f.At), fmt.Sprintf("marker %d", f.Marker)}))
+			}
 		}
 	}
 	_, err := w.WriteString("}\n")

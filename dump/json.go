@@ -257,6 +257,10 @@ func (d *dumper) writeSessionJSON(j *jsonWriter, id string) error {
 	j.value(in, info.Head)
 	j.key(in, "turn", false)
 	j.value(in, info.Turn)
+	if info.Fork != nil {
+		j.key(in, "fork", false)
+		j.value(in, info.Fork)
+	}
 	if d.opts.ranged() {
 		err = d.writeRangeJSON(j, in, info)
 	} else {

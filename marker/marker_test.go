@@ -116,122 +116,13 @@ func TestValidate_ValidClaims(t *testing.T) {
 	}
 }
 
-func TestValidate_EachClassFailsAlone(t *testing.T) {
+// TestValidate_DepthFailsAlone: the depth class, which a commit through the
+// store never reaches with a stale frame (the store answers "plan again"
+// first). The other classes — closure, retention, artifact, constraint,
+// request, plan — run through store.Commit from
+// store/testdata/protocol/claims (TestDataDriven).
+func TestValidate_DepthFailsAlone(t *testing.T) {
 	cases := []validateCase{
-		// 1. Closure.
-		{name: "closure/open call not claimed UNRESOLVED",
-			mutate: func(c *tier.Claims) { c.Unresolved = c.Unresolved[1:] },
-			want:   []string{"closure:c2"}, detail: "not claimed UNRESOLVED"},
-		{name: "closure/open handle not claimed UNRESOLVED",
-			mutate: func(c *tier.Claims) { c.Unresolved = c.Unresolved[:1] },
-			want:   []string{"closure:h1"}, detail: "not claimed UNRESOLVED"},
-		{name: "closure/claimed resolved while open",
-			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, tier.Resolution{ID: "c2"}) },
-			want:   []string{"closure:c2"}, detail: "still open"},
-		{name: "closure/opened before the span, resolved inside, not claimed resolved",
-			mutate: func(c *tier.Claims) { c.Resolved = nil },
-			want:   []string{"closure:c0@5"}, detail: "not claimed resolved"},
-		{name: "closure/claimed resolved, but the span resolved no such id",
-			mutate: func(c *tier.Claims) { c.Resolved = append(c.Resolved, tier.Resolution{ID: "c7"}) },
-			want:   []string{"closure:c7"}, detail: "resolves no such call"},
-		{name: "closure/claimed resolved, another invocation of the id",
-			mutate: func(c *tier.Claims) { c.Resolved[0].Seq = 2 },
-			want:   []string{"closure:c0@2", "closure:c0@5"}, detail: "resolves no such call"},
-		{name: "closure/UNRESOLVED claim of an earlier invocation of the id",
-			mutate: func(c *tier.Claims) { c.Unresolved[0].Seq = 3 },
-			want:   []string{"closure:c2"}, detail: "claimed UNRESOLVED as opened at seq 3, open since seq 15"},
-		{name: "closure/UNRESOLVED claim for something not open",
-			mutate: func(c *tier.Claims) {
-				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c9", Kind: tier.KindToolCall})
-			},
-			want: []string{"closure:c9"}, detail: "not open"},
-		{name: "closure/UNRESOLVED claim of the wrong kind",
-			mutate: func(c *tier.Claims) { c.Unresolved[1].Kind = tier.KindToolCall },
-			want:   []string{"closure:h1"}, detail: "claimed UNRESOLVED as tool_call, opened by open at seq 12"},
-		{name: "closure/UNRESOLVED claimed twice, with two names",
-			mutate: func(c *tier.Claims) {
-				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c2", Kind: tier.KindToolCall, Name: "other"})
-			},
-			want: []string{"closure:c2"}, detail: "claimed UNRESOLVED more than once"},
-		{name: "retention/one key claimed with two states",
-			mutate: func(c *tier.Claims) {
-				c.Dispositions = append(c.Dispositions, tier.Disposition{Key: "draft@v1", State: tier.KindRejected})
-			},
-			want: []string{"retention:draft@v1", "retention:draft@v1"}, detail: "claimed more than once"},
-		{name: "closure/UNRESOLVED claim without a kind",
-			mutate: func(c *tier.Claims) { c.Unresolved[0].Kind = 0 },
-			want:   []string{"closure:c2"}, detail: "claimed UNRESOLVED as kind(0), opened by tool_call"},
-		{name: "closure/resolved call claimed UNRESOLVED",
-			mutate: func(c *tier.Claims) {
-				c.Unresolved = append(c.Unresolved, tier.Open{ID: "c0", Kind: tier.KindToolCall})
-			},
-			want: []string{"closure:c0"}, detail: "not open"},
-
-		// 2. Negative-fact retention.
-		{name: "retention/failed call not claimed",
-			mutate: func(c *tier.Claims) { c.Failures = nil },
-			want:   []string{"retention:c3@16"}, detail: "failed at seq 17, but not claimed"},
-		{name: "retention/a call claimed failed that succeeded",
-			mutate: func(c *tier.Claims) { c.Failures = append(c.Failures, tier.Resolution{ID: "c1", Seq: 11}) },
-			want:   []string{"retention:c1@11"}, detail: "no such call failed"},
-		{name: "retention/failure claimed twice",
-			mutate: func(c *tier.Claims) { c.Failures = append(c.Failures, c.Failures[0]) },
-			want:   []string{"retention:c3@16"}, detail: "claimed failed more than once"},
-		{name: "retention/missing disposition",
-			mutate: func(c *tier.Claims) { c.Dispositions = c.Dispositions[1:] },
-			want:   []string{"retention:approach/add-column-then-backfill"}, detail: "not claimed"},
-		{name: "retention/wrong state",
-			mutate: func(c *tier.Claims) { c.Dispositions[0].State = tier.KindFailed },
-			want:   []string{"retention:approach/add-column-then-backfill"}, detail: "claimed failed, the span ends with rejected"},
-		{name: "retention/mere mention, no state",
-			mutate: func(c *tier.Claims) { c.Dispositions[0].State = 0 },
-			want:   []string{"retention:approach/add-column-then-backfill"}, detail: "claimed no state"},
-		{name: "retention/mere mention, a kind that is no state",
-			mutate: func(c *tier.Claims) { c.Dispositions[0].State = tier.KindAssistant },
-			want:   []string{"retention:approach/add-column-then-backfill"}, detail: "claimed no state"},
-		{name: "retention/superseded with the wrong by",
-			mutate: func(c *tier.Claims) { c.Dispositions[1].By = "draft@v3" },
-			want:   []string{"retention:draft@v1"}, detail: `superseded by "draft@v2", claimed by "draft@v3"`},
-		{name: "retention/superseded without by",
-			mutate: func(c *tier.Claims) { c.Dispositions[1].By = "" },
-			want:   []string{"retention:draft@v1"}, detail: "superseded by"},
-		{name: "retention/superseded by an invented replacement",
-			mutate: func(c *tier.Claims) { c.Dispositions[1].By = "draft@v9" },
-			want:   []string{"retention:draft@v1"}, detail: `superseded by "draft@v2", claimed by "draft@v9"`},
-		{name: "retention/a replacement the raw log never named",
-			mutate: func(c *tier.Claims) { c.Dispositions[0].By = "approach/alter-in-place" },
-			want:   []string{"retention:approach/add-column-then-backfill"}, detail: `the span names no replacement, claimed by "approach/alter-in-place"`},
-		{name: "retention/superseded claimed rejected",
-			mutate: func(c *tier.Claims) { c.Dispositions[1].State = tier.KindRejected; c.Dispositions[1].By = "" },
-			want:   []string{"retention:draft@v1"}, detail: "claimed rejected, the span ends with superseded"},
-		{name: "retention/disposition the span does not imply",
-			mutate: func(c *tier.Claims) {
-				c.Dispositions = append(c.Dispositions, tier.Disposition{Key: "approach/other", State: tier.KindRejected})
-			},
-			want: []string{"retention:approach/other"}, detail: "does not imply"},
-
-		// Artifacts.
-		{name: "artifact/missing",
-			mutate: func(c *tier.Claims) { c.Artifacts = nil },
-			want:   []string{"artifact:migrations/003_down.sql"}, detail: "not claimed"},
-		{name: "artifact/extra claim not implied",
-			mutate: func(c *tier.Claims) { c.Artifacts = append(c.Artifacts, tier.Artifact{Key: "migrations/004_up.sql"}) },
-			want:   []string{"artifact:migrations/004_up.sql"}, detail: "does not imply"},
-
-		// Constraints.
-		{name: "constraint/missing",
-			mutate: func(c *tier.Claims) { c.Constraints = c.Constraints[:1] },
-			want:   []string{"constraint:reversible"}, detail: "not claimed"},
-		{name: "constraint/withdrawn claimed active",
-			mutate: func(c *tier.Claims) { c.Constraints[0].Withdrawn = false },
-			want:   []string{"constraint:no-downtime"}, detail: "withdrawn in the span, claimed active"},
-		{name: "constraint/active claimed withdrawn",
-			mutate: func(c *tier.Claims) { c.Constraints[1].Withdrawn = true },
-			want:   []string{"constraint:reversible"}, detail: "active at the boundary, claimed withdrawn"},
-		{name: "constraint/extra claim not implied",
-			mutate: func(c *tier.Claims) { c.Constraints = append(c.Constraints, tier.Constraint{Key: "tests-first"}) },
-			want:   []string{"constraint:tests-first"}, detail: "does not imply"},
-
 		// 3. Depth consistency.
 		{name: "depth/frame version changed",
 			current: frame4,

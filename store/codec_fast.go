@@ -215,7 +215,11 @@ func (r *stateRec) msgpackSize() int {
 			fields++
 		}
 	}
-	for _, v := range [...]uint64{r.FoldRefusedPrev, r.CompactedBytes, r.RefusedBytes} {
+	if r.Parent != "" {
+		n += strFieldSize(r.Parent)
+		fields++
+	}
+	for _, v := range [...]uint64{r.FoldRefusedPrev, r.CompactedBytes, r.RefusedBytes, r.ForkAt, r.ForkMarker} {
 		if v != 0 {
 			n += 1 + uintFieldSize(v) // a two-byte key
 			fields++
@@ -234,15 +238,22 @@ func (r *stateRec) appendMsgpack(b []byte) []byte {
 	}
 	fields := [...]field{{"h", r.Head}, {"t", r.Turn}, {"f", r.FrameVersion}, {"c", r.CompactedTo}, {"r", uint64(r.Roots)},
 		{"n", r.NextNode}, {"k", r.NextCk}, {"a", r.NextAudit}, {"x", r.RefusedTo}, {"y", r.RefusedTurn}, {"z", r.FoldRefusedTo},
-		{"zp", r.FoldRefusedPrev}, {"b", r.Bytes}, {"cb", r.CompactedBytes}, {"xb", r.RefusedBytes}}
+		{"zp", r.FoldRefusedPrev}, {"b", r.Bytes}, {"cb", r.CompactedBytes}, {"xb", r.RefusedBytes},
+		{"pq", r.ForkAt}, {"pm", r.ForkMarker}}
 	n := 1
 	for _, f := range fields {
 		if f.v != 0 {
 			n++
 		}
 	}
+	if r.Parent != "" {
+		n++
+	}
 	b = appendMapLen(b, n)
 	b = appendIntField(b, "v", int64(r.V))
+	if r.Parent != "" {
+		b = appendStrField(b, "p", r.Parent)
+	}
 	for _, f := range fields {
 		switch {
 		case f.v == 0:
@@ -297,6 +308,14 @@ func (r *stateRec) decodeMsgpack(b []byte) error {
 			p = &r.CompactedBytes
 		case "xb":
 			p = &r.RefusedBytes
+		case "p":
+			v, err := d.str()
+			r.Parent = v
+			return true, err
+		case "pq":
+			p = &r.ForkAt
+		case "pm":
+			p = &r.ForkMarker
 		default:
 			return false, nil
 		}

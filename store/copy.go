@@ -471,7 +471,12 @@ func (c *copier) session(p *copyPlan) error {
 	}
 	// Values are the source's, valid while its snapshot is: capacity cut,
 	// so that no backend writes into the bytes past them (package backend).
-	err := p.src.rawEvents(p.have+1, p.head, func(seq uint64, v []byte) error {
+	// A fork's events up to its fork point are its parent's, copied with
+	// the parent: the fork's own are those past it.
+	if err := p.src.forkBase(); err != nil {
+		return err
+	}
+	err := p.src.ownEvents(max(p.have, p.src.forkAt)+1, p.head, func(seq uint64, v []byte) error {
 		c.events = append(c.events, seqValue{seq: seq, v: v[:len(v):len(v)]})
 		return c.added(len(v))
 	})

@@ -72,6 +72,17 @@ var (
 	// cause of a *SessionExistsError) when the destination holds another
 	// session of an id they were to copy.
 	ErrSessionExists = errors.New("store: the destination holds another session of the same id")
+	// ErrForkMarker is returned by DB.Fork when the marker asked for is no
+	// promise to fork at: invalid, its node no longer a root, or no marker
+	// at all (Latest of a session without one).
+	ErrForkMarker = errors.New("store: no valid marker to fork at")
+	// ErrForkParentMissing is the cause of a CorruptError of a fork whose
+	// parent session is gone: the fork's raw events up to its fork point
+	// are the parent's.
+	ErrForkParentMissing = errors.New("store: a fork's parent session is missing")
+	// ErrForkHeld is returned by Prune (the cause of a *HeldError) when a
+	// session asked for by id has forks that read its raw log.
+	ErrForkHeld = errors.New("store: the session has forks that depend on it")
 	// ErrDestination marks an error of Snapshot.Copy and CopyFile that is
 	// the destination's — reading or writing it, damage in it — and not the
 	// snapshot's: errors.Is(err, ErrDestination) says which of the two

@@ -57,6 +57,13 @@ type stateRec struct {
 	Bytes          uint64 `msgpack:"b,omitempty"`
 	CompactedBytes uint64 `msgpack:"cb,omitempty"`
 	RefusedBytes   uint64 `msgpack:"xb,omitempty"`
+	// Parent, ForkAt and ForkMarker are a fork's origin (DB.Fork): the
+	// session it was forked from, the parent's head at the fork — the
+	// fork's events 1..ForkAt are the parent's, read from it — and the
+	// parent's marker whose frame it took. Empty for a session of its own.
+	Parent     string `msgpack:"p,omitempty"`
+	ForkAt     uint64 `msgpack:"pq,omitempty"`
+	ForkMarker uint64 `msgpack:"pm,omitempty"`
 }
 
 type eventRec struct {

@@ -16,6 +16,13 @@ type sess struct {
 	id string
 	b  backend.Session
 	tx backend.Tx
+
+	// A fork's parent and the parent's head at the fork, read from the
+	// state by the first read of an event (forkBase): events up to forkAt
+	// are the parent's.
+	forkRead bool
+	parent   *sess
+	forkAt   uint64
 }
 
 // findSess returns session id inside tx, or nil when it does not exist.
@@ -126,6 +133,12 @@ func (s *sess) scan(t backend.Table, from []byte, fn func(k, v []byte) (bool, er
 }
 
 func (s *sess) event(seq uint64) (tier.Event, []byte, error) {
+	if err := s.forkBase(); err != nil {
+		return tier.Event{}, nil, err
+	}
+	if seq <= s.forkAt {
+		return s.parent.event(seq)
+	}
 	raw, err := s.b.Event(seq)
 	if err != nil {
 		return tier.Event{}, nil, err
@@ -169,6 +182,24 @@ func (s *sess) events(from, to uint64, fn func(e tier.Event, raw []byte) error) 
 // the call) of every event from ≤ seq ≤ to, in order. A missing event is
 // damage.
 func (s *sess) rawEvents(from, to uint64, fn func(seq uint64, raw []byte) error) error {
+	if err := s.forkBase(); err != nil {
+		return err
+	}
+	if from <= s.forkAt {
+		if err := s.parent.rawEvents(from, min(to, s.forkAt), fn); err != nil {
+			return err
+		}
+		if to <= s.forkAt {
+			return nil
+		}
+		from = s.forkAt + 1
+	}
+	return s.ownEvents(from, to, fn)
+}
+
+// ownEvents is rawEvents of the events stored in the session itself: for
+// a fork, those past its fork point.
+func (s *sess) ownEvents(from, to uint64, fn func(seq uint64, raw []byte) error) error {
 	want := from
 	err := s.b.Events(from, to, func(seq uint64, v []byte) (bool, error) {
 		if seq != want {

@@ -53,6 +53,9 @@ type Info struct {
 	// commit or refusal and checked by Verify: O(1), however long the tail.
 	TailTokens    int `json:"tail_tokens"`
 	RefusedTokens int `json:"refused_tokens,omitempty"`
+	// Fork is where a fork came from (DB.Fork); nil for a session of its
+	// own.
+	Fork *ForkInfo `json:"fork,omitempty"`
 }
 
 // FormatVersion returns the format version of the backend's layout (the
@@ -93,6 +96,10 @@ func (st *stateRec) info(session string) Info {
 	info := Info{Session: session, Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion,
 		CompactedTo: st.CompactedTo, Roots: st.Roots, RefusedTo: st.RefusedTo, RefusedTurn: st.RefusedTurn,
 		FoldRefusedTo: st.FoldRefusedTo}
+	if st.Parent != "" {
+		f := st.forkInfo()
+		info.Fork = &f
+	}
 	if st.Bytes > st.CompactedBytes {
 		info.TailTokens = tokensOfBytes(st.Bytes - st.CompactedBytes)
 	}
@@ -208,13 +215,14 @@ func (ss *sess) rootNodes(upto uint64) ([]tier.Node, error) {
 	return out, nil
 }
 
-// Node returns node id of session.
+// Node returns node id of session; of a fork, a node under its frame is
+// its parent's, returned from there.
 func (s *Snapshot) Node(session string, id uint64) (tier.Node, error) {
 	ss, err := s.sess(session)
 	if err != nil {
 		return tier.Node{}, err
 	}
-	return ss.node(id)
+	return ss.inheritedNode(id)
 }
 
 // Nodes calls fn for every node of session, in id order.

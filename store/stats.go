@@ -40,6 +40,8 @@ type SessionStats struct {
 	// LastTime is the time of the session's newest event, in UTC; absent
 	// (zero) when its events carry no time.
 	LastTime time.Time `json:"last_time,omitzero"`
+	// Fork is where a fork came from; nil for a session of its own.
+	Fork *ForkInfo `json:"fork,omitempty"`
 }
 
 // Stats counts per session and in total.
@@ -151,7 +153,7 @@ func (s *Snapshot) SessionSummary(id string) (SessionStats, error) {
 	if err != nil {
 		return out, err
 	}
-	out.Events, out.Turns, out.Roots, out.FrameVersion = info.Head, info.Turn, info.Roots, info.FrameVersion
+	out.Events, out.Turns, out.Roots, out.FrameVersion, out.Fork = info.Head, info.Turn, info.Roots, info.FrameVersion, info.Fork
 	if err := s.Nodes(id, func(n tier.Node) error {
 		out.NodesByDepth[int(n.Depth)]++
 		return nil

@@ -249,7 +249,13 @@ func (v *verifier) checkRawAndLedger() {
 	var size, compacted, refused, refusedTurn uint64
 	// Every stored event, also any past the head: a gap or a stray is
 	// damage.
-	err := v.ss.b.Events(1, ^uint64(0), func(seq uint64, raw []byte) (bool, error) {
+	// A fork's events up to its fork point are its parent's: replayed
+	// from there, their refs are the parent's to index.
+	if err := v.ss.forkBase(); err != nil {
+		v.fail("%v", err)
+		return
+	}
+	body := func(seq uint64, raw []byte) (bool, error) {
 		if seq != want {
 			return false, corrupt(v.ss.id, "l0", u64(seq), errors.Newf("stored where seq %d was expected", want))
 		}
@@ -262,6 +268,7 @@ func (v *verifier) checkRawAndLedger() {
 		}
 		turn = e.Turn
 		switch {
+		case seq <= v.ss.forkAt:
 		case e.Ref != "" && e.Ref == run.ref && run.last == seq-1:
 			run.last = seq
 		case e.Ref != "":
@@ -326,7 +333,17 @@ func (v *verifier) checkRawAndLedger() {
 			}
 		}
 		return true, nil
-	})
+	}
+	var err error
+	if v.ss.parent != nil {
+		err = v.ss.parent.rawEvents(1, v.ss.forkAt, func(seq uint64, raw []byte) error {
+			_, err := body(seq, raw)
+			return err
+		})
+	}
+	if err == nil {
+		err = v.ss.b.Events(want, ^uint64(0), body)
+	}
 	if err != nil {
 		v.fail("%v", err)
 		return
@@ -507,6 +524,12 @@ func (v *verifier) checkNodes() {
 			var depths []tier.Depth
 			for _, cid := range n.Children {
 				c, ok := v.nodes[cid]
+				if !ok && v.ss.parent != nil {
+					// A node of a fork's frame folds its parent's nodes.
+					var err error
+					c, err = v.ss.parent.inheritedNode(cid)
+					ok = err == nil
+				}
 				if !ok {
 					v.fail("node %d: child %d does not exist", id, cid)
 					break

@@ -640,6 +640,54 @@ func TestRead_InvalidUTF8Counted(t *testing.T) {
 	}
 }
 
+// The real Claude Code 2.1.332 transcript of ../shared/data/realclient:
+// the user's words are the two prompts typed; the /compact command, its
+// output, the caveat before it and the compact summary are Claude Code's
+// records, kept as system events.
+func TestRead_ClaudeCodeBookkeepingIsNotTheUsers(t *testing.T) {
+	name := filepath.Join("..", "..", "shared", "data", "realclient", "claude-code-2.1.332-print-task-compact-followup.jsonl")
+	if _, err := os.Stat(name); err != nil {
+		t.Skip("../shared/data/realclient is absent")
+	}
+	evs, _ := readFile(t, transcript.ClaudeCode, name, transcript.Options{})
+	var users []string
+	bookkeeping := 0
+	for _, e := range evs {
+		switch {
+		case e.Kind == tier.KindUser:
+			users = append(users, e.Text)
+		case e.Kind == tier.KindSystem && (strings.Contains(e.Text, "<command-name>/compact") ||
+			strings.Contains(e.Text, "<local-command-stdout>") || strings.Contains(e.Text, "<local-command-caveat>")):
+			bookkeeping++
+		}
+	}
+	want := []string{"TASK-A: write the down migration for the widgets table", "Follow-up: what is the state of the work, and did anything fail?"}
+	if !slices.Equal(users, want) {
+		t.Errorf("user events %q, want the %d prompts typed", users, len(want))
+	}
+	if bookkeeping != 3 {
+		t.Errorf("%d system events of the /compact command's records, want 3 (the command, its output, the caveat)", bookkeeping)
+	}
+}
+
+func TestClaudeCode_BookkeepingBlocks(t *testing.T) {
+	in := `{"type":"user","uuid":"u1","message":{"role":"user","content":[{"type":"text","text":"<command-name>/review</command-name>"}]}}
+{"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"text","text":"review <command-name> please"}]}}
+{"type":"user","uuid":"u3","message":{"role":"user","content":"<local-command-stderr>boom</local-command-stderr>"}}
+`
+	evs, _, err := readEvents(t, transcript.ClaudeCode, strings.NewReader(in), transcript.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []tier.Kind{}
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if !slices.Equal(kinds, []tier.Kind{tier.KindSystem, tier.KindUser, tier.KindSystem}) {
+		t.Errorf("kinds %v: want the tagged records system events and the user's words a user event", kinds)
+	}
+}
+
 // TestRead_ClaudeCodeClientRecordsAreNoRequests: the user records Claude
 // Code writes itself — a /compact command and its output, a background
 // task's notice — are system events; what the user typed is a user event.

@@ -637,3 +637,24 @@ func (s *session) walkLast(x *table, below []byte) error {
 	_, err := back.prev()
 	return err
 }
+
+var _ backend.SessionDeleter = (*tx)(nil)
+
+// DeleteSession implements backend.SessionDeleter: the session's bucket,
+// with its nested tables, goes in one bbolt delete; its pages go to the
+// freelist (strata vacuum gives them back to the file system).
+func (t *tx) DeleteSession(id string) (err error) {
+	defer t.unguard(debug.SetPanicOnFault(true), &err, nil, id, "bucket")
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if !t.btx.Writable() {
+		return errors.Wrap(backend.ErrReadOnly, "boltfile: DeleteSession in a read transaction")
+	}
+	s, err := t.Session(id) // walks the path to the bucket first
+	if err != nil || s == nil {
+		return err
+	}
+	delete(t.created, id)
+	return errors.Wrapf(t.btx.DeleteBucket(sessionKey(id)), "boltfile: delete session %q", id)
+}

@@ -1120,3 +1120,27 @@ func (s *session) Last(t backend.Table, below []byte) (k, v []byte, err error) {
 	}
 	return page[0].key, v, nil
 }
+
+var _ backend.SessionDeleter = (*tx)(nil)
+
+// DeleteSession implements backend.SessionDeleter: the session's rows of
+// every table, its events and its row, under its lock, in this
+// transaction. PostgreSQL's own VACUUM gives the space back.
+func (t *tx) DeleteSession(id string) error {
+	if !t.writable {
+		return errors.Wrap(backend.ErrReadOnly, "postgres: DeleteSession in a read transaction")
+	}
+	s, err := t.Session(id) // takes the session's lock
+	if err != nil || s == nil {
+		return err
+	}
+	for tb := backend.Table(1); tb < backend.Tables; tb++ {
+		t.pending = append(t.pending, stmt{sql: `DELETE FROM ` + recordTables[tb].name + ` WHERE session = $1`,
+			args: []any{id}, session: id, bucket: tb.String()})
+	}
+	t.pending = append(t.pending,
+		stmt{sql: `DELETE FROM ` + eventsTable + ` WHERE session = $1`, args: []any{id}, session: id, bucket: "l0"},
+		stmt{sql: `DELETE FROM ` + sessionsTable + ` WHERE id = $1`, args: []any{id}, session: id, bucket: "bucket"})
+	t.sessions[id] = nil
+	return nil
+}

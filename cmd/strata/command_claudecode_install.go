@@ -17,23 +17,9 @@ import (
 
 	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/backend/postgres"
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion"
+	"github.com/strata-go/strata/companion/claudecode"
 )
-
-// claudeHookEvents are the Claude Code hook events strata's hook runs on,
-// each with the matcher of its group: PreCompact with none, which is every
-// trigger (manual and auto); SessionStart only when the session starts
-// again after a compaction.
-var claudeHookEvents = []struct{ name, matcher string }{
-	{"PreCompact", ""},
-	{"SessionStart", "compact"},
-}
-
-// claudeHookTimeout is the timeout, in seconds, install gives each hook:
-// Claude Code stops a hook that runs longer. A hook's work is an
-// incremental import and one compaction; the first run on a long
-// transcript imports it whole.
-const claudeHookTimeout = 30
 
 // The files of strata beside Claude Code's settings, in the .claude
 // directory.
@@ -137,26 +123,20 @@ func (s *claudeSettings) others() ([]otherSettings, error) {
 
 // strataHooksIn returns strata's hooks in the settings file s, and
 // whether the file exists (none when it does not).
-func strataHooksIn(s *claudeSettings) (hooks []claudeHook, exists bool, err error) {
+func strataHooksIn(s *claudeSettings) (hooks []claudecode.SettingsHook, exists bool, err error) {
 	text, _, _, err := readSettings(s)
 	if err != nil || text == nil {
 		return nil, false, err
 	}
-	h, err := parseClaudeHooks(s.shown, text)
-	if err != nil {
-		return nil, true, err
-	}
-	for _, e := range h.strata {
-		hooks = append(hooks, claudeHook{Event: e.event, Matcher: e.matcher, Command: e.command.str})
-	}
-	return hooks, true, nil
+	hooks, err = claudecode.StrataHooks(s.shown, text)
+	return hooks, true, err
 }
 
 // claudeHooksElsewhere is strata's hooks in another settings file than the
 // one a command is about (otherSettings).
 type claudeHooksElsewhere struct {
-	Settings string       `json:"settings"`
-	Hooks    []claudeHook `json:"hooks"`
+	Settings string                    `json:"settings"`
+	Hooks    []claudecode.SettingsHook `json:"hooks"`
 	remove   string
 }
 
@@ -219,7 +199,7 @@ func (s *claudeSettings) storeOf(command string) (db string, ok bool) {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
-	words, ok := shellWords(command, func(name string) string {
+	words, ok := companion.ShellWords(command, func(name string) string {
 		switch name {
 		case "CLAUDE_PROJECT_DIR":
 			return project
@@ -387,10 +367,10 @@ func newClaudeCodeInstallCommand() *cobra.Command {
 		Long: `Add strata's hooks to Claude Code's settings: .claude/settings.json of the
 project in the current directory (--dir PROJECT: that project's), created
 with its directory when missing, or with --user ~/.claude/settings.json,
-for every project. Two hooks, each of the command
-strata claude-code hook --db DB, with a timeout of 30 seconds: PreCompact,
-without a matcher (every trigger, manual and auto), and SessionStart with
-the matcher compact.
+for every project. Three hooks, each of the command
+strata claude-code hook --db DB, with a timeout of 30 seconds: PreCompact
+and PostCompact, without a matcher (every trigger, manual and auto), and
+SessionStart with the matcher compact.
 
 DB is the store. By default it is beside the settings, .claude/strata.db,
 written "$CLAUDE_PROJECT_DIR"/.claude/strata.db (with --user
@@ -482,11 +462,11 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	newText, changes, created, err := installHooks(s.shown, text, command)
+	newText, changes, created, err := claudecode.InstallHooks(s.shown, text, command)
 	if err != nil {
 		return err
 	}
-	fresh := !slices.ContainsFunc(changes, func(c hookChange) bool { return c.What != "added" })
+	fresh := !slices.ContainsFunc(changes, func(c claudecode.HookChange) bool { return c.What != "added" })
 	switch {
 	case bytes.Equal(newText, text):
 		fmt.Fprintf(out, "%s holds strata's hooks already: nothing changed\n", s.shown)
@@ -536,6 +516,13 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 		}
 		fmt.Fprintln(out)
 	}
+	if ig, err := ignoreStore(out, s, command); err != nil {
+		return err
+	} else if ig.Created && ig.File == filepath.Join(s.dir, ".gitignore") && !slices.Contains(created, "gitignore") {
+		if err := writeInstallRecord(s, append(created, "gitignore")); err != nil {
+			return errors.Wrapf(err, "writing %s", s.beside(claudeInstallRecord))
+		}
+	}
 	if holdsPassword(o.db) {
 		fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.shown)
 	}
@@ -556,6 +543,64 @@ func (o *claudeInstallOptions) install(out, errOut io.Writer) error {
 	}
 	checkStrataOnPath(errOut)
 	return nil
+}
+
+// ignoreStore adds the store the hook's command names and its log, when
+// they are files in the project, to the project's ignore rules (the
+// nearest .gitignore, companion.IgnoreFiles) and says where. They hold
+// the session's transcripts; uninstall leaves the rules, as it leaves the
+// store.
+func ignoreStore(out io.Writer, s *claudeSettings, command string) (companion.Ignored, error) {
+	db, ok := s.storeOf(command)
+	if s.user || !ok {
+		return companion.Ignored{}, nil
+	}
+	log := claudecode.DefaultLog(db, s.project, "")
+	var files []string
+	if !postgres.IsURL(db) {
+		files = append(files, db)
+	}
+	files = append(files, log, log+".1")
+	files = slices.DeleteFunc(files, func(f string) bool {
+		rel, err := filepath.Rel(s.project, f)
+		return err != nil || !filepath.IsLocal(rel)
+	})
+	if len(files) == 0 {
+		return companion.Ignored{}, nil
+	}
+	ig, err := companion.IgnoreFiles(s.project, files...)
+	if err != nil {
+		return ig, errors.Wrap(err, "adding the store to the project's ignore rules")
+	}
+	shown := s.show(ig.File)
+	switch {
+	case len(ig.Added) == 0:
+		fmt.Fprintf(out, "git ignores the store and its log: %s lists them already\n", shown)
+	case ig.Created:
+		fmt.Fprintf(out, "git ignores the store and its log: created %s with %s\n", shown, strings.Join(ig.Added, " "))
+	default:
+		fmt.Fprintf(out, "git ignores the store and its log: added %s to %s\n", strings.Join(ig.Added, " "), shown)
+	}
+	return ig, nil
+}
+
+// removeIgnore removes the .gitignore install created beside the
+// settings when it holds strata's rules alone (each "/" and a file name)
+// and none of the files they name is there: a store or log the hooks made
+// stays, and so do the rules that keep it out of git.
+func removeIgnore(s *claudeSettings) {
+	path := filepath.Join(s.dir, ".gitignore")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		name, ok := strings.CutPrefix(l, "/")
+		if !ok || strings.Contains(name, "/") || name == "" || fileExists(filepath.Join(s.dir, name)) {
+			return // another rule, someone's, or a file of strata's that stays
+		}
+	}
+	_ = os.Remove(path)
 }
 
 // fileExists reports whether there is a file (or anything) at path.
@@ -598,7 +643,7 @@ type settingsRemoval struct {
 	target  string
 	mode    fs.FileMode
 	text    []byte
-	removed []hookChange
+	removed []claudecode.HookChange
 	empty   bool // the document is an empty object without them
 }
 
@@ -608,7 +653,7 @@ type settingsRemoval struct {
 func removeFrom(s *claudeSettings, text []byte, target string, mode fs.FileMode, created []string) (*settingsRemoval, error) {
 	r := &settingsRemoval{s: s, target: target, mode: mode}
 	var err error
-	if r.text, r.removed, r.empty, err = uninstallHooks(s.shown, text, created); err != nil {
+	if r.text, r.removed, r.empty, err = claudecode.UninstallHooks(s.shown, text, created); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -658,7 +703,7 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 		if text != nil {
 			local, err = removeFrom(l, text, target, mode, nil)
 		}
-		if errors.HasType(err, (*jsonSyntaxError)(nil)) {
+		if errors.HasType(err, (*claudecode.SyntaxError)(nil)) {
 			// Claude Code does not read such a file; it is not the one the
 			// command is about, and uninstall does not stop for it.
 			fmt.Fprintf(errOut, "warning: %v: uninstall leaves it as it is\n", err)
@@ -699,6 +744,9 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 		}
 		if err := writeInstallRecord(s, nil); err != nil {
 			return err
+		}
+		if slices.Contains(created, "gitignore") {
+			removeIgnore(s)
 		}
 		if slices.Contains(created, "directory") {
 			_ = os.Remove(s.dir) // only when empty: the store may be there

@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/strata-go/strata/companion"
+	"github.com/strata-go/strata/companion/claudecode"
 )
 
 // defaultHookCommand is the command install writes in a project's
@@ -13,49 +17,25 @@ import (
 const defaultHookCommand = `strata claude-code hook --db "$CLAUDE_PROJECT_DIR"/.claude/strata.db`
 
 // settingsCases are settings files as people keep them, each to come back
-// byte for byte from install then uninstall.
-var settingsCases = map[string]string{
-	"empty object":           "{}",
-	"empty object, newline":  "{}\n",
-	"empty object, spaces":   "{ }\n",
-	"other keys, 2 spaces":   "{\n  \"model\": \"opus\",\n  \"permissions\": {\n    \"allow\": [\"Bash(go test:*)\"],\n    \"deny\": []\n  }\n}\n",
-	"other keys, no newline": "{\n  \"model\": \"opus\"\n}",
-	"4 spaces, other hooks under the same events": `{
-    "$schema": "https://json.schemastore.org/claude-code-settings.json",
-    "hooks": {
-        "PreCompact": [
-            {
-                "matcher": "manual",
-                "hooks": [
-                    {
-                        "type": "command",
-                        "command": "cp \"$(jq -r .transcript_path)\" ~/backups/"
-                    }
-                ]
-            }
-        ],
-        "SessionStart": [
-            {"matcher": "startup|resume", "hooks": [{"type": "command", "command": "cat NOTES.md"}]}
-        ],
-        "PostToolUse": [
-            {
-                "matcher": "Edit|Write",
-                "hooks": [{"type": "command", "command": "gofmt -l ."}]
-            }
-        ]
-    },
-    "env": {"GOFLAGS": "-mod=mod", "NOTE": "ünïcödé ✓ \u00e9"}
-}
-`,
-	"tabs, hooks of other events": "{\n\t\"hooks\": {\n\t\t\"Stop\": [\n\t\t\t{\n\t\t\t\t\"hooks\": [\n\t\t\t\t\t{\n\t\t\t\t\t\t\"type\": \"command\",\n\t\t\t\t\t\t\"command\": \"say done\"\n\t\t\t\t\t}\n\t\t\t\t]\n\t\t\t}\n\t\t]\n\t},\n\t\"includeCoAuthoredBy\": false\n}\n",
-	"CRLF":                        "{\r\n  \"model\": \"sonnet\",\r\n  \"hooks\": {\r\n    \"SessionStart\": [\r\n      {\r\n        \"matcher\": \"startup\",\r\n        \"hooks\": [{\"type\": \"command\", \"command\": \"date\"}]\r\n      }\r\n    ]\r\n  }\r\n}\r\n",
-	"one line":                    `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"say done"}]}]}}`,
-	"one line, spaced":            `{ "model": "opus", "env": {} }`,
-	"empty hooks":                 "{\n  \"hooks\": {}\n}\n",
-	"empty event lists":           "{\n  \"hooks\": {\n    \"PreCompact\": [],\n    \"SessionStart\": [\n    ]\n  },\n  \"model\": \"opus\"\n}\n",
-	"hooks first, keys after":     "{\n  \"hooks\": {\n    \"PreCompact\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"echo pre\"\n          }\n        ]\n      }\n    ]\n  },\n  \"cleanupPeriodDays\": 7\n}\n",
-	"odd spacing":                 "{\"a\" : 1 ,\n   \"b\":[ 1,2 ]  ,\n \"hooks\" :{ \"Stop\" : [ ] }\n}\n\n",
-	"two matchers under an event": "{\n  \"hooks\": {\n    \"SessionStart\": [\n      {\"matcher\": \"startup\", \"hooks\": [{\"type\": \"command\", \"command\": \"a\"}]},\n      {\"matcher\": \"compact\", \"hooks\": [{\"type\": \"command\", \"command\": \"b\"}]}\n    ]\n  }\n}\n",
+// byte for byte from install then uninstall: the files of
+// companion/claudecode/testdata/settings, by name.
+func settingsCases(t testing.TB) map[string]string {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0) // this file: a test may have changed the directory
+	dir := filepath.Join(filepath.Dir(self), "..", "..", "companion", "claudecode", "testdata", "settings")
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no settings cases in %s: %v", dir, err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = string(b)
+	}
+	return out
 }
 
 // newProject returns a project directory holding .claude/settings.json
@@ -105,7 +85,7 @@ func checkInstalledShape(t testing.TB, text []byte, command string) {
 		n := 0
 		for _, g := range groups {
 			for _, h := range g.Hooks {
-				if !isStrataHook(h.Command) {
+				if !claudecode.IsStrataHook(h.Command) {
 					continue
 				}
 				n++
@@ -113,7 +93,7 @@ func checkInstalledShape(t testing.TB, text []byte, command string) {
 				if g.Matcher != nil {
 					matcher = *g.Matcher
 				}
-				if h.Type != "command" || h.Command != command || h.Timeout == nil || *h.Timeout != claudeHookTimeout || matcher != want[event] {
+				if h.Type != "command" || h.Command != command || h.Timeout == nil || *h.Timeout != claudecode.HookTimeout || matcher != want[event] {
 					t.Errorf("%s: strata's hook is type %q command %q timeout %v matcher %q:\n%s", event, h.Type, h.Command, h.Timeout, matcher, text)
 				}
 			}
@@ -144,7 +124,7 @@ func withoutStrata(t testing.TB, text []byte) any {
 			g := g.(map[string]any)
 			var hs []any
 			for _, h := range g["hooks"].([]any) {
-				if c, _ := h.(map[string]any)["command"].(string); !isStrataHook(c) {
+				if c, _ := h.(map[string]any)["command"].(string); !claudecode.IsStrataHook(c) {
 					hs = append(hs, h)
 				}
 			}
@@ -168,7 +148,7 @@ func withoutStrata(t testing.TB, text []byte) any {
 func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
 	t.Parallel()
 	cases := map[string]*string{"no file": nil}
-	for name, text := range settingsCases {
+	for name, text := range settingsCases(t) {
 		cases[name] = &text
 	}
 	for name, orig := range cases {
@@ -200,7 +180,7 @@ func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
 			// Again: nothing changes, and it says so.
 			again := mustCLI(t, "claude-code", "install", "--dir", dir)
 			if !strings.HasPrefix(again, shown+" holds strata's hooks already: nothing changed\n") ||
-				strings.Count(again, "unchanged ") != 2 {
+				strings.Count(again, "unchanged ") != 3 {
 				t.Errorf("a second install says:\n%s", again)
 			}
 			if got := readBytes(t, settings); string(got) != string(installed) {
@@ -266,8 +246,8 @@ func TestClaudeCodeUninstall_KeepsWhatCameAfter(t *testing.T) {
 	// beside strata's in its SessionStart group.
 	text = strings.Replace(text, "        ]\n      }\n    ],\n    \"SessionStart\"",
 		"        ]\n      },\n      {\"matcher\": \"auto\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo auto\"}]}\n    ],\n    \"SessionStart\"", 1)
-	text = strings.Replace(text, "\"timeout\": 30\n          }\n        ]\n      }\n    ]\n  }",
-		"\"timeout\": 30\n          },\n          {\"type\": \"command\", \"command\": \"echo after\"}\n        ]\n      }\n    ]\n  }", 1)
+	text = strings.Replace(text, "\"timeout\": 30\n          }\n        ]\n      }\n    ],\n    \"PostCompact\"",
+		"\"timeout\": 30\n          },\n          {\"type\": \"command\", \"command\": \"echo after\"}\n        ]\n      }\n    ],\n    \"PostCompact\"", 1)
 	if err := os.WriteFile(settings, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +325,7 @@ func TestClaudeCodeUninstall_NotInstalled(t *testing.T) {
 	if _, err := os.Stat(settings); !os.IsNotExist(err) {
 		t.Errorf("uninstall made the settings: %v", err)
 	}
-	text := settingsCases["4 spaces, other hooks under the same events"]
+	text := settingsCases(t)["4_spaces_other_hooks_under_the_same_events"]
 	dir, settings = newProject(t, &text)
 	if err := os.Chmod(settings, 0o600); err != nil {
 		t.Fatal(err)
@@ -562,7 +542,7 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 	}
 
 	st := statusOf(t)
-	if len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != user || len(st.Elsewhere[0].Hooks) != 2 ||
+	if len(st.Elsewhere) != 2 || st.Elsewhere[0].Settings != user || len(st.Elsewhere[0].Hooks) != 3 ||
 		st.Elsewhere[1].Settings != local || len(st.Elsewhere[1].Hooks) != 1 || st.Elsewhere[1].Hooks[0].Command != "strata claude-code hook --db /srv/mine.db" {
 		t.Errorf("status: elsewhere %+v", st.Elsewhere)
 	}
@@ -570,9 +550,11 @@ func TestClaudeCodeInstall_OtherSettings(t *testing.T) {
 	want := "hooks: installed in " + shown + "\n" +
 		"  PreCompact: " + defaultHookCommand + "\n" +
 		"  SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"  PostCompact: " + defaultHookCommand + "\n" +
 		"hooks: also in " + user + ", which Claude Code runs too; strata claude-code uninstall --user removes them\n" +
 		"  PreCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
 		"  SessionStart (matcher compact): strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
+		"  PostCompact: strata claude-code hook --db \"$HOME\"/.claude/strata.db\n" +
 		"hooks: also in " + local + ", which Claude Code runs too; take them out of it by hand, or strata claude-code uninstall removes them with those of settings.json\n" +
 		"  PreCompact: strata claude-code hook --db /srv/mine.db\n" +
 		"store: " + filepath.Join(".claude", "strata.db") + ": none yet (the hook makes it at the first compaction)\n"
@@ -671,7 +653,7 @@ func TestClaudeCodeInstall_User(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--user", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if !st.Installed || st.Settings != settings || st.Store != filepath.Join(home, ".claude", "strata.db") || len(st.Hooks) != 2 {
+	if !st.Installed || st.Settings != settings || st.Store != filepath.Join(home, ".claude", "strata.db") || len(st.Hooks) != 3 {
 		t.Errorf("status --user: %+v", st)
 	}
 	mustCLI(t, "claude-code", "uninstall", "--user")
@@ -710,7 +692,7 @@ func TestShellWords(t *testing.T) {
 		{`strata "unclosed`, nil},
 		{`echo $(date)`, nil},
 	} {
-		got, ok := shellWords(tc.in, env)
+		got, ok := companion.ShellWords(tc.in, env)
 		if tc.want == nil {
 			if ok {
 				t.Errorf("%s: read as %q", tc.in, got)
@@ -721,7 +703,7 @@ func TestShellWords(t *testing.T) {
 			t.Errorf("%s: %q %v, want %q", tc.in, got, ok, tc.want)
 		}
 	}
-	if got, _ := shellWords(`x "$HOME" $CLAUDE_PROJECT_DIR/a`, nil); strings.Join(got, "|") != `x|$HOME|$CLAUDE_PROJECT_DIR/a` {
+	if got, _ := companion.ShellWords(`x "$HOME" $CLAUDE_PROJECT_DIR/a`, nil); strings.Join(got, "|") != `x|$HOME|$CLAUDE_PROJECT_DIR/a` {
 		t.Errorf("without env: %q", got)
 	}
 }
@@ -730,32 +712,32 @@ func TestShellWords(t *testing.T) {
 // the shape Claude Code reads, with strata's hooks, and uninstall gives the
 // text back byte for byte.
 func FuzzClaudeCodeInstall(f *testing.F) {
-	for _, text := range settingsCases {
+	for _, text := range settingsCases(f) {
 		f.Add(text)
 	}
 	f.Add(`{"hooks":{"PreCompact":[ ],"x":[]},"y":[{}]}`)
 	f.Add("{\n\t\"a\": [\n\t\t1\n\t]\r\n}")
 	f.Fuzz(func(t *testing.T, text string) {
-		h, err := parseClaudeHooks("settings.json", []byte(text))
-		if err != nil || len(h.strata) > 0 {
+		mine, err := claudecode.StrataHooks("settings.json", []byte(text))
+		if err != nil || len(mine) > 0 {
 			return // refused, or strata's hooks are there: not a round trip
 		}
 		if json.Unmarshal([]byte(text), &claudeSettingsShape{}) != nil {
 			return // hooks Claude Code does not read, which the shape check would fail on
 		}
-		installed, changes, created, err := installHooks("settings.json", []byte(text), defaultHookCommand)
+		installed, changes, created, err := claudecode.InstallHooks("settings.json", []byte(text), defaultHookCommand)
 		if err != nil {
 			t.Fatalf("install of %q: %v", text, err)
 		}
-		if len(changes) != 2 {
+		if len(changes) != len(claudecode.HookEvents) {
 			t.Fatalf("install of %q: %+v", text, changes)
 		}
 		checkInstalledShape(t, installed, defaultHookCommand)
-		back, removed, _, err := uninstallHooks("settings.json", installed, created)
+		back, removed, _, err := claudecode.UninstallHooks("settings.json", installed, created)
 		if err != nil {
 			t.Fatalf("uninstall of %q: %v", installed, err)
 		}
-		if len(removed) != 2 || string(back) != text {
+		if len(removed) != len(claudecode.HookEvents) || string(back) != text {
 			t.Fatalf("install then uninstall of\n%q\ngave\n%q\n(installed %q)", text, back, installed)
 		}
 	})
@@ -780,9 +762,11 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 		}
 	}
 
-	// Lists of other hooks under both events: the file comes back whole.
-	orig := settingsCases["4 spaces, other hooks under the same events"]
-	withStrata, _, _, err := installHooks(local, []byte(orig), mine)
+	// Lists of other hooks under every event: the file comes back whole.
+	orig := strings.Replace(settingsCases(t)["4_spaces_other_hooks_under_the_same_events"], `        "PostToolUse": [`,
+		`        "PostCompact": [{"hooks": [{"type": "command", "command": "echo post"}]}],
+        "PostToolUse": [`, 1)
+	withStrata, _, _, err := claudecode.InstallHooks(local, []byte(orig), mine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,10 +778,12 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 	want := "removed strata's hooks from " + settings + ":\n" +
 		"  removed PreCompact: " + defaultHookCommand + "\n" +
 		"  removed SessionStart (matcher compact): " + defaultHookCommand + "\n" +
+		"  removed PostCompact: " + defaultHookCommand + "\n" +
 		"removed " + settings + ": install created it, and nothing else is in it\n" +
 		"removed strata's hooks from " + local + ":\n" +
 		"  removed PreCompact: " + mine + "\n" +
 		"  removed SessionStart (matcher compact): " + mine + "\n" +
+		"  removed PostCompact: " + mine + "\n" +
 		"the store stays: " + filepath.Join(".claude", "mine.db") + "; to delete it: rm -f .claude/mine.db .claude/strata.log\n"
 	if r.stdout != want || r.stderr != "" {
 		t.Errorf("uninstall: stdout\n%s\nwant\n%s\nstderr\n%s", r.stdout, want, r.stderr)
@@ -849,5 +835,42 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 	}
 	if got := string(readBytes(t, local)); got != "{\"hooks\": {},}\n" {
 		t.Errorf("the broken local file changed: %q", got)
+	}
+}
+
+// install keeps the store and its log, which hold transcripts, out of git:
+// in the project's .gitignore when it has one, else in one it creates
+// beside them, and says where; uninstall takes out a .gitignore it created
+// while nothing of strata's is there, and keeps the rules of a store the
+// hook made.
+func TestClaudeCodeInstall_IgnoresTheStore(t *testing.T) {
+	t.Parallel()
+	dir, _ := newProject(t, nil)
+	out := mustCLI(t, "claude-code", "install", "--dir", dir)
+	ignore := filepath.Join(dir, ".claude", ".gitignore")
+	if got := string(readBytes(t, ignore)); got != "/strata.db\n/strata.log\n/strata.log.1\n" ||
+		!strings.Contains(out, "git ignores the store and its log: created "+filepath.Join(dir, ".claude", ".gitignore")+" with /strata.db /strata.log /strata.log.1\n") {
+		t.Fatalf("install says:\n%s\n.gitignore: %q", out, got)
+	}
+	if out := mustCLI(t, "claude-code", "install", "--dir", dir); !strings.Contains(out, "lists them already") {
+		t.Errorf("a second install says:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude", "strata.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "claude-code", "uninstall", "--dir", dir)
+	if _, err := os.Stat(ignore); err != nil {
+		t.Errorf("uninstall removed the rules of the store that stays: %v", err)
+	}
+
+	// A project with its own .gitignore: the rules go there.
+	dir, _ = newProject(t, nil)
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("node_modules/"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = mustCLI(t, "claude-code", "install", "--dir", dir)
+	if got := string(readBytes(t, filepath.Join(dir, ".gitignore"))); got != "node_modules/\n/.claude/strata.db\n/.claude/strata.log\n/.claude/strata.log.1\n" ||
+		!strings.Contains(out, "git ignores the store and its log: added /.claude/strata.db /.claude/strata.log /.claude/strata.log.1 to ") {
+		t.Errorf("install says:\n%s\n.gitignore: %q", out, got)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/checkpoint"
-	"github.com/strata-go/strata/claudecode"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
@@ -33,10 +33,10 @@ type claudeStatusOptions struct {
 
 // claudeStatus is what `strata claude-code status --json` prints.
 type claudeStatus struct {
-	Settings  string       `json:"settings"`
-	Installed bool         `json:"installed"` // a hook of strata's under every event it hooks
-	Hooks     []claudeHook `json:"hooks"`     // strata's hooks in the settings
-	Missing   []string     `json:"missing"`   // the events without one
+	Settings  string                    `json:"settings"`
+	Installed bool                      `json:"installed"` // a hook of strata's under every event it hooks
+	Hooks     []claudecode.SettingsHook `json:"hooks"`     // strata's hooks in the settings
+	Missing   []string                  `json:"missing"`   // the events without one
 	// Elsewhere is strata's hooks in the other settings files Claude Code
 	// reads for the same sessions (the project's settings.local.json, the
 	// user's or the project's settings), each file that holds some: Claude
@@ -68,6 +68,23 @@ type claudeStatusSession struct {
 	Boundary     uint64       `json:"boundary,omitempty"`
 	Facts        *claudeFacts `json:"facts,omitempty"`
 	LastTime     time.Time    `json:"last_time,omitzero"`
+	// SummaryChecks are the checks of Claude Code's summaries the hooks
+	// stored, one per compaction checked, oldest first.
+	SummaryChecks []claudeSummaryCheck `json:"summary_checks"`
+}
+
+// claudeSummaryCheck is one stored check of Claude Code's summary
+// (claudecode.ParseCheck): the facts the raw log implies at Boundary that
+// the summary does not mention.
+type claudeSummaryCheck struct {
+	Seq        uint64 `json:"seq"`                   // the check's event
+	SummarySeq uint64 `json:"summary_seq,omitempty"` // the summary record's event; none when checked at PostCompact
+	Boundary   uint64 `json:"boundary"`
+	Facts      int    `json:"facts"`
+	// Omitted counts the facts not mentioned; SummaryOmitted lists them as
+	// the check's event does (past its size limit, fewer than Omitted).
+	Omitted        int      `json:"omitted"`
+	SummaryOmitted []string `json:"summary_omitted"`
 }
 
 // claudeFacts counts the state the nodes of a resume carry at their
@@ -157,7 +174,12 @@ error, exit 1, after the hooks are shown.
 "store", "store_exists", "sessions":[{"id", "events", "compactions",
 "markers_valid", "markers_invalid", "refusals", "latest_marker",
 "boundary", "facts": {"unresolved", "failures", "rejected", "superseded",
-"failed_keys", "artifacts", "constraints"}, "last_time"}]}. When the
+"failed_keys", "artifacts", "constraints"}, "last_time", "summary_checks":
+[{"seq", "summary_seq", "boundary", "facts", "omitted",
+"summary_omitted"}]}]}: summary_checks are the checks of Claude Code's
+summaries the hooks stored, one per compaction, each listing the facts the
+raw log implies at its boundary that the summary does not mention
+(summary_omitted). When the
 store cannot be read the document comes all the same, "sessions" null,
 with "error" and "hints": what stderr says (Error: …, Hint: …).`,
 		Args: exactArgs(),
@@ -191,7 +213,7 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	st := claudeStatus{Settings: s.shown, Hooks: []claudeHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
+	st := claudeStatus{Settings: s.shown, Hooks: []claudecode.SettingsHook{}, Missing: []string{}, Sessions: []claudeStatusSession{}}
 	if st.Elsewhere, err = strataHooksElsewhere(s); err != nil {
 		return err
 	}
@@ -206,9 +228,9 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 			db = named
 		}
 	}
-	for _, ev := range claudeHookEvents {
-		if !slices.ContainsFunc(st.Hooks, func(h claudeHook) bool { return h.Event == ev.name }) {
-			st.Missing = append(st.Missing, ev.name)
+	for _, ev := range claudecode.HookEvents {
+		if !slices.ContainsFunc(st.Hooks, func(h claudecode.SettingsHook) bool { return h.Event == ev.Name }) {
+			st.Missing = append(st.Missing, ev.Name)
 		}
 	}
 	st.Installed = len(st.Missing) == 0
@@ -283,10 +305,14 @@ func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, 
 				return err
 			}
 			cs := claudeStatusSession{ID: id, Events: ss.Events, MarkersValid: ss.MarkersValid,
-				MarkersInvalid: ss.MarkersInvalid, Refusals: ss.Refusals, LastTime: ss.LastTime}
+				MarkersInvalid: ss.MarkersInvalid, Refusals: ss.Refusals, LastTime: ss.LastTime, SummaryChecks: []claudeSummaryCheck{}}
 			if err := snap.Events(id, 1, ss.Events, func(e tier.Event) error {
 				if transcript.IsClaudeCodeCompaction(e) {
 					cs.Compactions++
+				}
+				if c, omitted, ok := claudecode.ParseCheck(e); ok {
+					cs.SummaryChecks = append(cs.SummaryChecks, claudeSummaryCheck{Seq: e.Seq, SummarySeq: c.Summary, Boundary: c.Boundary,
+						Facts: c.Facts, Omitted: omitted, SummaryOmitted: append([]string{}, c.Unmentioned...)})
 				}
 				return nil
 			}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
@@ -156,11 +157,11 @@ func TestClaudeCodeStatus(t *testing.T) {
 	}
 	mustCLI(t, "claude-code", "install", "--dir", dir)
 	st := statusOf(t, "--dir", dir)
-	if !st.Installed || len(st.Hooks) != 2 || len(st.Missing) != 0 || st.Store != store || st.StoreExists || len(st.Sessions) != 0 {
+	if !st.Installed || len(st.Hooks) != 3 || len(st.Missing) != 0 || st.Store != store || st.StoreExists || len(st.Sessions) != 0 {
 		t.Errorf("status after install: %+v", st)
 	}
-	for i, ev := range claudeHookEvents {
-		if h := st.Hooks[i]; h.Event != ev.name || h.Matcher != ev.matcher || h.Command != defaultHookCommand {
+	for i, ev := range claudecode.HookEvents {
+		if h := st.Hooks[i]; h.Event != ev.Name || h.Matcher != ev.Matcher || h.Command != defaultHookCommand {
 			t.Errorf("hook %d: %+v", i, h)
 		}
 	}
@@ -172,14 +173,14 @@ func TestClaudeCodeStatus(t *testing.T) {
 	before := readBytes(t, store)
 	out = mustCLI(t, "claude-code", "status", "--dir", dir)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) < 6 || lines[0] != "hooks: installed in "+filepath.Join(dir, ".claude", "settings.json") ||
+	if len(lines) < 7 || lines[0] != "hooks: installed in "+filepath.Join(dir, ".claude", "settings.json") ||
 		lines[1] != "  PreCompact: "+defaultHookCommand || lines[2] != "  SessionStart (matcher compact): "+defaultHookCommand ||
-		lines[3] != "store: "+store ||
-		!regexp.MustCompile(`^SESSION +EVENTS +COMPACTIONS +MARKERS +LATEST +OPEN +FAILED +REJECTED +SUPERSEDED +ARTIFACTS +CONSTRAINTS$`).MatchString(lines[4]) {
+		lines[3] != "  PostCompact: "+defaultHookCommand || lines[4] != "store: "+store ||
+		!regexp.MustCompile(`^SESSION +EVENTS +COMPACTIONS +MARKERS +LATEST +OPEN +FAILED +REJECTED +SUPERSEDED +ARTIFACTS +CONSTRAINTS$`).MatchString(lines[5]) {
 		t.Fatalf("status:\n%s", out)
 	}
 	st = statusOf(t, "--dir", dir)
-	if len(lines) != 5+len(st.Sessions) {
+	if len(lines) != 6+len(st.Sessions) {
 		t.Errorf("status: %d lines for %d sessions:\n%s", len(lines), len(st.Sessions), out)
 	}
 	withMarker := 0
@@ -191,8 +192,8 @@ func TestClaudeCodeStatus(t *testing.T) {
 				fmt.Sprint(f.Superseded), fmt.Sprint(f.Artifacts), fmt.Sprint(f.Constraints))
 		}
 		re := `^` + regexp.QuoteMeta(s.ID) + ` +` + strings.Join(cols, " +") + `$`
-		if !regexp.MustCompile(re).MatchString(lines[5+i]) {
-			t.Errorf("line %q does not match %s", lines[5+i], re)
+		if !regexp.MustCompile(re).MatchString(lines[6+i]) {
+			t.Errorf("line %q does not match %s", lines[6+i], re)
 		}
 	}
 	if withMarker == 0 || withMarker == len(st.Sessions) {
@@ -312,7 +313,7 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 		if s, ok := raw["sessions"]; !ok || s != nil {
 			t.Errorf("%s: \"sessions\" %v; want null", c.name, s)
 		}
-		if !st.Installed || len(st.Hooks) != 2 || st.Store != c.db || !st.StoreExists ||
+		if !st.Installed || len(st.Hooks) != 3 || st.Store != c.db || !st.StoreExists ||
 			!strings.HasPrefix(st.Error, c.error) || !slices.Contains(st.Hints, c.hint) {
 			t.Errorf("%s: %+v", c.name, st)
 		}
@@ -330,5 +331,81 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 		if text.stderr != stderr || !strings.HasPrefix(text.stdout, "hooks: installed in ") || strings.Contains(text.stdout, "store:") {
 			t.Errorf("%s as text: stdout\n%s\nstderr\n%s\nwant the hooks part, and on stderr\n%s", c.name, text.stdout, text.stderr, stderr)
 		}
+	}
+}
+
+// The hooks as install writes them, run by the CLI on the inputs Claude
+// Code 2.1.332 gave in its live order (PreCompact, SessionStart(compact),
+// PostCompact with its compact_summary, then the records): status --json
+// lists the check PostCompact stored, with the facts the summary omitted.
+func TestClaudeCodeStatus_SummaryOmitted(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "data", "realclient")
+	raw, err := os.ReadFile(filepath.Join(dir, "claude-code-2.1.332-print-task-compact-followup.jsonl"))
+	if err != nil {
+		t.Skipf("../shared/data/realclient is absent: %v", err)
+	}
+	hookIO, err := os.ReadFile(filepath.Join(dir, "claude-code-2.1.332-hook-io.jsonl"))
+	if err != nil {
+		t.Skipf("../shared/data/realclient is absent: %v", err)
+	}
+	var summary string
+	for _, l := range strings.Split(strings.TrimSpace(string(hookIO)), "\n") {
+		var rec struct {
+			Stdin map[string]any `json:"stdin"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := rec.Stdin["compact_summary"].(string); ok && summary == "" {
+			summary = s
+		}
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	b := 0
+	for b < len(lines) && !strings.Contains(lines[b], `"subtype":"compact_boundary"`) {
+		b++
+	}
+	if summary == "" || b == len(lines) {
+		t.Fatalf("recorded files: no compact_summary, or no compact_boundary record")
+	}
+	const session, cwd = "eb72a658-51cf-440d-816b-f3ae99a9bb8e", "/home/dev/rc/cc1"
+	project := t.TempDir()
+	t.Chdir(project)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("CLAUDE_PROJECT_DIR", project)
+	mustCLI(t, "claude-code", "install")
+	transcript := filepath.Join(project, "transcript.jsonl")
+	if err := os.WriteFile(transcript, []byte(strings.Join(lines[:b], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(input string) {
+		t.Helper()
+		r := cli(t, input, "claude-code", "hook", "--db", filepath.Join(project, ".claude", "strata.db"))
+		wantCode(t, r, exitOK)
+	}
+	hook(ccInput("PreCompact", session, transcript, cwd))
+	hook(ccInput("SessionStart", session, transcript, cwd))
+	post, _ := json.Marshal(map[string]string{"session_id": session, "transcript_path": transcript, "cwd": cwd,
+		"hook_event_name": "PostCompact", "trigger": "manual", "compact_summary": summary})
+	hook(string(post))
+	if err := os.WriteFile(transcript, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook(ccInput("PreCompact", session, transcript, cwd))
+
+	st := statusOf(t)
+	if len(st.Sessions) != 1 || st.Sessions[0].Compactions != 1 || len(st.Sessions[0].SummaryChecks) != 1 {
+		t.Fatalf("status: %+v; want one session, one compaction, one check", st.Sessions)
+	}
+	c := st.Sessions[0].SummaryChecks[0]
+	want := []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)", "artifact migrations/003_down.sql"}
+	// The doc's figures: the check is the event after PreCompact's head,
+	// seq 9 (the transcript's first 9 events), made at PostCompact.
+	if c.Seq != 10 || c.Boundary != 9 || c.Facts != 2 || c.Omitted != 2 || c.SummarySeq != 0 || !slices.Equal(c.SummaryOmitted, want) {
+		t.Errorf("summary check %+v; want both facts omitted: %q", c, want)
+	}
+	out := mustCLI(t, "claude-code", "status", "--json")
+	if !strings.Contains(out, `"summary_omitted": [`) {
+		t.Errorf("status --json lacks summary_omitted:\n%s", out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/store"
 )
 
@@ -273,7 +274,7 @@ var pgURLs = regexp.MustCompile(`postgres(ql)?://[^\s'"]+`)
 // (shellQuote), so that a password with a quote in it does not show past
 // the quote; every other URL is found in the text.
 func shownCommand(command string) string {
-	if words, ok := shellWords(command, nil); ok {
+	if words, ok := companion.ShellWords(command, nil); ok {
 		for _, w := range words {
 			if holdsPassword(w) {
 				command = strings.ReplaceAll(command, shellQuote(w), shellQuote(shownDB(w)))

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/pgtest"
 )
@@ -431,7 +432,7 @@ func TestShownCommand_HidesAQuotedPassword(t *testing.T) {
 				!strings.Contains(got, "xxxxx") {
 				t.Errorf("shownCommand(%q) = %q: the password shows", command, got)
 			}
-			if words, ok := shellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
+			if words, ok := companion.ShellWords(got, nil); !ok || len(words) < 5 || words[4] != shownDB(db) {
 				t.Errorf("shownCommand(%q) = %q: not the command with its URL shown as %q", command, got, shownDB(db))
 			}
 		}

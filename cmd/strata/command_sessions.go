@@ -36,6 +36,9 @@ type sessionLine struct {
 	MarkersInvalid int         `json:"markers_invalid"`
 	Refusals       int         `json:"refusals"`
 	LastTime       time.Time   `json:"last_time,omitzero"`
+	// Fork is a fork's parent, the parent's head at the fork and the
+	// marker it forked at.
+	Fork *store.ForkInfo `json:"fork,omitempty"`
 }
 
 // newSessionsCommand returns `strata sessions`.
@@ -97,7 +100,7 @@ func (o *sessionsOptions) run(out io.Writer) (err error) {
 	lines := make([]sessionLine, len(st.Sessions))
 	for i, s := range st.Sessions {
 		lines[i] = sessionLine{ID: s.ID, Events: s.Events, HeadSeq: s.Events, Turns: s.Turns, NodesByDepth: s.NodesByDepth,
-			Roots: s.Roots, MarkersValid: s.MarkersValid, MarkersInvalid: s.MarkersInvalid, Refusals: s.Refusals, LastTime: s.LastTime}
+			Roots: s.Roots, MarkersValid: s.MarkersValid, MarkersInvalid: s.MarkersInvalid, Refusals: s.Refusals, LastTime: s.LastTime, Fork: s.Fork}
 		if lines[i].NodesByDepth == nil {
 			lines[i].NodesByDepth = map[int]int{}
 		}
@@ -108,14 +111,23 @@ func (o *sessionsOptions) run(out io.Writer) (err error) {
 	if o.json {
 		return writeJSON(out, lines)
 	}
+	forks := slices.ContainsFunc(lines, func(l sessionLine) bool { return l.Fork != nil })
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tEVENTS\tTURNS\tNODES\tREFUSALS\tLAST EVENT")
+	header := "SESSION\tEVENTS\tTURNS\tNODES\tREFUSALS\tLAST EVENT"
+	if forks {
+		header += "\tFORK OF"
+	}
+	fmt.Fprintln(tw, header)
 	for _, l := range lines {
 		last := "-"
 		if !l.LastTime.IsZero() {
 			last = l.LastTime.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\n", fieldValue(l.ID), l.Events, l.Turns, nodeCounts(l.Nodes, l.NodesByDepth), l.Refusals, last)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s", fieldValue(l.ID), l.Events, l.Turns, nodeCounts(l.Nodes, l.NodesByDepth), l.Refusals, last)
+		if forks {
+			fmt.Fprintf(tw, "\t%s", forkOf(l.Fork))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -138,6 +150,15 @@ func listSessions(db *store.DB) (st store.Stats, err error) {
 		return nil
 	})
 	return st, err
+}
+
+// forkOf returns "-", or a fork's parent, fork seq and marker:
+// "PARENT@seq SEQ marker ID".
+func forkOf(f *store.ForkInfo) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s@seq %d marker %d", fieldValue(f.Parent), f.At, f.Marker)
 }
 
 // nodeCounts returns "0", or n and its count per depth: "8 (L1=5 L2=2 L3=1)".

@@ -18,6 +18,9 @@
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
 //	strata copy [--session ID]... [--skip-damaged] [--json] SRC DST
+//	strata fork DB --session SRC [--marker ID|latest] --to DST [--json]
+//	strata prune DB [--session ID]... [--older-than D] [--keep-last N] [--archive FILE] [--dry-run] [--json]
+//	strata vacuum DB [--json]
 //	strata stats [--json] [--session ID] DB|URL
 //	strata eval [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M]
 //	            [--fold K] [--max-roots R] [--drop-rate p,...] [--stickiness ρ,...] [--retries r,...] [--grid] [--json] FILE...

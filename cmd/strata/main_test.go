@@ -247,3 +247,13 @@ func sessionsOf(t testing.TB, db string) []string {
 	}
 	return ids
 }
+
+// jsonString returns s as a JSON string, <, > and & left alone, as the
+// settings editor writes strings.
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -225,12 +225,14 @@ func isSessionNotFound(err error) bool {
 
 // writers are the commands that open a database for writing: a lock
 // another process holds is worth waiting for, and no URL serves them.
-var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true, "compact": true}
+var writers = map[string]bool{"replay": true, "import": true, "demo": true, "copy": true, "compact": true,
+	"fork": true, "prune": true, "vacuum": true}
 
 // takesDB are the commands whose first argument is the database, unless
 // --db gives it.
 var takesDB = map[string]bool{"replay": true, "compact": true, "resume": true, "dump": true, "verify": true,
-	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true}
+	"backup": true, "stats": true, "sessions": true, "demo": true, "copy": true, "serve": true,
+	"fork": true, "prune": true, "vacuum": true}
 
 // takesURL are the commands that take a running agent's debug handler's
 // URL instead of a database: a lock another process holds is read
@@ -354,6 +356,9 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 		newVerifyCommand(),
 		newBackupCommand(),
 		newCopyCommand(),
+		newForkCommand(),
+		newPruneCommand(),
+		newVacuumCommand(),
 		newStatsCommand(),
 		newDemoCommand(),
 		newEvalCommand(),

@@ -29,7 +29,8 @@ type state struct {
 
 type session struct {
 	state  []byte
-	events [][]byte // events[seq-1]
+	events [][]byte // events[seq-1-base]
+	base   uint64   // the seq before the first stored: a fork's log starts past its fork point
 	tables [backend.Tables]map[string][]byte
 }
 
@@ -103,7 +104,7 @@ func (t *tx) Session(id string) (backend.Session, error) {
 		return nil, nil
 	}
 	if t.writable && !t.copied[id] {
-		c := &session{state: s.state, events: slices.Clip(s.events)}
+		c := &session{state: s.state, events: slices.Clip(s.events), base: s.base}
 		for i := range s.tables {
 			if s.tables[i] != nil {
 				c.tables[i] = make(map[string][]byte, len(s.tables[i]))
@@ -130,6 +131,18 @@ func (t *tx) CreateSession(id string) (backend.Session, error) {
 	return &sess{id: id, s: s, writable: true}, nil
 }
 
+var _ backend.SessionDeleter = (*tx)(nil)
+
+// DeleteSession implements backend.SessionDeleter.
+func (t *tx) DeleteSession(id string) error {
+	if !t.writable {
+		return backend.ErrReadOnly
+	}
+	delete(t.s.sessions, id)
+	delete(t.copied, id)
+	return nil
+}
+
 type sess struct {
 	id       string
 	s        *session
@@ -149,16 +162,16 @@ func (s *sess) PutState(v []byte) error {
 }
 
 func (s *sess) Event(seq uint64) ([]byte, error) {
-	if seq == 0 || seq > uint64(len(s.s.events)) {
+	if seq <= s.s.base || seq > s.s.base+uint64(len(s.s.events)) {
 		return nil, nil
 	}
-	return s.s.events[seq-1], nil
+	return s.s.events[seq-1-s.s.base], nil
 }
 
 func (s *sess) Events(from, to uint64, fn func(uint64, []byte) (bool, error)) error {
-	from = max(from, 1)
-	for seq := from; seq <= to && seq <= uint64(len(s.s.events)); seq++ {
-		if more, err := fn(seq, s.s.events[seq-1]); err != nil || !more {
+	from = max(from, s.s.base+1)
+	for seq := from; seq <= to && seq <= s.s.base+uint64(len(s.s.events)); seq++ {
+		if more, err := fn(seq, s.s.events[seq-1-s.s.base]); err != nil || !more {
 			return err
 		}
 	}
@@ -169,8 +182,11 @@ func (s *sess) PutEvent(seq uint64, v []byte) error {
 	if !s.writable {
 		return backend.ErrReadOnly
 	}
-	if seq != uint64(len(s.s.events))+1 {
-		return errors.Newf("memback: event %d after %d", seq, len(s.s.events))
+	if len(s.s.events) == 0 && seq > 0 {
+		s.s.base = seq - 1
+	}
+	if seq != s.s.base+uint64(len(s.s.events))+1 {
+		return errors.Newf("memback: event %d after %d", seq, s.s.base+uint64(len(s.s.events)))
 	}
 	s.s.events = append(s.s.events, bytes.Clone(v))
 	return nil

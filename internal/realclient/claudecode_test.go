@@ -101,7 +101,7 @@ func TestClaudeCode_RealClientCompacts(t *testing.T) {
 		t.Fatal("no model request of the agent's loop after the compaction")
 	}
 	block := strataBlock(t, next.Text)
-	for _, want := range []string{"FAILED call toolu_strata_bash (Bash)", "/nonexistent/strata-dir", "artifact: " + writtenFile} {
+	for _, want := range []string{"FAILED `" + failingCmd + "` (Bash)", "/nonexistent/strata-dir", "artifact: " + writtenFile, ccTask} {
 		if !strings.Contains(block, want) {
 			t.Errorf("strata's block in the next model request does not name %q:\n%s", want, block)
 		}

@@ -55,6 +55,9 @@ func Run(t *testing.T, h Harness) {
 		{"RefsOfConcurrentAppends", refsOfConcurrentAppends},
 		{"RefsSurviveReopen", refsSurviveReopen},
 		{"VerifyChecksRefs", verifyChecksRefs},
+		{"ForkResumesToParentBytes", forkResumesToParentBytes},
+		{"ForkRefusesInvalidMarker", forkRefusesInvalidMarker},
+		{"PruneKeepsWhatForksNeed", pruneKeepsWhatForksNeed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

@@ -1,0 +1,537 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/marker"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+	"github.com/strata-go/strata/transcript"
+)
+
+// boundaryBlock is how many events SessionStart reads at a time, walking
+// back from the head for the newest compact_boundary record's event.
+const boundaryBlock = 64
+
+// Options configure a Hook. The zero value injects DefaultBudget tokens
+// and names the store "DB" in the command it gives.
+type Options struct {
+	// Budget is the token budget of the injected state (State.Render); 0
+	// means DefaultBudget, and a budget under MinBudget is MinBudget.
+	Budget int
+	// DB names the store in the `strata resume` command the injected
+	// state gives, as the user would type it (a path or a URL); "" means
+	// "DB".
+	DB string
+}
+
+// Hook runs Claude Code's hook events against a store: the hook's
+// compactions are the extractive summarizer's (valid by construction),
+// one L1 node per Claude Code compaction, folded four roots at a time
+// (compaction.DefaultFold) into nodes of DefaultBudget tokens.
+type Hook struct {
+	db   *store.DB
+	comp *compaction.Compactor
+	opts Options
+}
+
+// New returns a Hook over db.
+func New(db *store.DB, opts Options) (*Hook, error) {
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
+		Policy: compaction.Policy{Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}})
+	if err != nil {
+		return nil, err
+	}
+	if opts.DB == "" {
+		opts.DB = "DB"
+	}
+	return &Hook{db: db, comp: comp, opts: opts}, nil
+}
+
+// Result is what one hook run did.
+type Result struct {
+	Input   Input
+	Ignored bool // an event or source the hook does not act on: nothing was done
+	Import  Import
+	// Compactions are those the run made: at PreCompact the span to the
+	// head and the folds it made due; at SessionStart the span to the
+	// boundary when no compaction had reached it.
+	Compactions []compaction.Result
+	// SessionStart(compact): the state injected, as rendered, and the
+	// check of Claude Code's summary (nil when the transcript holds no
+	// summary after the boundary).
+	State    *State
+	Rendered Rendered
+	Check    *Check
+	// Unwritten says that the transcript did not hold the compaction's
+	// compact_boundary record yet: the boundary is the head PreCompact
+	// compacted.
+	Unwritten bool
+	// NoBoundary says that SessionStart(compact) found no compaction
+	// boundary — no compact_boundary record in the transcript, and no
+	// PreCompact compaction in the store: what it imported stays stored
+	// (as the next PreCompact would store it), nothing is injected.
+	NoBoundary bool
+	// Output is what the hook prints on stdout: the JSON Claude Code
+	// reads after SessionStart(compact), nil otherwise.
+	Output []byte
+}
+
+// Run handles one hook event: PreCompact imports the transcript and
+// compacts the session's head, so that a marker stands where Claude Code
+// is about to cut; SessionStart with source "compact" imports what Claude
+// Code wrote since and returns, as Result.Output, the state at the
+// boundary to add to the context. Every other event is ignored, its
+// transcript not opened. A failure is an error naming what failed; the
+// CLI logs it and exits 0. Run is Input.OpenTranscript and RunTranscript.
+func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
+	if !in.Handled() {
+		return &Result{Input: in, Ignored: true}, nil
+	}
+	t, err := in.OpenTranscript()
+	if err != nil {
+		return &Result{Input: in}, err
+	}
+	defer t.Close()
+	return h.RunTranscript(ctx, t)
+}
+
+// RunTranscript is Run on the transcript of an input opened already
+// (Input.OpenTranscript), which it reads once and leaves open: for a
+// caller that opens it before it makes the store, so that a transcript it
+// cannot read makes none.
+func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error) {
+	in := t.in
+	r := &Result{Input: in}
+	if !in.Handled() {
+		r.Ignored = true
+		return r, nil
+	}
+	var at sessionState
+	var err error
+	if r.Import, at, err = importTranscript(h.db, in.SessionID, t.file, false); err != nil {
+		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
+	}
+	switch in.HookEventName {
+	case EventPreCompact:
+		// Claude Code writes a compaction's records after every hook of it
+		// ran: the summary of the one before is checked here when
+		// PostCompact did not check it.
+		c, err := h.compaction(in.SessionID, at, t.file)
+		if err == nil && c.found && c.summary.ref != "" {
+			err = h.storeCheck(r, c, at)
+		}
+		if err != nil {
+			return r, err
+		}
+		return r, h.preCompact(ctx, r, at)
+	case EventPostCompact:
+		return r, h.postCompact(r, at, t.file)
+	}
+	return r, h.sessionStart(ctx, r, at, t.file)
+}
+
+// preCompact compacts the session's head, as the import left it: every
+// event imported is about to leave Claude Code's context. A head that is
+// strata's own event — the check SessionStart stored — says that no record
+// reached the transcript since SessionStart read it: a hook run again, not
+// a new compaction, so nothing is compacted (and should Claude Code
+// compact with nothing new, SessionStart makes the marker at its
+// boundary).
+func (h *Hook) preCompact(ctx context.Context, r *Result, at sessionState) error {
+	if !at.exists || at.ownHead {
+		return nil // a transcript with nothing to store yet, or nothing new
+	}
+	var err error
+	r.Compactions, err = h.comp.CompactTo(ctx, r.Input.SessionID, at.head)
+	return errors.Wrap(err, "compacting the session")
+}
+
+// postCompact checks Claude Code's summary: from the records, when they
+// reached the transcript before the hook ran, else from the input's
+// compact_summary against the state at the head PreCompact compacted
+// (Result.Unwritten). The check is stored once; nothing is printed.
+func (h *Hook) postCompact(r *Result, at sessionState, t *transcriptFile) error {
+	c, err := h.compaction(r.Input.SessionID, at, t)
+	switch {
+	case err != nil:
+		return err
+	case c.found && c.summary.ref != "":
+		return h.storeCheck(r, c, at)
+	case c.found:
+		c.summary = summaryRecord{}
+	case at.compactedTo > 0:
+		r.Unwritten = true
+		c = compactionAt{boundary: at.compactedTo, covered: at.compactedTo}
+	default:
+		r.NoBoundary = true
+		return nil
+	}
+	if strings.TrimSpace(r.Input.CompactSummary) == "" {
+		return nil // nothing to check
+	}
+	return h.storeCheck(r, c, at)
+}
+
+// sessionStart finds Claude Code's compaction boundary in the store,
+// makes sure a marker stands at it, checks Claude Code's summary against
+// the state there when its records are written, stores that check, and
+// renders the state.
+func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *transcriptFile) error {
+	session := r.Input.SessionID
+	c, err := h.compaction(r.Input.SessionID, at, t)
+	switch {
+	case err != nil:
+		return err
+	case !c.found && at.compactedTo > 0:
+		r.Unwritten = true
+		c.boundary = at.compactedTo
+	case !c.found:
+		r.NoBoundary = true
+		return nil
+	}
+	boundary := c.boundary
+	if boundary > 0 {
+		// PreCompact made a marker here, unless it did not run or records
+		// before the boundary were written after it ran.
+		if r.Compactions, err = h.comp.CompactTo(ctx, session, boundary); err != nil {
+			return errors.Wrap(err, "compacting the session to the boundary")
+		}
+	}
+	if c.summary.ref != "" {
+		if err := h.storeCheck(r, c, at); err != nil {
+			return err
+		}
+	}
+	err = h.db.View(func(s *store.Snapshot) error {
+		if r.State, err = computeState(s, session, boundary); err != nil {
+			return err
+		}
+		m, err := markerAt(s, session, boundary)
+		if err != nil {
+			return err
+		}
+		rc, err := s.Resume(session, m)
+		if err != nil {
+			return err
+		}
+		r.State.Marker, r.State.SHA256 = rc.Marker, rc.SHA256()
+		r.State.Bytes, r.State.Events = len(rc.Text()), len(rc.Events)
+		if rc.Source != checkpoint.SourceMarker {
+			r.State.Marker = 0
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.Rendered = r.State.Render(h.opts.DB, h.opts.Budget)
+	r.Output, err = hookOutput(r.Rendered.Text)
+	return err
+}
+
+// summaryRecord is the record of Claude Code's summary in the store: its
+// ref and its events.
+type summaryRecord struct {
+	ref  string
+	span store.RefSpan
+}
+
+// compactionAt is Claude Code's newest compaction as the store holds its
+// records.
+type compactionAt struct {
+	found bool // the session holds a compact_boundary record after its compacted prefix
+	// boundary is the seq of the last event before the compact_boundary
+	// record's that is not the hook's own: where Claude Code cut.
+	boundary uint64
+	// covered is the last event the summary stands for: boundary, or the
+	// event before the messages Claude Code keeps verbatim after the
+	// summary (the record's preservedSegment), which the context holds
+	// as they are.
+	covered uint64
+	summary summaryRecord // ref "" for none
+}
+
+// compaction returns the session's newest compaction after its compacted
+// prefix, from the session as the import left it: the import stored
+// every record of the transcript, the compact_boundary record as a system
+// event (transcript.IsClaudeCodeCompaction), so the store holds whatever
+// the file would say. Claude Code writes a compaction's records after its
+// hooks ran (PreCompact, SessionStart, PostCompact): found is false until
+// a later hook imports them. The summary is the record Claude Code writes
+// right after its compact_boundary record, the user record it flags
+// isCompactSummary, stored as system events. The preserved segment is
+// read from the compact_boundary record in t.
+func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c compactionAt, err error) {
+	if !at.exists {
+		return c, nil
+	}
+	var bound tier.Event
+	err = h.db.View(func(s *store.Snapshot) error {
+		var after tier.Event // the event after the one looked at; Seq 0 for none
+		for hi := at.head; hi > at.compactedTo && !c.found; {
+			lo := at.compactedTo + 1
+			if hi-lo >= boundaryBlock {
+				lo = hi - boundaryBlock + 1
+			}
+			var block []tier.Event
+			if err := s.Events(session, lo, hi, func(e tier.Event) error {
+				block = append(block, e)
+				return nil
+			}); err != nil {
+				return err
+			}
+			for i := len(block) - 1; i >= 0 && !c.found; i-- {
+				if c.found = transcript.IsClaudeCodeCompaction(block[i]); c.found {
+					bound = block[i]
+				} else {
+					after = block[i]
+				}
+			}
+			hi = lo - 1
+		}
+		if !c.found {
+			return nil
+		}
+		// The hook's own events before the record (a check PostCompact
+		// stored) are not where Claude Code cut.
+		c.boundary = bound.Seq - 1
+		for c.boundary > 0 {
+			own := false
+			if err := s.Events(session, c.boundary, c.boundary, func(e tier.Event) error {
+				own = strings.HasPrefix(e.Ref, strataRefPrefix)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !own {
+				break
+			}
+			c.boundary--
+		}
+		c.covered = c.boundary
+		// The store keeps the events, not the isCompactSummary flag: the
+		// records between the two that carry no event are not stored, so
+		// the summary is the record of the next event, when that is a
+		// system event of a record. A summary without text stores no
+		// event, and is not checked.
+		if after.Seq != bound.Seq+1 || after.Kind != tier.KindSystem || after.Ref == "" ||
+			after.Ref == bound.Ref || strings.HasPrefix(after.Ref, strataRefPrefix) {
+			return nil
+		}
+		span, ok, err := s.Ref(session, after.Ref)
+		if err == nil && ok {
+			c.summary = summaryRecord{ref: after.Ref, span: span}
+		}
+		return err
+	})
+	if err != nil || !c.found || bound.Ref == "" {
+		return c, err
+	}
+	rec, _, found, err := t.findLast(jsonString(bound.Ref), func(r *record) bool { return r.UUID == bound.Ref && r.Subtype == "compact_boundary" })
+	if err != nil || !found || rec.preservedHead() == "" {
+		return c, err
+	}
+	err = h.db.View(func(s *store.Snapshot) error {
+		span, ok, err := s.Ref(session, rec.preservedHead())
+		if err == nil && ok && span.First > 0 && span.First-1 < c.covered {
+			c.covered = span.First - 1
+		}
+		return err
+	})
+	return c, err
+}
+
+// checkRef is the ref of the check of a summary: by the summary's record,
+// or — checked from PostCompact's input before the record was written —
+// by the head PreCompact compacted (compactedTo), which the hooks after
+// it find in the store.
+func checkRef(summaryRef string, compactedTo uint64) string {
+	if summaryRef != "" {
+		return strataRefPrefix + "summary-check:" + summaryRef
+	}
+	return strataRefPrefix + "summary-check:at:" + strconv.FormatUint(compactedTo, 10)
+}
+
+// storeCheck computes the state at c.covered, checks the summary (the
+// events of its record, or PostCompact's compact_summary) against it, and
+// appends the check as a system event after the session's head — once:
+// its ref names the summary's record, or for PostCompact's the head
+// PreCompact compacted; a summary checked at PostCompact is not checked
+// again when its record reaches the store.
+func (h *Hook) storeCheck(r *Result, c compactionAt, at sessionState) error {
+	session := r.Input.SessionID
+	ref := checkRef(c.summary.ref, at.compactedTo)
+	var ev *tier.Event
+	err := h.db.View(func(s *store.Snapshot) error {
+		if c.summary.ref != "" && at.compactedTo > 0 {
+			if _, checked, err := s.Ref(session, checkRef("", at.compactedTo)); err != nil || checked {
+				return err // PostCompact checked it
+			}
+		}
+		st, err := computeState(s, session, c.covered)
+		if err != nil {
+			return err
+		}
+		text, at := r.Input.CompactSummary, int64(0)
+		if c.summary.ref != "" {
+			var b strings.Builder
+			if err := s.Events(session, c.summary.span.First, c.summary.span.Last, func(e tier.Event) error {
+				b.WriteString(e.Text)
+				at = e.Time
+				return nil
+			}); err != nil {
+				return err
+			}
+			text = b.String()
+		}
+		if r.Check, err = checkSummary(s, st, text, c.summary.span.First, r.Input.Cwd); err != nil {
+			return err
+		}
+		r.Check.Boundary = c.covered
+		_, stored, err := s.Ref(session, ref)
+		if err != nil || stored {
+			return err
+		}
+		// The time of the newest event it follows, or the summary's when
+		// that is later: the same store gives the same event, and the
+		// session's times never go back.
+		info, err := s.Info(session)
+		if err != nil {
+			return err
+		}
+		if err := s.Events(session, info.Head, info.Head, func(e tier.Event) error {
+			at = max(at, e.Time)
+			return nil
+		}); err != nil {
+			return err
+		}
+		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(), Ref: ref}
+		return nil
+	})
+	if err != nil || ev == nil {
+		return err
+	}
+	if _, err := h.db.Append(session, *ev); err != nil && !errors.Is(err, store.ErrRefStored) {
+		return errors.Wrap(err, "storing the check of Claude Code's summary")
+	}
+	return nil
+}
+
+// markerAt returns the valid marker with the highest boundary at or
+// before boundary (the newest of them), or store.Latest when there is
+// none.
+func markerAt(s *store.Snapshot, session string, boundary uint64) (uint64, error) {
+	var best marker.Marker
+	err := s.Markers(session, func(m marker.Marker) error {
+		if m.Status == marker.StatusValid && !m.Unchecked && m.Boundary <= boundary &&
+			(m.Boundary > best.Boundary || m.Boundary == best.Boundary && m.ID > best.ID) {
+			best = m
+		}
+		return nil
+	})
+	if err != nil || best.ID == 0 {
+		return store.Latest, err
+	}
+	return best.ID, nil
+}
+
+// hookOutput is SessionStart's JSON output adding text to the context.
+func hookOutput(text string) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}{HookSpecificOutput: struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	}{EventSessionStart, text}})
+	return []byte(b.String()), err
+}
+
+// Line summarizes the run as key=value fields for the hook's log.
+func (r *Result) Line() string {
+	in := &r.Input
+	var f []string
+	f = append(f, in.HookEventName)
+	switch {
+	case in.HookEventName == EventPreCompact || in.HookEventName == EventPostCompact:
+		f = append(f, "trigger="+field(in.Trigger))
+	case in.Source != "":
+		f = append(f, "source="+field(in.Source))
+	}
+	if in.SessionID != "" {
+		f = append(f, "session="+field(in.SessionID))
+	}
+	if r.Ignored {
+		return strings.Join(append(f, "ignored"), " ")
+	}
+	im := &r.Import
+	read := fmt.Sprintf("read=%d..%d", im.From, im.To)
+	if im.Full {
+		read += " whole_file"
+		if im.Anchor != "" {
+			read += " (record " + field(im.Anchor) + " not found)"
+		}
+	}
+	f = append(f, read, fmt.Sprintf("events=%d", im.Events))
+	if im.Events > 0 {
+		f = append(f, fmt.Sprintf("seq=%d..%d", im.First, im.Last))
+	}
+	if fields := im.Report.Fields(); len(fields) > 2 {
+		f = append(f, fields[2:]...)
+	}
+	for _, c := range r.Compactions {
+		if c.Committed() {
+			f = append(f, fmt.Sprintf("compacted=%s:%d..%d:marker=%d", c.Depth, c.From, c.To, c.Marker))
+		} else {
+			f = append(f, fmt.Sprintf("refused=%s:%d..%d:%s", c.Depth, c.From, c.To, c.Refused.Reasons()))
+		}
+	}
+	if r.Unwritten {
+		f = append(f, "compact_boundary_not_written_yet")
+	}
+	if r.NoBoundary {
+		f = append(f, "no_compact_boundary nothing_injected")
+	}
+	if st := r.State; st != nil {
+		f = append(f, fmt.Sprintf("boundary=%d marker=%d sha256=%s facts=%d shown=%d tokens=%d",
+			st.Boundary, st.Marker, st.SHA256, r.Rendered.Facts, r.Rendered.Shown, r.Rendered.Tokens))
+	}
+	if c := r.Check; c != nil {
+		f = append(f, fmt.Sprintf("summary_seq=%d summary_boundary=%d summary_unmentioned=%d/%d", c.Summary, c.Boundary, len(c.Unmentioned), c.Facts))
+		if len(c.Unmentioned) > 0 {
+			f = append(f, "not_mentioned="+fmt.Sprintf("%q", listed(c.Unmentioned, 20)))
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// listed joins the first n of labels with "; ", counting the rest.
+func listed(labels []string, n int) string {
+	if len(labels) <= n {
+		return strings.Join(labels, "; ")
+	}
+	return strings.Join(labels[:n], "; ") + fmt.Sprintf("; … and %d more", len(labels)-n)
+}
+
+// field makes s one key=value value: quoted when it holds a space, a
+// quote or a control character.
+func field(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == 0x7f }) {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}

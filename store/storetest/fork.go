@@ -1,0 +1,212 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/store"
+)
+
+// resumeText returns session's resumed context at markerID, rendered with
+// the session's name replaced by as: what a fork's context is compared by.
+func resumeText(t *testing.T, db *store.DB, session string, markerID uint64, as string) []byte {
+	t.Helper()
+	ctx, err := db.Resume(session, markerID)
+	if err != nil {
+		t.Fatalf("resume %s at %d: %v", session, markerID, err)
+	}
+	ctx.Session = as
+	return ctx.Text()
+}
+
+// forkResumesToParentBytes: a fork at a marker, latest or earlier, resumes
+// to the parent's context at that marker byte for byte but for the name;
+// then it appends and compacts across its fork point on its own, the
+// parent untouched, and a fork of the fork does the same.
+func forkResumesToParentBytes(t *testing.T, h Harness) {
+	db := open(t, h)
+	for i := range 6 {
+		mustAppend(t, db, "src", turn(i)...)
+	}
+	first := compactSpan(t, db, "src", 8).Marker
+	second := compactSpan(t, db, "src", 4).Marker
+
+	for _, c := range []struct {
+		dst    string
+		marker uint64
+		want   uint64
+	}{{"latest", store.Latest, second}, {"early", first, first}} {
+		res, err := db.Fork("src", c.marker, c.dst)
+		if err != nil {
+			t.Fatalf("fork at %d: %v", c.marker, err)
+		}
+		if res.Parent != "src" || res.Marker != c.want || res.At != 24 {
+			t.Fatalf("fork %s: %+v, want parent src, marker %d, at 24", c.dst, res, c.want)
+		}
+		want := resumeText(t, db, "src", c.want, c.dst)
+		if got := resumeText(t, db, c.dst, store.Latest, c.dst); !bytes.Equal(got, want) {
+			t.Fatalf("fork %s resumes to\n%s\nwant\n%s", c.dst, got, want)
+		}
+	}
+	before := resumeText(t, db, "src", store.Latest, "src")
+
+	// The early fork compacts a span that straddles its fork point: the
+	// parent's events 9..24 and its own 25..28.
+	mustAppend(t, db, "early", turn(100)...)
+	r := compactSpan(t, db, "early", 20)
+	if r.Marker == 0 {
+		t.Fatal("the fork's compaction across its fork point committed no marker")
+	}
+	ctx, err := db.Resume("early", store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Source != checkpoint.SourceMarker || ctx.Boundary != 28 || ctx.Head != 28 {
+		t.Fatalf("fork after its own compaction: source %s boundary %d head %d", ctx.Source, ctx.Boundary, ctx.Head)
+	}
+	if got := resumeText(t, db, "src", store.Latest, "src"); !bytes.Equal(got, before) {
+		t.Fatal("compacting a fork changed its parent's context")
+	}
+	if n := len(Events(t, db, "early")); n != 28 {
+		t.Fatalf("the fork reads %d events, want the parent's 24 and its own 4", n)
+	}
+	if n := len(Events(t, db, "src")); n != 24 {
+		t.Fatalf("the parent holds %d events after its fork appended, want 24", n)
+	}
+
+	// A fork of the fork.
+	if _, err := db.Fork("early", store.Latest, "grand"); err != nil {
+		t.Fatal(err)
+	}
+	want := resumeText(t, db, "early", store.Latest, "grand")
+	if got := resumeText(t, db, "grand", store.Latest, "grand"); !bytes.Equal(got, want) {
+		t.Fatalf("fork of a fork resumes to\n%s\nwant\n%s", got, want)
+	}
+	mustAppend(t, db, "grand", turn(200)...)
+	compactSpan(t, db, "grand", 4)
+	if n := len(Events(t, db, "grand")); n != 32 {
+		t.Fatalf("the fork of a fork reads %d events, want 32", n)
+	}
+	err = db.View(func(s *store.Snapshot) error {
+		f, err := s.Fork("grand")
+		if err != nil {
+			return err
+		}
+		if f.Parent != "early" || f.At != 28 {
+			return errors.Newf("grand's origin %+v", f)
+		}
+		forks, err := s.Forks()
+		if err != nil {
+			return err
+		}
+		if len(forks["src"]) != 2 || len(forks["early"]) != 1 {
+			return errors.Newf("forks %v", forks)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forkRefusesInvalidMarker: a marker a fold invalidated, and a session
+// without a marker, are no point to fork at.
+func forkRefusesInvalidMarker(t *testing.T, h Harness) {
+	db := open(t, h)
+	for i := range 4 {
+		mustAppend(t, db, "s", turn(i)...)
+	}
+	if _, err := db.Fork("s", store.Latest, "f"); !errors.Is(err, store.ErrForkMarker) {
+		t.Fatalf("fork of a session without a marker: %v, want ErrForkMarker", err)
+	}
+	a := compactSpan(t, db, "s", 8).Marker
+	compactSpan(t, db, "s", 8)
+	p, err := db.PlanFold("s", a, 2, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Commit(p, extractive(p)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Fork("s", a, "f"); !errors.Is(err, store.ErrForkMarker) {
+		t.Fatalf("fork at an invalidated marker: %v, want ErrForkMarker", err)
+	}
+	if _, err := db.Fork("s", store.Latest, "s"); !errors.Is(err, store.ErrSessionExists) {
+		t.Fatalf("fork onto an existing session: %v, want ErrSessionExists", err)
+	}
+	ids, err := db.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 {
+		t.Fatalf("refused forks left sessions %v", ids)
+	}
+}
+
+// pruneKeepsWhatForksNeed: a parent stays while a fork of it stays; named,
+// it is refused with the forks that hold it; with its forks it goes, forks
+// first; a dry run removes nothing.
+func pruneKeepsWhatForksNeed(t *testing.T, h Harness) {
+	db := open(t, h)
+	for i := range 4 {
+		mustAppend(t, db, "p", turn(i)...)
+		mustAppend(t, db, "other", turn(i)...)
+	}
+	compactSpan(t, db, "p", 8)
+	if _, err := db.Fork("p", store.Latest, "f"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "f", turn(9)...)
+	want := resumeText(t, db, "f", store.Latest, "f")
+
+	_, err := db.Prune(store.PruneOptions{Sessions: []string{"p"}})
+	var held *store.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, store.ErrForkHeld) || len(held.Held) != 1 || held.Held[0].Forks[0] != "f" {
+		t.Fatalf("prune of a fork's parent: %v, want a HeldError naming f", err)
+	}
+	if err := db.DeleteSession("p"); !errors.Is(err, store.ErrForkHeld) {
+		t.Fatalf("delete of a fork's parent: %v, want ErrForkHeld", err)
+	}
+	// Everything older than a day on a clock a year ahead: f is selected
+	// with p, so nothing is held; a dry run removes nothing.
+	future := func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+	res, err := db.Prune(store.PruneOptions{OlderThan: 24 * time.Hour, Now: future, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 3 || res.Removed[0].Session != "f" || len(res.Held) != 0 {
+		t.Fatalf("dry run: %+v, want f first of three, nothing held", res)
+	}
+	if got := resumeText(t, db, "f", store.Latest, "f"); !bytes.Equal(got, want) {
+		t.Fatal("a dry run changed a session")
+	}
+	// Keeping the newest session (f's last append is the newest) holds p.
+	res, err = db.Prune(store.PruneOptions{KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 1 || res.Removed[0].Session != "other" || len(res.Held) != 1 || res.Held[0].Session != "p" {
+		t.Fatalf("prune keeping the newest: %+v, want other removed and p held by f", res)
+	}
+	if got := resumeText(t, db, "f", store.Latest, "f"); !bytes.Equal(got, want) {
+		t.Fatal("pruning changed the fork")
+	}
+	res, err = db.Prune(store.PruneOptions{Sessions: []string{"p", "f"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 2 || res.Removed[0].Session != "f" || res.Removed[1].Session != "p" {
+		t.Fatalf("prune of a parent and its fork: %+v, want f then p", res)
+	}
+	ids, err := db.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("sessions after pruning all: %v", ids)
+	}
+}

@@ -23,6 +23,7 @@ func (r *Required) Clone() Required {
 	c.Requests = slices.Clone(r.Requests)
 	c.Plan = slices.Clone(r.Plan)
 	c.Successes = slices.Clone(r.Successes)
+	c.Rejections = slices.Clone(r.Rejections)
 	return c
 }
 

@@ -149,6 +149,14 @@ type Required struct {
 	// result in the span of a call on it: what fixes a failure before the
 	// span (ExtendPrefix). Not a claim.
 	Successes []Success
+	// Rejections lists, in order, the seqs of the failed results in the
+	// span that the user's rejection of their call made: a failed
+	// tool_result followed at the next seq by a rejected event, as the
+	// importers write a refused tool use. Kinds and seqs only, never a
+	// text. Not a claim, nor a node's recorded fact: a state computed from
+	// the raw events (store's StateAt) shows such a failure once, as the
+	// rejection.
+	Rejections []uint64
 }
 
 // Success is the first successful result of a call on a target in a
@@ -204,6 +212,11 @@ type RequiredBuilder struct {
 	requests []Request
 	plan     []PlanItem
 	planAt   uint64
+	// failedResult is the seq of the last event added when it was a
+	// failed tool_result, else 0; rejections are those a rejected event
+	// followed.
+	failedResult uint64
+	rejections   []uint64
 }
 
 // NewRequiredBuilder starts a span on top of the calls and resources open
@@ -239,6 +252,13 @@ func (b *RequiredBuilder) Add(e Event) error {
 	}
 	if _, ok := b.l.Dispositions[e.Key]; e.Kind == KindToolResult && e.PriorFailure != 0 && !ok {
 		b.l.Dispositions[e.Key] = Disposition{Key: e.Key, State: KindFailed, Seq: e.PriorFailure} // failed before it
+	}
+	if e.Kind == KindRejected && b.failedResult != 0 && b.failedResult == e.Seq-1 {
+		b.rejections = append(b.rejections, b.failedResult)
+	}
+	b.failedResult = 0
+	if e.Kind == KindToolResult && e.Failed {
+		b.failedResult = e.Seq
 	}
 	var opened Open
 	if e.Kind.Resolves() {
@@ -298,6 +318,7 @@ func (b *RequiredBuilder) Open() []Open { return b.l.OpenList() }
 func (b *RequiredBuilder) Required() Required {
 	r := Required{From: b.from, To: b.to, Unresolved: b.l.OpenList(), Plan: slices.Clone(b.plan), PlanAt: b.planAt}
 	r.Requests, r.RequestsLeftOut = keepRequests(slices.Clone(b.requests))
+	r.Rejections = slices.Clone(b.rejections)
 	for _, k := range sortedKeys2(b.success) {
 		r.Successes = append(r.Successes, Success{Key: k, At: b.success[k]})
 	}

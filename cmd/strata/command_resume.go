@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/store"
 )
 
@@ -20,6 +22,7 @@ type resumeOptions struct {
 	session string
 	marker  string
 	json    bool
+	budget  int
 	timeout time.Duration
 
 	markerID uint64 // parsed by validate; store.Latest for "latest"
@@ -29,7 +32,7 @@ type resumeOptions struct {
 func newResumeCommand() *cobra.Command {
 	o := &resumeOptions{}
 	cmd := &cobra.Command{
-		Use:   "resume DB|URL --session ID [--marker ID|latest] [--json]",
+		Use:   "resume DB|URL --session ID [--marker ID|latest] [--budget N] [--json]",
 		Short: "Print the context a resuming agent gets",
 		Long: `Print the context a resuming agent gets for a session: from a valid marker,
 the roots up to its node and the raw events after its boundary; otherwise,
@@ -39,6 +42,15 @@ events after it), saying why. The same database always gives the same bytes.
 Text by default. --json prints {"session", "source": "marker"|"checkpoint",
 "marker", "checkpoint", "reason", "sha256", "context", ...} where sha256 is
 that of the text rendering, held in "context".
+
+--budget N prints instead the state at the session's head within N tokens
+(at 4 bytes a token; at least 640), computed from the raw log: the task and
+the newest request always, then standing failures, open calls, open plan
+items, rejections and constraints, earlier requests, artifacts and fixed
+failures, each newest first, what does not fit counted. Its heading names the
+whole context's size and sha256. With --json: {"session", "source", "marker",
+"checkpoint", "sha256" (of the whole context), "budget", "tokens", "facts",
+"shown", "left_out": [{"class", "count"}], "state"}.
 
 The database is the first argument, or --db DB (not both): a file or a
 postgres:// URL, or the URL of a running agent's debug handler
@@ -68,6 +80,7 @@ postgres:// URL, or the URL of a running agent's debug handler
 	f.StringVar(&o.db, "db", "", "the database file, a postgres:// URL, or a debug handler's URL: the first argument's other form")
 	f.StringVar(&o.session, "session", "", "the session to resume (required)")
 	f.StringVar(&o.marker, "marker", "latest", `the marker to resume from: an id, or "latest" for the newest valid one`)
+	f.IntVar(&o.budget, "budget", 0, fmt.Sprintf("print the state at the head within this many tokens (at least %d) instead of the whole context", checkpoint.MinStateBudget))
 	addJSONFlag(cmd, &o.json, "JSON instead of the text context")
 	addTimeoutFlag(cmd, &o.timeout)
 	completeSessions(cmd)
@@ -88,6 +101,12 @@ func (o *resumeOptions) validate() error {
 			return usagef("--marker must be a marker id (1, 2, ...) or latest, got %q", o.marker)
 		}
 		o.markerID = id
+	}
+	switch {
+	case o.budget < 0 || o.budget > 0 && o.budget < checkpoint.MinStateBudget:
+		return usagef("--budget must be at least %d tokens, got %d", checkpoint.MinStateBudget, o.budget)
+	case o.budget > 0 && isURL(o.db):
+		return usagef("--budget reads the raw log of a database file or postgres:// URL, not a debug handler's (%s)", o.db)
 	}
 	return checkTimeout(o.timeout)
 }
@@ -112,6 +131,9 @@ func (o *resumeOptions) resume(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
+	if o.budget > 0 {
+		return o.fitted(out, db)
+	}
 	ctx, err := db.Resume(o.session, o.markerID)
 	if err != nil {
 		return err
@@ -129,6 +151,50 @@ func (o *resumeOptions) resume(out io.Writer) (err error) {
 		return err
 	}
 	if b, err = withFork(b, info.Fork); err != nil {
+		return err
+	}
+	_, err = out.Write(append(b, '\n'))
+	return err
+}
+
+// fittedJSON is what `strata resume --budget N --json` prints.
+type fittedJSON struct {
+	Session    string               `json:"session"`
+	Source     string               `json:"source"`
+	Marker     *uint64              `json:"marker"`
+	Checkpoint *uint64              `json:"checkpoint"`
+	SHA256     string               `json:"sha256"`
+	Budget     int                  `json:"budget"`
+	Tokens     int                  `json:"tokens"`
+	Facts      int                  `json:"facts"`
+	Shown      int                  `json:"shown"`
+	LeftOut    []checkpoint.LeftOut `json:"left_out"`
+	State      string               `json:"state"`
+}
+
+// fitted prints the state at the head within --budget tokens.
+func (o *resumeOptions) fitted(out io.Writer, db *store.DB) error {
+	ctx, f, err := db.ResumeFitted(o.session, o.markerID, o.budget)
+	if err != nil {
+		return err
+	}
+	if !o.json {
+		_, err = io.WriteString(out, f.Text)
+		return err
+	}
+	j := fittedJSON{Session: ctx.Session, Source: ctx.Source, SHA256: ctx.SHA256(), Budget: o.budget,
+		Tokens: f.Tokens, Facts: f.Facts, Shown: f.Shown, LeftOut: f.LeftOut, State: f.Text}
+	if j.LeftOut == nil {
+		j.LeftOut = []checkpoint.LeftOut{}
+	}
+	if ctx.Marker != 0 {
+		j.Marker = &ctx.Marker
+	}
+	if ctx.Checkpoint != 0 {
+		j.Checkpoint = &ctx.Checkpoint
+	}
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
 		return err
 	}
 	_, err = out.Write(append(b, '\n'))

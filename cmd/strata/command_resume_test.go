@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -96,4 +100,60 @@ func TestResume_DBArgument(t *testing.T) {
 	if !strings.HasPrefix(r.stderr, "Error: resume needs a database: give it as the first argument (strata resume DB|URL") {
 		t.Errorf("stderr %q", r.stderr)
 	}
+}
+
+// TestResume_Budget: on a real Claude Code session with two tool uses the
+// user rejected, `resume --budget` keeps the task and the newest request,
+// shows each rejection once (as a rejection, not a standing failure),
+// stays within its budget, counts what it leaves out in --json, and names
+// the whole context by the sha256 that `resume` without --budget gives.
+func TestResume_Budget(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("..", "..", "..", "shared", "data", "transcripts", "claude-code", "entireio_cli_86-9d11344fce-1-full.jsonl")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("the real transcript is absent: %v", err)
+	}
+	db := tempDB(t)
+	mustCLI(t, "import", "--format", "claude-code", "--db", db, src)
+	const session = "3ae3ab59-52bc-413d-ad30-02b165c91785"
+	whole := resume(t, db, session)
+
+	text := mustCLI(t, "resume", db, "--session", session, "--budget", "640")
+	for _, want := range []string{"## the task (the user's first request, seq 1)", "Implement the following plan:",
+		"## the user's newest request (seq 208)", "whole context: " + strconv.Itoa(len(whole.Context)) + " bytes, sha256 " + whole.SHA256,
+		"- rejected: call toolu_01112DfVkMV5f9eaoAgs6hD4 (ExitPlanMode) at seq 240", "(ExitPlanMode), call toolu_01Pw2UCC3yWMhYMa8kj3Zyp1 at seq 246"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the fitted state lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "FAILED") {
+		t.Errorf("a rejection is shown as a failure:\n%s", text)
+	}
+	var j struct {
+		SHA256  string `json:"sha256"`
+		Tokens  int    `json:"tokens"`
+		Facts   int    `json:"facts"`
+		Shown   int    `json:"shown"`
+		LeftOut []struct {
+			Class string `json:"class"`
+			Count int    `json:"count"`
+		} `json:"left_out"`
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, "resume", db, "--session", session, "--budget", "640", "--json")), &j); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	for _, l := range j.LeftOut {
+		left += l.Count
+	}
+	if j.State != text || j.SHA256 != whole.SHA256 || j.Tokens > 640 || left == 0 || j.Shown+left != j.Facts {
+		t.Errorf("--json: sha256 %s (want %s), %d tokens, %d shown + %d left out of %d", j.SHA256, whole.SHA256, j.Tokens, j.Shown, left, j.Facts)
+	}
+	// The whole context is unchanged by the flag's existence.
+	if again := resume(t, db, session); again.SHA256 != whole.SHA256 || again.Context != whole.Context {
+		t.Errorf("resume without --budget changed")
+	}
+	r := cli(t, "", "resume", db, "--session", session, "--budget", "10")
+	wantCode(t, r, exitUsage, "resume", "--budget", "10")
 }

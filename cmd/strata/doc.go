@@ -13,8 +13,8 @@
 //	strata import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
 //	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
-//	strata resume DB|URL --session ID [--marker ID|latest] [--json]
-//	strata resume --db DB|URL --session ID [--marker ID|latest] [--json]
+//	strata resume DB|URL --session ID [--marker ID|latest] [--budget N] [--json]
+//	strata resume --db DB|URL --session ID [--marker ID|latest] [--budget N] [--json]
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
 //	strata copy [--session ID]... [--skip-damaged] [--json] SRC DST

@@ -63,14 +63,12 @@ func ExampleHook_Run() {
 	// ## the user's newest request (seq 11), in the user's words:
 	//   I said don't touch CI. Fix the wait in the test instead.
 	//
-	// ## failures that still stand, by what failed, newest first: 2
-	// - FAILED `/home/dev/app/.github/workflows/ci.yml` (Edit) — once, newest at seq 8 (call toolu_03)
-	//     The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP wha…(65 more bytes)
+	// ## failures that still stand, by what failed, newest first: 1
 	// - FAILED `pytest tests/test_login.py -x` (Bash) — once, newest at seq 5 (call toolu_02)
 	//     FAILED tests/test_login.py::test_login - TimeoutError: session not ready
 	//
 	// ## rejected, failed or superseded items, newest first: 1
-	// - rejected: tool/Edit:.github/workflows/ci.yml — the user rejected the tool use
+	// - rejected: `/home/dev/app/.github/workflows/ci.yml` (Edit), call toolu_03 at seq 8 — the user rejected the tool use
 	//
 	// ## artifacts (files written), newest first: 1
 	// - artifact: tests/test_login.py — written by Edit (call toolu_04)

@@ -43,8 +43,12 @@ func TestHook_SuccessfulResultIsNoRejection(t *testing.T) {
 	if strings.Contains(text, "deploy to production") || strings.Contains(text, "toolu_fetch") || strings.Contains(text, "example.com") {
 		t.Errorf("the injected state holds the successful fetch:\n%s", text)
 	}
-	// The rejected edit is there by its key, however the state is laid out.
-	if !strings.Contains(text, "rejected: tool/Edit:main.go") {
+	// The rejected edit is there once: as a rejection, by the file its
+	// call's input names, not also as a standing failure.
+	if !strings.Contains(text, "- rejected: `/work/app/main.go` (Edit), call toolu_edit") {
 		t.Errorf("the injected state lacks the rejected edit:\n%s", text)
+	}
+	if strings.Contains(text, "FAILED `/work/app/main.go`") {
+		t.Errorf("the rejected edit is also a standing failure:\n%s", text)
 	}
 }

@@ -34,6 +34,38 @@ type Context struct {
 	Head       uint64 // the session's last seq
 	Nodes      []tier.Node
 	Events     []tier.Event
+	// Fork is where the session came from when it is a fork; nil for a
+	// session of its own. It is not part of the text: a fork's context at
+	// its fork point is its parent's.
+	Fork *Fork
+}
+
+// Fork is where a fork came from: the session it was forked from (Parent),
+// the parent's head at the fork (At: the fork's events up to it are the
+// parent's) and the parent's state it took — the frame of marker Marker,
+// or, for a fork at a fallback, checkpoint Checkpoint (Marker then the
+// marker that was not valid, 0 for none).
+type Fork struct {
+	Parent     string `json:"parent"`
+	At         uint64 `json:"fork_seq"`
+	Marker     uint64 `json:"fork_marker,omitempty"`
+	Checkpoint uint64 `json:"fork_checkpoint,omitempty"`
+}
+
+// IsFork reports whether f is a fork's origin (not the zero value).
+func (f Fork) IsFork() bool { return f.Parent != "" }
+
+// Point names the parent's state the fork took: "marker M", or
+// "checkpoint C (marker M not valid)" for a fork at a fallback.
+func (f Fork) Point() string {
+	switch {
+	case f.Checkpoint == 0:
+		return "marker " + strconv.FormatUint(f.Marker, 10)
+	case f.Marker != 0:
+		return fmt.Sprintf("checkpoint %d (marker %d not valid)", f.Checkpoint, f.Marker)
+	default:
+		return fmt.Sprintf("checkpoint %d (no valid marker)", f.Checkpoint)
+	}
 }
 
 // Text renders c for a model. The rendering is canonical: it depends only
@@ -535,6 +567,7 @@ type JSONContext struct {
 	Context    string           `json:"context"` // the text rendering
 	Nodes      []tier.Node      `json:"nodes"`
 	Events     []tier.EventJSON `json:"events"`
+	Fork       *Fork            `json:"fork,omitempty"` // a fork's origin
 }
 
 // JSON renders c for programs: its fields, the text rendering and its
@@ -546,6 +579,7 @@ func (c *Context) JSON() ([]byte, error) {
 		Session: c.Session, Source: c.Source, Reason: c.Reason,
 		SHA256: hex.EncodeToString(sum[:]), Boundary: c.Boundary, Head: c.Head,
 		Context: string(text), Nodes: c.Nodes, Events: make([]tier.EventJSON, len(c.Events)),
+		Fork: c.Fork,
 	}
 	if j.Nodes == nil {
 		j.Nodes = []tier.Node{}

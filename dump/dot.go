@@ -58,7 +58,7 @@ func (d *dumper) writeDot(format int, ids []string) error {
 		if f := info.Fork; f != nil {
 			if p, ok := index[f.Parent]; ok {
 				fmt.Fprintf(w, "	s%d_l0_0 -> s%d_l0_0 [style=bold, color=blue, label=%s];\n", i, p,
-					dotLines([]string{fmt.Sprintf("fork at seq %d", f.At), fmt.Sprintf("marker %d", f.Marker)}))
+					dotLines([]string{fmt.Sprintf("fork at seq %d", f.At), f.Point()}))
 			}
 		}
 	}

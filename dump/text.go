@@ -42,7 +42,7 @@ func (d *dumper) writeSessionText(id string) error {
 	fr := frameOf(info, roots)
 	fmt.Fprintf(w, "\nsession %s: head_seq=%d turn=%d\n", fieldValue(id), info.Head, info.Turn)
 	if f := info.Fork; f != nil {
-		fmt.Fprintf(w, "  fork of %s at seq %d, marker %d\n", fieldValue(f.Parent), f.At, f.Marker)
+		fmt.Fprintf(w, "  fork of %s at seq %d, %s\n", fieldValue(f.Parent), f.At, f.Point())
 	}
 	fmt.Fprintf(w, "  frame: version=%d depth=%d compacted_to=%d roots=%d", fr.Version, fr.Depth, fr.CompactedTo, fr.Roots)
 	if fr.RefusedTo != 0 {

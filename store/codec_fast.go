@@ -219,7 +219,11 @@ func (r *stateRec) msgpackSize() int {
 		n += strFieldSize(r.Parent)
 		fields++
 	}
-	for _, v := range [...]uint64{r.FoldRefusedPrev, r.CompactedBytes, r.RefusedBytes, r.ForkAt, r.ForkMarker} {
+	if r.ForkReason != "" {
+		n += 1 + strFieldSize(r.ForkReason) // a two-byte key
+		fields++
+	}
+	for _, v := range [...]uint64{r.FoldRefusedPrev, r.CompactedBytes, r.RefusedBytes, r.ForkAt, r.ForkMarker, r.ForkCheckpoint} {
 		if v != 0 {
 			n += 1 + uintFieldSize(v) // a two-byte key
 			fields++
@@ -232,30 +236,29 @@ func (r *stateRec) msgpackSize() int {
 }
 
 func (r *stateRec) appendMsgpack(b []byte) []byte {
+	// The fields in the struct's order, as reflection writes them: a
+	// string field is one whose s is set.
 	type field struct {
 		key string
 		v   uint64
+		s   *string
 	}
-	fields := [...]field{{"h", r.Head}, {"t", r.Turn}, {"f", r.FrameVersion}, {"c", r.CompactedTo}, {"r", uint64(r.Roots)},
-		{"n", r.NextNode}, {"k", r.NextCk}, {"a", r.NextAudit}, {"x", r.RefusedTo}, {"y", r.RefusedTurn}, {"z", r.FoldRefusedTo},
-		{"zp", r.FoldRefusedPrev}, {"b", r.Bytes}, {"cb", r.CompactedBytes}, {"xb", r.RefusedBytes},
-		{"pq", r.ForkAt}, {"pm", r.ForkMarker}}
+	fields := [...]field{{"h", r.Head, nil}, {"t", r.Turn, nil}, {"f", r.FrameVersion, nil}, {"c", r.CompactedTo, nil}, {"r", uint64(r.Roots), nil},
+		{"n", r.NextNode, nil}, {"k", r.NextCk, nil}, {"a", r.NextAudit, nil}, {"x", r.RefusedTo, nil}, {"y", r.RefusedTurn, nil}, {"z", r.FoldRefusedTo, nil},
+		{"zp", r.FoldRefusedPrev, nil}, {"b", r.Bytes, nil}, {"cb", r.CompactedBytes, nil}, {"xb", r.RefusedBytes, nil},
+		{"p", 0, &r.Parent}, {"pq", r.ForkAt, nil}, {"pm", r.ForkMarker, nil}, {"pk", r.ForkCheckpoint, nil}, {"pr", 0, &r.ForkReason}}
 	n := 1
 	for _, f := range fields {
-		if f.v != 0 {
+		if f.v != 0 || f.s != nil && *f.s != "" {
 			n++
 		}
 	}
-	if r.Parent != "" {
-		n++
-	}
 	b = appendMapLen(b, n)
 	b = appendIntField(b, "v", int64(r.V))
-	if r.Parent != "" {
-		b = appendStrField(b, "p", r.Parent)
-	}
 	for _, f := range fields {
 		switch {
+		case f.s != nil:
+			b = appendStrField(b, f.key, *f.s)
 		case f.v == 0:
 		case f.key == "r":
 			b = appendIntField(b, "r", int64(r.Roots)) // an int, as reflection writes it
@@ -316,6 +319,12 @@ func (r *stateRec) decodeMsgpack(b []byte) error {
 			p = &r.ForkAt
 		case "pm":
 			p = &r.ForkMarker
+		case "pk":
+			p = &r.ForkCheckpoint
+		case "pr":
+			v, err := d.str()
+			r.ForkReason = v
+			return true, err
 		default:
 			return false, nil
 		}

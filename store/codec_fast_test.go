@@ -81,7 +81,8 @@ func randRecords(rng *rand.Rand) [][2]any {
 	st := stateRec{V: int(randInt(rng) % 1000), Head: randUint(rng), Turn: randUint(rng), FrameVersion: randUint(rng),
 		CompactedTo: randUint(rng), Roots: int(randInt(rng)), NextNode: randUint(rng), NextCk: randUint(rng), NextAudit: randUint(rng),
 		RefusedTo: randUint(rng), RefusedTurn: randUint(rng), FoldRefusedTo: randUint(rng), FoldRefusedPrev: randUint(rng),
-		Bytes: randUint(rng), CompactedBytes: randUint(rng), RefusedBytes: randUint(rng)}
+		Bytes: randUint(rng), CompactedBytes: randUint(rng), RefusedBytes: randUint(rng),
+		Parent: randString(rng), ForkAt: randUint(rng), ForkMarker: randUint(rng), ForkCheckpoint: randUint(rng), ForkReason: randString(rng)}
 	o := tier.Open{ID: randString(rng), Kind: tier.Kind(rng.Intn(256)), Name: randString(rng), Seq: randUint(rng)}
 	d := tier.Disposition{Key: randString(rng), State: tier.Kind(rng.Intn(256)), Reason: randString(rng), By: randString(rng), Seq: randUint(rng), FailedAt: randUint(rng)}
 	c := tier.Constraint{Key: randString(rng), Text: randString(rng), Withdrawn: rng.Intn(2) == 0, Seq: randUint(rng)}

@@ -21,16 +21,9 @@ import (
 
 // ForkInfo is where a session came from: the session it was forked from,
 // the parent's head at the fork (the fork's events up to it are the
-// parent's) and the parent's marker whose frame it took. The zero value is
-// a session of its own.
-type ForkInfo struct {
-	Parent string `json:"parent,omitempty"`
-	At     uint64 `json:"fork_seq,omitempty"`
-	Marker uint64 `json:"fork_marker,omitempty"`
-}
-
-// IsFork reports whether the session is a fork.
-func (f ForkInfo) IsFork() bool { return f.Parent != "" }
+// parent's) and the parent's marker whose frame it took, or the checkpoint
+// of a fork at a fallback. The zero value is a session of its own.
+type ForkInfo = checkpoint.Fork
 
 // ForkResult is what DB.Fork made.
 type ForkResult struct {
@@ -41,6 +34,36 @@ type ForkResult struct {
 	Boundary uint64
 	// Roots is the number of roots the fork took.
 	Roots int
+	// Reason is, for a fork at a fallback (Checkpoint set), why the
+	// parent's resume fell back: what the fork's context says too.
+	Reason string
+}
+
+// ForkMarkerError is returned by DB.Fork when the marker asked for is no
+// promise to fork at: Marker of Session (0: Latest, and the session has
+// none) is not valid, for Reason. errors.Is(err, ErrForkMarker) holds.
+type ForkMarkerError struct {
+	Session string
+	Marker  uint64
+	Reason  string
+}
+
+// Error implements error.
+func (e *ForkMarkerError) Error() string {
+	if e.Marker == 0 {
+		return fmt.Sprintf("%s: session %q: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Reason)
+	}
+	return fmt.Sprintf("%s: session %q marker %d: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Marker, e.Reason)
+}
+
+// Unwrap returns ErrForkMarker.
+func (e *ForkMarkerError) Unwrap() error { return ErrForkMarker }
+
+// forkMarkerError is a *ForkMarkerError with a hint to fork at the
+// fallback instead.
+func forkMarkerError(session string, markerID uint64, why string) error {
+	return errors.WithHint(&ForkMarkerError{Session: session, Marker: markerID, Reason: why},
+		"to fork at the raw checkpoint resume falls back to, ask for it: DB.ForkFallback, strata fork --fallback")
 }
 
 // forkBase reads, once per transaction, whether s is a fork and opens its
@@ -100,9 +123,26 @@ func (s *sess) inheritedNode(id uint64) (tier.Node, error) {
 //
 // Only a valid marker whose node is a root is forked at: a marker that is
 // invalid, or none (Latest of a session without roots, or whose frame
-// holds a node committed without validation), is ErrForkMarker. dst must
-// not exist (ErrSessionExists).
-func (db *DB) Fork(src string, markerID uint64, dst string) (res ForkResult, err error) {
+// holds a node committed without validation), is a *ForkMarkerError
+// naming it (ErrForkMarker); ForkFallback forks at the checkpoint a resume
+// falls back to instead. dst must not exist (ErrSessionExists).
+func (db *DB) Fork(src string, markerID uint64, dst string) (ForkResult, error) {
+	return db.fork(src, markerID, dst, false)
+}
+
+// ForkFallback makes dst a fork of src at what Resume(src, markerID)
+// serves: at the marker when it is valid, as Fork does, and otherwise at
+// the raw checkpoint the resume falls back to. A fork at a checkpoint
+// (ForkResult.Checkpoint) takes the checkpoint's prefix roots as its frame
+// and the checkpoint itself, under the same id, and resumes from it — to
+// Resume(src, markerID)'s bytes but for the session's name, naming the
+// same checkpoint, marker and reason — until it commits a frame of its
+// own; its raw events after the checkpoint are the tail.
+func (db *DB) ForkFallback(src string, markerID uint64, dst string) (ForkResult, error) {
+	return db.fork(src, markerID, dst, true)
+}
+
+func (db *DB) fork(src string, markerID uint64, dst string, fallback bool) (res ForkResult, err error) {
 	if err := CheckSession(dst); err != nil {
 		return res, err
 	}
@@ -112,7 +152,11 @@ func (db *DB) Fork(src string, markerID uint64, dst string) (res ForkResult, err
 	defer db.release()
 	err = db.update(func(tx backend.Tx) error {
 		res = ForkResult{}
-		return fork(tx, src, markerID, dst, &res)
+		err := fork(tx, src, markerID, dst, &res)
+		if fallback && errors.Is(err, ErrForkMarker) {
+			return forkCheckpoint(&Snapshot{tx: tx, db: db}, src, markerID, dst, &res)
+		}
+		return err
 	})
 	return res, err
 }
@@ -122,10 +166,8 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 	if err != nil {
 		return err
 	}
-	if b, err := tx.Session(dst); err != nil {
+	if err := checkNoSession(tx, dst); err != nil {
 		return err
-	} else if b != nil {
-		return errors.Wrapf(ErrSessionExists, "fork %q", dst)
 	}
 	st, err := ss.state()
 	if err != nil {
@@ -138,7 +180,7 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 	latest := markerID == Latest
 	if latest {
 		if len(roots) == 0 {
-			return errors.Wrapf(ErrForkMarker, "session %q has no marker yet", src)
+			return forkMarkerError(src, 0, "no marker yet")
 		}
 		markerID = roots[len(roots)-1].Node
 	}
@@ -151,7 +193,7 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 		return err
 	}
 	if n == nil {
-		return errors.Wrapf(ErrForkMarker, "session %q %s", src, why)
+		return forkMarkerError(src, markerID, why)
 	}
 	var frame []rootRec
 	for _, r := range roots {
@@ -168,7 +210,7 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 				return err
 			}
 			if rn.Unchecked {
-				return errors.Wrapf(ErrForkMarker, "session %q: node %d of the latest frame was committed without validation; name its marker to fork at it", src, r.Node)
+				return forkMarkerError(src, r.Node, fmt.Sprintf("node %d of the latest frame was committed without validation; name its marker to fork at it", r.Node))
 			}
 		}
 	}
@@ -181,42 +223,15 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 	}); err != nil {
 		return err
 	}
-
-	b, err := tx.CreateSession(dst)
+	nst := forkState(&st, src, m.Boundary, len(frame), tail)
+	nst.ForkMarker = markerID
+	ds, err := createFork(tx, ss, dst, frame)
 	if err != nil {
-		return errors.Wrapf(err, "store: creating session %q", dst)
+		return err
 	}
-	ds := &sess{id: dst, b: b, tx: tx}
-	nst := stateRec{Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion, CompactedTo: m.Boundary,
-		Roots: len(frame), NextNode: st.NextNode, NextCk: st.NextCk, NextAudit: st.NextAudit,
-		Bytes: st.Bytes, CompactedBytes: st.Bytes - tail,
-		Parent: src, ForkAt: st.Head, ForkMarker: markerID}
-	if m.Boundary == st.CompactedTo {
-		nst.RefusedTo, nst.RefusedTurn, nst.RefusedBytes = st.RefusedTo, st.RefusedTurn, st.RefusedBytes
-		nst.FoldRefusedTo, nst.FoldRefusedPrev = st.FoldRefusedTo, st.FoldRefusedPrev
-	}
-
-	// The frame: each root, its node and its marker, as stored.
 	prefix := make([]uint64, 0, len(frame))
 	for _, r := range frame {
-		for _, c := range []struct {
-			t   backend.Table
-			key []byte
-		}{{backend.Roots, u64(r.From)}, {backend.Nodes, u64(r.Node)}, {backend.Markers, u64(r.Node)}} {
-			if err := copyRecord(ss, ds, c.t, c.key); err != nil {
-				return err
-			}
-		}
 		prefix = append(prefix, r.Node)
-	}
-	// The ledger at the fork point: src's at its head, which is the fork's
-	// head. Its records name events by seq, which the fork reads from src.
-	for _, t := range []backend.Table{backend.Open, backend.Dispositions, backend.Constraints, backend.Artifacts} {
-		if err := ss.scan(t, nil, func(k, v []byte) (bool, error) {
-			return true, ds.b.Put(t, k, v)
-		}); err != nil {
-			return err
-		}
 	}
 	if _, err := ds.putCheckpoint(&nst, 0, nil, "session start"); err != nil {
 		return err
@@ -227,9 +242,127 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 	if err := ds.putState(&nst); err != nil {
 		return err
 	}
-	*res = ForkResult{Session: dst, ForkInfo: ForkInfo{Parent: src, At: st.Head, Marker: markerID},
-		Boundary: m.Boundary, Roots: len(frame)}
+	*res = ForkResult{Session: dst, ForkInfo: nst.forkInfo(), Boundary: m.Boundary, Roots: len(frame)}
 	return nil
+}
+
+// forkCheckpoint makes dst a fork of src at the checkpoint
+// Resume(src, markerID) falls back to (ForkFallback).
+func forkCheckpoint(s *Snapshot, src string, markerID uint64, dst string, res *ForkResult) error {
+	ctx, err := s.Resume(src, markerID)
+	if err != nil {
+		return err
+	}
+	if ctx.Source != checkpoint.SourceCheckpoint {
+		return errors.AssertionFailedf("store: fork of %q at %d: the marker was refused, yet resume serves it", src, markerID)
+	}
+	ss, err := openSess(s.tx, src)
+	if err != nil {
+		return err
+	}
+	if err := checkNoSession(s.tx, dst); err != nil {
+		return err
+	}
+	st, err := ss.state()
+	if err != nil {
+		return err
+	}
+	ck, err := ss.checkpoint(ctx.Checkpoint)
+	if err != nil {
+		return err
+	}
+	frame := make([]rootRec, len(ctx.Nodes))
+	end := uint64(0)
+	for i, n := range ctx.Nodes {
+		frame[i] = rootRec{From: n.From, To: n.To, Node: n.ID}
+		end = n.To
+	}
+	if end != ck.Seq {
+		return corrupt(src, "ckpts", u64(ck.ID), errors.Newf("checkpoint at seq %d, its prefix ends at %d", ck.Seq, end))
+	}
+	var tail uint64
+	for i := range ctx.Events {
+		tail += uint64(checkpoint.EventTextLen(&ctx.Events[i]))
+	}
+	nst := forkState(&st, src, ck.Seq, len(frame), tail)
+	nst.ForkMarker, nst.ForkCheckpoint, nst.ForkReason = ctx.Marker, ck.ID, ctx.Reason
+	ds, err := createFork(s.tx, ss, dst, frame)
+	if err != nil {
+		return err
+	}
+	// The checkpoint, under its id; a session start of the fork's own
+	// unless the checkpoint is at seq 0.
+	if err := copyRecord(ss, ds, backend.Checkpoints, u64(ck.ID)); err != nil {
+		return err
+	}
+	if err := ds.put(backend.CheckpointIndex, recIndex, checkpoint.IndexKey(ck.Seq, ck.ID), &indexRec{V: recordVersion, ID: ck.ID}); err != nil {
+		return err
+	}
+	if ck.Seq > 0 {
+		if _, err := ds.putCheckpoint(&nst, 0, nil, "session start"); err != nil {
+			return err
+		}
+	}
+	if err := ds.putState(&nst); err != nil {
+		return err
+	}
+	*res = ForkResult{Session: dst, ForkInfo: nst.forkInfo(), Boundary: ck.Seq, Roots: len(frame), Reason: ctx.Reason}
+	return nil
+}
+
+// checkNoSession refuses a fork onto a session that exists.
+func checkNoSession(tx backend.Tx, dst string) error {
+	b, err := tx.Session(dst)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		return errors.Wrapf(ErrSessionExists, "fork %q", dst)
+	}
+	return nil
+}
+
+// forkState is the state of a fork of the session of state st whose frame
+// ends at boundary, holds roots roots and leaves a tail of tail bytes.
+func forkState(st *stateRec, parent string, boundary uint64, roots int, tail uint64) stateRec {
+	nst := stateRec{Head: st.Head, Turn: st.Turn, FrameVersion: st.FrameVersion, CompactedTo: boundary,
+		Roots: roots, NextNode: st.NextNode, NextCk: st.NextCk, NextAudit: st.NextAudit,
+		Bytes: st.Bytes, CompactedBytes: st.Bytes - tail, Parent: parent, ForkAt: st.Head}
+	if boundary == st.CompactedTo {
+		nst.RefusedTo, nst.RefusedTurn, nst.RefusedBytes = st.RefusedTo, st.RefusedTurn, st.RefusedBytes
+		nst.FoldRefusedTo, nst.FoldRefusedPrev = st.FoldRefusedTo, st.FoldRefusedPrev
+	}
+	return nst
+}
+
+// createFork creates session dst with the frame of src it takes — each
+// root, its node and its marker, as stored — and src's ledger at its head,
+// which is the fork's head: its records name events by seq, which the fork
+// reads from src.
+func createFork(tx backend.Tx, ss *sess, dst string, frame []rootRec) (*sess, error) {
+	b, err := tx.CreateSession(dst)
+	if err != nil {
+		return nil, errors.Wrapf(err, "store: creating session %q", dst)
+	}
+	ds := &sess{id: dst, b: b, tx: tx}
+	for _, r := range frame {
+		for _, c := range []struct {
+			t   backend.Table
+			key []byte
+		}{{backend.Roots, u64(r.From)}, {backend.Nodes, u64(r.Node)}, {backend.Markers, u64(r.Node)}} {
+			if err := copyRecord(ss, ds, c.t, c.key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, t := range []backend.Table{backend.Open, backend.Dispositions, backend.Constraints, backend.Artifacts} {
+		if err := ss.scan(t, nil, func(k, v []byte) (bool, error) {
+			return true, ds.b.Put(t, k, v)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
 }
 
 // copyRecord copies the record at key of table t from one session to
@@ -259,7 +392,7 @@ func (s *Snapshot) Fork(session string) (ForkInfo, error) {
 }
 
 func (st *stateRec) forkInfo() ForkInfo {
-	return ForkInfo{Parent: st.Parent, At: st.ForkAt, Marker: st.ForkMarker}
+	return ForkInfo{Parent: st.Parent, At: st.ForkAt, Marker: st.ForkMarker, Checkpoint: st.ForkCheckpoint}
 }
 
 // Forks returns, for every session that has forks, the ids of its direct

@@ -64,6 +64,12 @@ type stateRec struct {
 	Parent     string `msgpack:"p,omitempty"`
 	ForkAt     uint64 `msgpack:"pq,omitempty"`
 	ForkMarker uint64 `msgpack:"pm,omitempty"`
+	// ForkCheckpoint is, for a fork at a fallback (DB.ForkFallback), the
+	// parent's checkpoint it took, which the fork holds under the same id,
+	// and ForkReason why the parent's resume fell back to it: the fork
+	// resumes from it, saying so, until it commits a frame of its own.
+	ForkCheckpoint uint64 `msgpack:"pk,omitempty"`
+	ForkReason     string `msgpack:"pr,omitempty"`
 }
 
 type eventRec struct {

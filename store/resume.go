@@ -62,10 +62,29 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 		return nil, err
 	}
 	ctx := &checkpoint.Context{Session: session, Head: st.Head}
+	if st.Parent != "" {
+		f := st.forkInfo()
+		ctx.Fork = &f
+	}
 
 	var m marker.Marker
 	fallbackAt := ^uint64(0)
-	if markerID == Latest || markerID == LatestUnchecked {
+	var ckID uint64 // the checkpoint that serves, when known before the fallback rule
+	if markerID == Latest && st.ForkCheckpoint != 0 {
+		// A fork at a fallback resumes from the checkpoint it was forked
+		// at, saying what its parent's resume said, while its frame is the
+		// fork's: the checkpoint still usable and nothing committed after.
+		ck, err := ss.checkpoint(st.ForkCheckpoint)
+		if err != nil {
+			return nil, damaged(err, session, "state", nil, "the fork's checkpoint")
+		}
+		if ck.Usable() && ck.Seq == st.CompactedTo {
+			ckID, ctx.Marker, ctx.Reason = ck.ID, st.ForkMarker, st.ForkReason
+		}
+	}
+	switch {
+	case ckID != 0: // served below
+	case markerID == Latest || markerID == LatestUnchecked:
 		roots, err := ss.roots(^uint64(0))
 		if err != nil {
 			return nil, err
@@ -88,7 +107,7 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 				return nil, damaged(err, ss.id, "roots", u64(last.From), "the last root's marker")
 			}
 		}
-	} else {
+	default:
 		if m, err = ss.marker(markerID); err != nil {
 			return nil, err
 		}
@@ -125,13 +144,18 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 		ctx.Reason = why
 	}
 
-	id, at, err := ss.nearestCheckpoint(fallbackAt)
-	if err != nil {
-		return nil, err
+	id, at := ckID, uint64(0)
+	if id == 0 {
+		if id, at, err = ss.nearestCheckpoint(fallbackAt); err != nil {
+			return nil, err
+		}
 	}
 	ck, err := ss.checkpoint(id)
 	if err != nil {
 		return nil, damaged(err, session, "ckvalid", checkpoint.IndexKey(at, id), "the indexed checkpoint")
+	}
+	if ckID != 0 {
+		at = ck.Seq
 	}
 	if ck.Seq != at || !ck.Usable() {
 		return nil, corrupt(session, "ckvalid", checkpoint.IndexKey(at, id), errors.Newf("indexes checkpoint %d (seq %d, %s)", id, ck.Seq, ck.Status))

@@ -18,6 +18,7 @@ import (
 type forkOptions struct {
 	db, session, marker, to string
 	markerID                uint64
+	fallback                bool
 	json                    bool
 	timeout                 time.Duration
 }
@@ -26,7 +27,7 @@ type forkOptions struct {
 func newForkCommand() *cobra.Command {
 	o := &forkOptions{}
 	cmd := &cobra.Command{
-		Use:   "fork DB --session SRC [--marker ID|latest] --to DST [--json]",
+		Use:   "fork DB --session SRC [--marker ID|latest] [--fallback] --to DST [--json]",
 		Short: "Start a new session from another's context at a valid marker",
 		Long: `Make session DST a fork of session SRC at a valid marker (latest: the
 marker of SRC's last root). DST resumes to SRC's context at that marker byte
@@ -36,9 +37,13 @@ stores its frame (the roots up to the marker, their nodes and markers), the
 ledger at SRC's head and two checkpoints; SRC's raw log up to its head at
 the fork stays SRC's and DST reads it from there, so that prune keeps SRC
 while DST needs it. An invalid marker, or a session without one, is no point
-to fork at (exit 1). A line says "forked DST from SRC at marker M (seq S,
-R roots)"; --json prints {"session", "parent", "fork_seq", "fork_marker",
-"boundary", "roots"}.`,
+to fork at (exit 1), unless --fallback asks to fork at what resume serves
+then: the raw checkpoint it falls back to, whose prefix roots DST takes and
+from which DST resumes, to SRC's fallback bytes but for the "session:" line,
+until it commits a frame of its own. A line says "forked DST from SRC at
+marker M (seq S, R roots)", or "at checkpoint C (marker M not valid) (seq S,
+R roots): REASON"; --json prints {"session", "parent", "fork_seq",
+"fork_marker", "fork_checkpoint", "boundary", "roots", "reason"}.`,
 		Args: exactArgs("DB"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.db = args[0]
@@ -52,6 +57,7 @@ R roots)"; --json prints {"session", "parent", "fork_seq", "fork_marker",
 	f.StringVar(&o.session, "session", "", "the session to fork (required)")
 	f.StringVar(&o.marker, "marker", "latest", `the marker to fork at: an id, or "latest" for the last root's`)
 	f.StringVar(&o.to, "to", "", "the new session's id (required)")
+	f.BoolVar(&o.fallback, "fallback", false, "when the marker is not valid, fork at the raw checkpoint resume falls back to")
 	addJSONFlag(cmd, &o.json, "a JSON object instead of the line")
 	addTimeoutFlag(cmd, &o.timeout)
 	completeSessions(cmd)
@@ -85,7 +91,11 @@ func (o *forkOptions) run(out io.Writer) (err error) {
 		return err
 	}
 	defer closeDB(db, &err)
-	res, err := db.Fork(o.session, o.markerID, o.to)
+	fork := db.Fork
+	if o.fallback {
+		fork = db.ForkFallback
+	}
+	res, err := fork(o.session, o.markerID, o.to)
 	if err != nil {
 		return err
 	}
@@ -95,10 +105,17 @@ func (o *forkOptions) run(out io.Writer) (err error) {
 			store.ForkInfo
 			Boundary uint64 `json:"boundary"`
 			Roots    int    `json:"roots"`
-		}{res.Session, res.ForkInfo, res.Boundary, res.Roots})
+			Reason   string `json:"reason,omitempty"`
+		}{res.Session, res.ForkInfo, res.Boundary, res.Roots, res.Reason})
 	}
-	_, err = fmt.Fprintf(out, "forked %s from %s at marker %d (seq %d, %s)\n", fieldValue(res.Session), fieldValue(res.Parent),
-		res.Marker, res.At, plural(res.Roots, "root"))
+	_, err = fmt.Fprintf(out, "forked %s from %s at %s (seq %d, %s)", fieldValue(res.Session), fieldValue(res.Parent),
+		res.Point(), res.At, plural(res.Roots, "root"))
+	if err == nil && res.Reason != "" {
+		_, err = fmt.Fprintf(out, ": %s", oneLine(res.Reason))
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(out)
+	}
 	return err
 }
 

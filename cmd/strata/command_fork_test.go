@@ -20,9 +20,19 @@ func TestFork_CLI(t *testing.T) {
 	mustCLI(t, "fork", db, "--session", "f1", "--to", "g", "--json")
 	r := cli(t, "", "fork", db, "--session", src, "--marker", "1", "--to", "bad")
 	wantCode(t, r, exitError, "fork at an invalidated marker")
-	if !strings.Contains(r.stderr, "no valid marker to fork at") {
+	if !strings.Contains(r.stderr, `no valid marker to fork at: session "`+src+`" marker 1: marker 1 invalid`) || !strings.Contains(r.stderr, "--fallback") {
 		t.Fatalf("fork at an invalidated marker: %s", r.stderr)
 	}
+	// Asked, the fork is at the checkpoint resume falls back to, and
+	// resumes to its bytes.
+	if out := mustCLI(t, "fork", db, "--session", src, "--marker", "1", "--fallback", "--to", "fb"); !strings.HasPrefix(out, "forked fb from "+src+" at checkpoint ") || !strings.Contains(out, "(marker 1 not valid)") {
+		t.Fatalf("fork --fallback: %q", out)
+	}
+	fallback := strings.Replace(mustCLI(t, "resume", db, "--session", src, "--marker", "1"), "session: "+src+"\n", "session: fb\n", 1)
+	if got := mustCLI(t, "resume", db, "--session", "fb"); got != fallback || !strings.Contains(got, "source: checkpoint ") {
+		t.Fatalf("the fork at the fallback resumes to\n%s\nwant\n%s", got, fallback)
+	}
+	mustCLI(t, "prune", db, "--session", "fb")
 
 	want := strings.Replace(mustCLI(t, "resume", db, "--session", src), "session: "+src+"\n", "session: g\n", 1)
 	if got := mustCLI(t, "resume", db, "--session", "g"); got != want {

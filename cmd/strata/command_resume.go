@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -146,13 +145,6 @@ func (o *resumeOptions) resume(out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	info, err := db.Info(o.session)
-	if err != nil {
-		return err
-	}
-	if b, err = withFork(b, info.Fork); err != nil {
-		return err
-	}
 	_, err = out.Write(append(b, '\n'))
 	return err
 }
@@ -199,23 +191,4 @@ func (o *resumeOptions) fitted(out io.Writer, db *store.DB) error {
 	}
 	_, err = out.Write(append(b, '\n'))
 	return err
-}
-
-// withFork adds to the JSON object b the key "fork": where a fork came
-// from ({"parent", "fork_seq", "fork_marker"}), for a fork.
-func withFork(b []byte, f *store.ForkInfo) ([]byte, error) {
-	if f == nil {
-		return b, nil
-	}
-	fj, err := json.Marshal(f)
-	if err != nil {
-		return nil, err
-	}
-	end := bytes.LastIndexByte(b, '}')
-	if end < 0 {
-		return nil, errors.AssertionFailedf("resume: the context's JSON is no object")
-	}
-	out := append(bytes.TrimRight(b[:end:end], " \n"), []byte(",\n  \"fork\": ")...)
-	out = append(append(out, fj...), '\n')
-	return append(out, b[end:]...), nil
 }

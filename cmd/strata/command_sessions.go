@@ -152,13 +152,13 @@ func listSessions(db *store.DB) (st store.Stats, err error) {
 	return st, err
 }
 
-// forkOf returns "-", or a fork's parent, fork seq and marker:
-// "PARENT@seq SEQ marker ID".
+// forkOf returns "-", or a fork's parent, fork seq and point:
+// "PARENT@seq SEQ marker ID" (ForkInfo.Point).
 func forkOf(f *store.ForkInfo) string {
 	if f == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s@seq %d marker %d", fieldValue(f.Parent), f.At, f.Marker)
+	return fmt.Sprintf("%s@seq %d %s", fieldValue(f.Parent), f.At, f.Point())
 }
 
 // nodeCounts returns "0", or n and its count per depth: "8 (L1=5 L2=2 L3=1)".

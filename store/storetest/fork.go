@@ -132,8 +132,10 @@ func forkRefusesInvalidMarker(t *testing.T, h Harness) {
 	if _, err := db.Commit(p, extractive(p)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Fork("s", a, "f"); !errors.Is(err, store.ErrForkMarker) {
-		t.Fatalf("fork at an invalidated marker: %v, want ErrForkMarker", err)
+	_, err = db.Fork("s", a, "f")
+	var fe *store.ForkMarkerError
+	if !errors.As(err, &fe) || !errors.Is(err, store.ErrForkMarker) || fe.Session != "s" || fe.Marker != a || fe.Reason == "" {
+		t.Fatalf("fork at an invalidated marker: %v, want a ForkMarkerError naming s's marker %d", err, a)
 	}
 	if _, err := db.Fork("s", store.Latest, "s"); !errors.Is(err, store.ErrSessionExists) {
 		t.Fatalf("fork onto an existing session: %v, want ErrSessionExists", err)
@@ -208,5 +210,101 @@ func pruneKeepsWhatForksNeed(t *testing.T, h Harness) {
 	}
 	if len(ids) != 0 {
 		t.Fatalf("sessions after pruning all: %v", ids)
+	}
+}
+
+// forkAtFallback: a fork at a marker that is not valid, or of a session
+// without one, happens only when asked (ForkFallback), at the checkpoint
+// the parent's resume falls back to; the fork resumes to that fallback's
+// bytes but for the name, then lives on its own. Asked at a valid marker,
+// it is a fork at the marker.
+func forkAtFallback(t *testing.T, h Harness) {
+	db := open(t, h)
+	for i := range 8 {
+		mustAppend(t, db, "s", turn(i)...)
+	}
+	compactSpan(t, db, "s", 8)
+	b := compactSpan(t, db, "s", 8).Marker
+	c := compactSpan(t, db, "s", 8).Marker
+	p, err := db.PlanFold("s", b, 2, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Commit(p, extractive(p)); err != nil {
+		t.Fatal(err)
+	}
+	fallback, err := db.Resume("s", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fallback.Source != checkpoint.SourceCheckpoint || fallback.Reason == "" || len(fallback.Nodes) == 0 {
+		t.Fatalf("resume of s at its folded marker %d: source %s, reason %q, %d roots; want a fallback with its prefix roots", c, fallback.Source, fallback.Reason, len(fallback.Nodes))
+	}
+	before := resumeText(t, db, "s", store.Latest, "s")
+
+	res, err := db.ForkFallback("s", c, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checkpoint != fallback.Checkpoint || res.Marker != c || res.At != 32 || res.Boundary != fallback.Boundary || res.Reason != fallback.Reason {
+		t.Fatalf("fork at the fallback: %+v, want checkpoint %d, marker %d, at 32, boundary %d", res, fallback.Checkpoint, c, fallback.Boundary)
+	}
+	want := resumeText(t, db, "s", c, "f")
+	ctx, err := db.Resume("f", store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ctx.Text(); !bytes.Equal(got, want) {
+		t.Fatalf("fork at the fallback resumes to\n%s\nwant\n%s", got, want)
+	}
+	if ctx.Fork == nil || *ctx.Fork != res.ForkInfo {
+		t.Fatalf("the fork's context names its origin %+v, want %+v", ctx.Fork, res.ForkInfo)
+	}
+
+	// On its own: it appends and compacts past its fork point, and then
+	// resumes from its own marker; the parent is untouched.
+	mustAppend(t, db, "f", turn(100)...)
+	mustAppend(t, db, "f", turn(101)...)
+	if r := compactSpan(t, db, "f", 32-fallback.Boundary+4); r.Marker == 0 {
+		t.Fatal("the fork's compaction across its fork point committed no marker")
+	}
+	ctx, err = db.Resume("f", store.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Source != checkpoint.SourceMarker || ctx.Head != 40 || ctx.Boundary != 36 {
+		t.Fatalf("fork after its own compaction: source %s boundary %d head %d", ctx.Source, ctx.Boundary, ctx.Head)
+	}
+	if got := resumeText(t, db, "s", store.Latest, "s"); !bytes.Equal(got, before) {
+		t.Fatal("compacting the fork changed its parent's context")
+	}
+
+	// A session without a marker: Fork refuses, naming no marker;
+	// ForkFallback forks at the checkpoint its resume serves.
+	for i := range 3 {
+		mustAppend(t, db, "raw", turn(i)...)
+	}
+	_, err = db.Fork("raw", store.Latest, "g")
+	var fe *store.ForkMarkerError
+	if !errors.As(err, &fe) || fe.Session != "raw" || fe.Marker != 0 {
+		t.Fatalf("fork of a session without a marker: %v, want a ForkMarkerError", err)
+	}
+	if _, err := db.ForkFallback("raw", store.Latest, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resumeText(t, db, "g", store.Latest, "g"), resumeText(t, db, "raw", store.Latest, "g"); !bytes.Equal(got, want) {
+		t.Fatalf("fork of a raw session resumes to\n%s\nwant\n%s", got, want)
+	}
+
+	// Asked at a valid marker, the fallback fork is the marker's.
+	res, err = db.ForkFallback("s", store.Latest, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checkpoint != 0 || res.Marker == 0 {
+		t.Fatalf("fallback fork at a valid marker: %+v, want a fork at the marker", res)
+	}
+	if got, want := resumeText(t, db, "h", store.Latest, "h"), resumeText(t, db, "s", store.Latest, "h"); !bytes.Equal(got, want) {
+		t.Fatalf("fallback fork at a valid marker resumes to\n%s\nwant\n%s", got, want)
 	}
 }

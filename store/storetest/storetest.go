@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"VerifyChecksRefs", verifyChecksRefs},
 		{"ForkResumesToParentBytes", forkResumesToParentBytes},
 		{"ForkRefusesInvalidMarker", forkRefusesInvalidMarker},
+		{"ForkAtFallback", forkAtFallback},
 		{"PruneKeepsWhatForksNeed", pruneKeepsWhatForksNeed},
 	}
 	for _, tc := range tests {

@@ -27,7 +27,9 @@ const copyBatchBytes = 4 << 20
 type CopyOptions struct {
 	// Sessions are the ids of the sessions to copy; none means every
 	// session of the snapshot. An id the snapshot does not hold is
-	// ErrSessionNotFound; one given twice is copied once.
+	// ErrSessionNotFound; one given twice is copied once. The ancestors
+	// of a fork among them — its parent, the parent's parent, ... — whose
+	// raw logs it reads are copied with it (CopyResult.Ancestors).
 	Sessions []string
 	// Progress, when set, is called after each destination transaction
 	// with the events written so far, of every session, and the events
@@ -57,6 +59,10 @@ type CopyResult struct {
 	// Present are the ids the destination held already with every value
 	// the source's — a copy made before — left as they were.
 	Present []string
+	// Ancestors are the ids CopyOptions.Sessions did not name that the
+	// copy took because a fork it named reads their raw logs, in byte
+	// order: each is in Sessions or Present too.
+	Ancestors []string
 	// Events is how many events the copy wrote, and Bytes how many bytes
 	// of values (events, records, states).
 	Events uint64
@@ -142,6 +148,9 @@ type copyPlan struct {
 	src   *sess
 	state []byte // the source's state record, as stored
 	head  uint64
+	// own is the first seq the session's own events start at: 1, or a
+	// fork's fork point + 1 (its events up to it are its parent's).
+	own uint64
 	// The destination holds the same session: nothing to copy.
 	present bool
 	// An unfinished copy in the destination: the events it holds (the
@@ -158,14 +167,18 @@ type tableKey struct {
 
 // copyTo is Copy into the backend dst.
 func (s *Snapshot) copyTo(ctx context.Context, dst backend.Backend, opts CopyOptions) (CopyResult, error) {
-	plans, damaged, err := s.copyPlans(opts.Sessions, opts.SkipDamaged)
+	ids, ancestors, err := s.withAncestors(opts.Sessions)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	plans, damaged, err := s.copyPlans(ids, opts.SkipDamaged)
 	if err != nil {
 		return CopyResult{}, err
 	}
 	if err := readDestination(dst, plans); err != nil {
 		return CopyResult{}, err
 	}
-	c := &copier{ctx: ctx, dst: dst, progress: opts.Progress, res: CopyResult{Damaged: damaged}}
+	c := &copier{ctx: ctx, dst: dst, progress: opts.Progress, res: CopyResult{Damaged: damaged, Ancestors: ancestors}}
 	for _, p := range plans {
 		if !p.present {
 			c.total += p.head - p.have
@@ -188,6 +201,36 @@ func (s *Snapshot) copyTo(ctx context.Context, dst backend.Backend, opts CopyOpt
 		}
 	}
 	return c.res, nil
+}
+
+// withAncestors returns ids with the ancestors of the forks among them
+// (the sessions whose raw logs they read), and those it added, each in
+// byte order; none stays none (every session).
+func (s *Snapshot) withAncestors(ids []string) (all, added []string, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	named := map[string]bool{}
+	for _, id := range ids {
+		named[id] = true
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		for p := id; p != "" && !seen[p]; {
+			seen[p] = true
+			if !named[p] {
+				added = append(added, p)
+			}
+			f, err := s.Fork(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			p = f.Parent
+		}
+	}
+	all = append(slices.Clone(ids), added...)
+	slices.Sort(added)
+	return all, added, nil
 }
 
 // copyPlans returns the sessions to copy, in byte order, each with its
@@ -236,7 +279,7 @@ func (s *Snapshot) copyPlan(id string) (*copyPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &copyPlan{src: ss, state: raw[:len(raw):len(raw)], head: st.Head}, nil
+	return &copyPlan{src: ss, state: raw[:len(raw):len(raw)], head: st.Head, own: st.ForkAt + 1}, nil
 }
 
 // readWhole reads every event and record of p's session, as the copy will,
@@ -303,7 +346,7 @@ type destSession struct {
 	// else of it is read.
 	other  bool
 	state  []byte            // its state record, nil when it has none
-	events uint64            // how many events it holds from seq 1, gapless
+	events uint64            // the last seq of those it holds from the session's own first (copyPlan.own), gapless
 	sum    [sha256.Size]byte // a hash of those (hashEvents)
 	// With a state: a hash of each table (hashTable). Without: the keys
 	// of its records, which a completed copy deletes.
@@ -324,17 +367,24 @@ func readDestSession(b backend.Session, p *copyPlan) (*destSession, error) {
 	if d.other {
 		return d, nil
 	}
-	err = b.Events(p.head+1, math.MaxUint64, func(uint64, []byte) (bool, error) {
-		d.other = true
-		return false, nil
-	})
-	if err != nil {
-		return nil, err
+	// An event past the head, or, of a fork, one up to its fork point
+	// (those are its parent's), is another session's.
+	for _, r := range [][2]uint64{{p.head + 1, math.MaxUint64}, {1, p.own - 1}} {
+		if r[1] < r[0] || d.other {
+			continue
+		}
+		err = b.Events(r[0], r[1], func(uint64, []byte) (bool, error) {
+			d.other = true
+			return false, nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if d.other {
 		return d, nil
 	}
-	if d.events, d.sum, d.other, err = hashEvents(b, p.head); err != nil {
+	if d.events, d.sum, d.other, err = hashEvents(b, p.own, p.head); err != nil {
 		return nil, err
 	}
 	if st != nil && d.events != p.head {
@@ -372,7 +422,7 @@ func (p *copyPlan) against(d *destSession) (bool, error) {
 	if d.other {
 		return false, nil
 	}
-	n, sum, _, err := hashEvents(p.src.b, d.events)
+	n, sum, _, err := hashEvents(p.src.b, p.own, d.events)
 	if err != nil || n != d.events || sum != d.sum {
 		return false, err
 	}
@@ -402,12 +452,13 @@ func hashTable(b backend.Session, t backend.Table) (sum [sha256.Size]byte, err e
 	return sum, err
 }
 
-// hashEvents returns how many events b holds from seq 1 up to seq to,
-// gapless, and a hash of their seqs and bytes; more says that b holds an
-// event up to to past them, after a gap.
-func hashEvents(b backend.Session, to uint64) (n uint64, sum [sha256.Size]byte, more bool, err error) {
+// hashEvents returns the last seq of the events b holds from seq from up
+// to seq to, gapless (from-1 for none), and a hash of their seqs and
+// bytes; more says that b holds an event up to to past them, after a gap.
+func hashEvents(b backend.Session, from, to uint64) (n uint64, sum [sha256.Size]byte, more bool, err error) {
 	h := sha256.New()
-	err = b.Events(1, to, func(seq uint64, v []byte) (bool, error) {
+	n = from - 1
+	err = b.Events(from, to, func(seq uint64, v []byte) (bool, error) {
 		if seq != n+1 {
 			more = true
 			return false, nil

@@ -324,31 +324,15 @@ func (db *DB) ArchiveFile(ctx context.Context, path string) func(ids []string) e
 	return func(ids []string) error {
 		var want = map[string][]byte{}
 		err := db.View(func(s *Snapshot) error {
-			copyIDs := map[string]bool{}
 			for _, id := range ids {
-				for p := id; p != ""; {
-					if copyIDs[p] {
-						break
-					}
-					copyIDs[p] = true
-					f, err := s.Fork(p)
-					if err != nil {
-						return err
-					}
-					p = f.Parent
-				}
 				c, err := s.Resume(id, Latest)
 				if err != nil {
 					return err
 				}
 				want[id] = c.Text()
 			}
-			list := make([]string, 0, len(copyIDs))
-			for id := range copyIDs {
-				list = append(list, id)
-			}
-			sort.Strings(list)
-			_, err := s.CopyFile(ctx, path, false, CopyOptions{Sessions: list})
+			// The copy takes the parents the forks read along.
+			_, err := s.CopyFile(ctx, path, false, CopyOptions{Sessions: ids})
 			return err
 		})
 		if err != nil {

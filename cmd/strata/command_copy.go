@@ -41,10 +41,14 @@ a file into PostgreSQL to move an agent into a fleet, PostgreSQL into a file to
 take a session home, or a file into a file. Every session of SRC, or those
 --session names (repeat it); each is copied byte for byte — its state, its
 events, its nodes, markers, checkpoints, ledger and audit — from one read
-transaction of SRC, so that DST resumes and dumps it as SRC does. A line
-says "copied DST sessions=S present=P events=E bytes=B"; --json prints
-{"src", "dst", "sessions", "ids", "present", "completed", "events",
-"bytes"} instead ("ids" copied, "present" found in DST as they are in SRC).
+transaction of SRC, so that DST resumes and dumps it as SRC does. A fork
+(strata fork) reads its parent's raw log up to its fork point: its parent,
+and the parent's parent, come along, a line each "ancestor session=P"
+after the closing line. A line says "copied DST sessions=S present=P
+events=E bytes=B"; --json prints {"src", "dst", "sessions", "ids",
+"present", "completed", "ancestors", "events", "bytes"} instead ("ids"
+copied, "present" found in DST as they are in SRC, "ancestors" the parents
+taken along).
 A URL is shown without its password.
 
 A DST file that does not exist is created: built beside it, fsynced, and
@@ -217,6 +221,7 @@ type copyJSON struct {
 	IDs       []string      `json:"ids"`
 	Present   []string      `json:"present"`
 	Completed []string      `json:"completed"`
+	Ancestors []string      `json:"ancestors"` // taken along for the forks named
 	Events    uint64        `json:"events"`
 	Bytes     int64         `json:"bytes"`
 	Damaged   []damagedJSON `json:"damaged"` // left out (--skip-damaged)
@@ -236,11 +241,16 @@ func (o *copyOptions) report(out io.Writer, res store.CopyResult) error {
 	}
 	if o.json {
 		return writeJSON(out, copyJSON{Src: shownDB(o.src), Dst: shownDB(o.dst), Sessions: len(res.Sessions),
-			IDs: nonNil(res.Sessions), Present: nonNil(res.Present), Completed: nonNil(res.Completed),
+			IDs: nonNil(res.Sessions), Present: nonNil(res.Present), Completed: nonNil(res.Completed), Ancestors: nonNil(res.Ancestors),
 			Events: res.Events, Bytes: res.Bytes, Damaged: damaged})
 	}
 	_, err := fmt.Fprintf(out, "copied %s sessions=%d present=%d events=%d bytes=%d\n", shownDB(o.dst),
 		len(res.Sessions), len(res.Present), res.Events, res.Bytes)
+	for _, a := range res.Ancestors {
+		if err == nil {
+			_, err = fmt.Fprintf(out, "ancestor session=%s\n", fieldValue(a))
+		}
+	}
 	for _, d := range damaged {
 		if err == nil {
 			_, err = fmt.Fprintf(out, "damaged session=%s error=%s\n", fieldValue(d.ID), strconv.Quote(d.Error))

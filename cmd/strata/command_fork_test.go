@@ -70,6 +70,17 @@ func TestFork_CLI(t *testing.T) {
 		t.Fatalf("dump --dot draws no tree of forks:\n%s", out)
 	}
 
+	// A copy of the fork of a fork takes its ancestors along, saying so.
+	copied := filepath.Join(t.TempDir(), "copy.db")
+	out := mustCLI(t, "copy", "--session", "g", db, copied)
+	if !strings.Contains(out, "ancestor session=f1\n") || !strings.Contains(out, "ancestor session="+src+"\n") {
+		t.Fatalf("copy of a fork names no ancestors:\n%s", out)
+	}
+	mustCLI(t, "verify", copied)
+	if got := mustCLI(t, "resume", copied, "--session", "g"); got != want {
+		t.Fatal("the copied fork resumes to other bytes")
+	}
+
 	r = cli(t, "", "prune", db, "--session", "f1")
 	wantCode(t, r, exitError, "prune of a held session")
 	if !strings.Contains(r.stderr, `"f1" is held by its forks g`) {

@@ -18,7 +18,7 @@
 //	strata verify [--json] DB|URL
 //	strata backup [--json] DB|URL DEST
 //	strata copy [--session ID]... [--skip-damaged] [--json] SRC DST
-//	strata fork DB --session SRC [--marker ID|latest] --to DST [--json]
+//	strata fork DB --session SRC [--marker ID|latest] [--fallback] --to DST [--json]
 //	strata prune DB [--session ID]... [--older-than D] [--keep-last N] [--archive FILE] [--dry-run] [--json]
 //	strata vacuum DB [--json]
 //	strata stats [--json] [--session ID] DB|URL

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -306,5 +308,55 @@ func forkAtFallback(t *testing.T, h Harness) {
 	}
 	if got, want := resumeText(t, db, "h", store.Latest, "h"), resumeText(t, db, "s", store.Latest, "h"); !bytes.Equal(got, want) {
 		t.Fatalf("fallback fork at a valid marker resumes to\n%s\nwant\n%s", got, want)
+	}
+}
+
+// copyTakesAncestors: a copy of a fork takes the sessions whose raw logs
+// it reads along, says so, and the copy resumes the fork to its bytes; a
+// second copy finds them present.
+func copyTakesAncestors(t *testing.T, h Harness) {
+	src := open(t, h)
+	for i := range 4 {
+		mustAppend(t, src, "p", turn(i)...)
+	}
+	compactSpan(t, src, "p", 8)
+	if _, err := src.Fork("p", store.Latest, "f"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, src, "f", turn(10)...)
+	compactSpan(t, src, "f", 8)
+	if _, err := src.Fork("f", store.Latest, "g"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, src, "g", turn(20)...)
+	mustAppend(t, src, "other", turn(0)...)
+	want := resumeText(t, src, "g", store.Latest, "g")
+
+	dst := open(t, h)
+	var res store.CopyResult
+	copyG := func() {
+		t.Helper()
+		err := src.View(func(s *store.Snapshot) error {
+			var err error
+			res, err = s.Copy(context.Background(), dst, store.CopyOptions{Sessions: []string{"g"}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyG()
+	if !slices.Equal(res.Sessions, []string{"f", "g", "p"}) || !slices.Equal(res.Ancestors, []string{"f", "p"}) {
+		t.Fatalf("copy of a fork of a fork: sessions %v ancestors %v, want f, g, p with ancestors f, p", res.Sessions, res.Ancestors)
+	}
+	if got := resumeText(t, dst, "g", store.Latest, "g"); !bytes.Equal(got, want) {
+		t.Fatalf("the copied fork resumes to\n%s\nwant\n%s", got, want)
+	}
+	if ids, err := dst.Sessions(); err != nil || len(ids) != 3 {
+		t.Fatalf("the copy holds %v (%v), want p, f and g", ids, err)
+	}
+	copyG()
+	if len(res.Sessions) != 0 || !slices.Equal(res.Present, []string{"f", "g", "p"}) || !slices.Equal(res.Ancestors, []string{"f", "p"}) {
+		t.Fatalf("a second copy: %+v, want all three present", res)
 	}
 }

@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 		{"ForkResumesToParentBytes", forkResumesToParentBytes},
 		{"ForkRefusesInvalidMarker", forkRefusesInvalidMarker},
 		{"ForkAtFallback", forkAtFallback},
+		{"CopyTakesAncestors", copyTakesAncestors},
 		{"PruneKeepsWhatForksNeed", pruneKeepsWhatForksNeed},
 	}
 	for _, tc := range tests {

@@ -47,8 +47,8 @@
 //     and the last 50 invalid listed, all with history=all), refusals
 //     (counted; the last 50 listed, all with history=all, with the failures
 //     each names), the latest resume's source, reason and sha256 (its nodes
-//     and events counted, not included) and the calls
-//     open at its head.
+//     and events counted, not included), the calls open at its head,
+//     and its forks (a fork's origin is its info's fork).
 //
 //   - {prefix}/sessions — the session list the page filters: each session's
 //     info, the times of its first and last events and how many calls are

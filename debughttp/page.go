@@ -115,6 +115,9 @@ type sessionDoc struct {
 	Resume      resumeDoc                         `json:"resume"`
 	// Open lists the calls and resources open at the head, in seq order.
 	Open []tier.Open `json:"open"`
+	// Forks are the sessions forked from this one (their origin is their
+	// info's fork), in byte order: while one stays, prune keeps this one.
+	Forks []string `json:"forks"`
 }
 
 // rootDoc is a root of the frame.
@@ -295,6 +298,12 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 		doc.Open = append(doc.Open, o)
 	}
 	slices.SortFunc(doc.Open, func(a, b tier.Open) int { return cmp.Compare(a.Seq, b.Seq) })
+
+	forks, err := s.Forks()
+	if err != nil {
+		return err
+	}
+	doc.Forks = append([]string{}, forks[id]...)
 
 	ctx, err := s.Resume(id, store.Latest)
 	if err != nil {

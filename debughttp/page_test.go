@@ -70,6 +70,7 @@ type sessionDoc struct {
 		Head       uint64  `json:"head_seq"`
 		Events     int     `json:"events"`
 	} `json:"resume"`
+	Forks []string `json:"forks"`
 }
 
 // lossy returns the lossy summarizer dropping classes.
@@ -179,6 +180,56 @@ func TestHandler_Session(t *testing.T) {
 		if resp, body := get(t, http.MethodGet, base+"/session"+tc.query); resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
 			t.Errorf("session%s: %s %s, want %d saying %s", tc.query, resp.Status, body, tc.status, tc.says)
 		}
+	}
+}
+
+// The session endpoint shows where a fork came from — its parent and
+// point, a marker or the checkpoint of a fork at a fallback — and a
+// parent's forks; the resume endpoint's JSON names a fork's origin.
+func TestHandler_SessionOfAFork(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	incident(t, db, "mig")
+	at, err := db.Fork("mig", store.Latest, "try")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := db.ForkFallback("mig", 1, "back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb.Checkpoint == 0 {
+		t.Fatalf("the fork at mig's marker 1 took no checkpoint: %+v", fb)
+	}
+	srv := serve(t, db, debughttp.Options{})
+	base := srv.URL + debughttp.DefaultPrefix
+	session := func(id string) sessionDoc {
+		t.Helper()
+		resp, body := get(t, http.MethodGet, base+"/session?session="+id)
+		var doc sessionDoc
+		if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("session %s: %s %v\n%s", id, resp.Status, err, body)
+		}
+		return doc
+	}
+	if doc := session("mig"); doc.Info.Fork != nil || !slices.Equal(doc.Forks, []string{"back", "try"}) {
+		t.Errorf("the parent's view: fork %+v, forks %v; want none, and back, try", doc.Info.Fork, doc.Forks)
+	}
+	for _, want := range []store.ForkResult{at, fb} {
+		doc := session(want.Session)
+		if doc.Info.Fork == nil || *doc.Info.Fork != want.ForkInfo || doc.Forks == nil || len(doc.Forks) != 0 {
+			t.Errorf("the view of fork %s: origin %+v, forks %v; want %+v and none", want.Session, doc.Info.Fork, doc.Forks, want.ForkInfo)
+		}
+		_, body := get(t, http.MethodGet, base+"/resume?session="+want.Session)
+		var rj struct {
+			Fork *store.ForkInfo `json:"fork"`
+		}
+		if err := json.Unmarshal(body, &rj); err != nil || rj.Fork == nil || *rj.Fork != want.ForkInfo {
+			t.Errorf("resume of fork %s: origin %+v (%v), want %+v", want.Session, rj.Fork, err, want.ForkInfo)
+		}
+	}
+	if doc := session("back"); doc.Resume.Source != "checkpoint" || doc.Resume.Checkpoint == nil || *doc.Resume.Checkpoint != fb.Checkpoint {
+		t.Errorf("the fork at a fallback resumes from %+v, want checkpoint %d", doc.Resume, fb.Checkpoint)
 	}
 }
 
@@ -605,5 +656,42 @@ func TestPage_RealSessions(t *testing.T) {
 	}
 	eval[bool](t, ctx, "(location.hash = '#session="+shown+"', true)")
 	waitFor(t, ctx, "the session shown in the picture", textOf("#session-title")+" === '"+shown+"'")
+	screenshot(t, ctx)
+}
+
+// The page in a real browser shows a fork's parent and fork point, each a
+// link, and on the parent's view its forks.
+func TestPage_Forks(t *testing.T) {
+	ctx := newBrowser(t)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	incident(t, db, "mig")
+	at, err := db.Fork("mig", store.Latest, "try")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := db.ForkFallback("mig", 1, "back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, db, debughttp.Options{})
+	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
+	if err := chromedp.Do(ctx, chromedp.Navigate(page+"#session=try")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the fork's parent and point", textOf("#lineage")+" === "+
+		js(fmt.Sprintf("fork of mig at seq %d, marker %d", at.At, at.Marker)))
+	if err := chromedp.Do(ctx, chromedp.Click("#lineage a.session-link")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the parent's forks", textOf("#session-title")+" === 'mig' && "+textOf("#lineage")+" === '2 forks: back, try'")
+	if err := chromedp.Do(ctx, chromedp.Click("#lineage a.session-link")); err != nil { // back
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the fork at a fallback's checkpoint", textOf("#session-title")+" === 'back' && "+textOf("#lineage")+" === "+
+		js(fmt.Sprintf("fork of mig at seq %d, checkpoint %d (marker 1 not valid)", fb.At, fb.Checkpoint))+" && "+
+		textOf("#resume-source")+" === "+js(fmt.Sprintf("checkpoint %d", fb.Checkpoint)))
+	if eval[bool](t, ctx, "document.getElementById('lineage').hidden") {
+		t.Error("the lineage of a fork is hidden")
+	}
 	screenshot(t, ctx)
 }

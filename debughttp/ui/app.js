@@ -300,6 +300,13 @@ function seqLink(seq, label) {
     onclick: (ev) => { ev.preventDefault(); jumpTo(seq); } }, label || "seq " + num(seq));
 }
 
+// forkPoint names the parent's state a fork took, as the CLI does
+// (checkpoint.Fork.Point).
+function forkPoint(f) {
+  if (!f.fork_checkpoint) return "marker " + f.fork_marker;
+  return "checkpoint " + f.fork_checkpoint + (f.fork_marker ? " (marker " + f.fork_marker + " not valid)" : " (no valid marker)");
+}
+
 // drawSkeleton lays out a newly selected session's sections, which the
 // polls then fill.
 function drawSkeleton(d) {
@@ -322,6 +329,7 @@ function drawSkeleton(d) {
   document.getElementById("detail").replaceChildren(
     el("h2", { id: "session-title" }, shown(d.id)),
     el("p", { className: "facts", id: "session-head" }),
+    el("p", { className: "facts", id: "lineage" }),
     el("div", { id: "open-calls" }),
     nav,
     el("div", { id: "frame" }),
@@ -346,6 +354,16 @@ function drawSession(d) {
   if (info.fold_refused_to) facts.push("fold refused to seq " + num(info.fold_refused_to));
   put(document.getElementById("session-head"), facts.join(" · "),
     it.first_time && it.last_time ? [" · ", timeEl(it.first_time, true), " – ", timeEl(it.last_time, true)] : null);
+  // Where a fork came from, and the forks of this session, each a link to
+  // its view.
+  const go = (id) => el("a", { href: "#", className: "session-link", onclick: (ev) => { ev.preventDefault(); select(id); } }, shown(id));
+  const f = info.fork;
+  const lineage = document.getElementById("lineage");
+  lineage.hidden = !f && d.forks.length === 0;
+  put(lineage,
+    f ? ["fork of ", go(f.parent), " at seq " + num(f.fork_seq) + ", " + forkPoint(f)] : null,
+    f && d.forks.length ? " · " : null,
+    d.forks.length ? [plural(d.forks.length, "fork") + ": ", d.forks.map((id, i) => [i ? ", " : "", go(id)])] : null);
   document.getElementById("open-calls").replaceChildren(d.open.length === 0 ? "" :
     el("p", { className: "opens" }, el("span", { className: "badge open" }, plural(d.open.length, "open call")), " at the head: ",
       d.open.map((o, i) => [i ? ", " : "", el("code", {}, shown(o.name ? o.name + " " + o.id : o.id)), " ", o.seq ? seqLink(o.seq) : ""])));

@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/backend"
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -124,4 +125,10 @@ func RawSessions(db *DB) (map[string]map[string]string, error) {
 		})
 	})
 	return out, err
+}
+
+// StateAtReplay is Snapshot.StateAt from every raw event 1..seq, which
+// StateAt's composition from the first root's facts must equal.
+func (s *Snapshot) StateAtReplay(session string, seq uint64) (checkpoint.State, error) {
+	return s.stateAtReplay(session, seq)
 }

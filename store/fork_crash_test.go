@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -16,10 +17,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/errors"
+
+	"github.com/strata-go/strata/backend/postgres"
+	"github.com/strata-go/strata/internal/pgtest"
 	"github.com/strata-go/strata/store"
 )
 
 const forkCrashEnv = "STRATA_TEST_FORK_CRASH_DB"
+
+// forkKills is the number of kill cycles of the fork kill loops: each
+// kills a child that forks, prunes and vacuums once, and checks the
+// database after it.
+var forkKills = flag.Int("strata.fork-kills", 0, "kill cycles of TestForkCrash_KillLoop (default 12, 4 with -short) and TestForkCrash_KillLoopPostgres (default 6, 3 with -short)")
+
+// forkCycles returns -strata.fork-kills, or def (short with -short).
+func forkCycles(def, short int) int {
+	switch {
+	case *forkKills > 0:
+		return *forkKills
+	case testing.Short():
+		return short
+	}
+	return def
+}
+
+// pgVacuum is what vacuums a PostgreSQL store: PostgreSQL's own VACUUM
+// FULL of strata's tables, which strata vacuum leaves to it
+// (docs/retention.md).
+const pgVacuum = "VACUUM FULL strata_sessions, strata_events, strata_open, strata_dispositions, strata_constraints, " +
+	"strata_artifacts, strata_nodes, strata_roots, strata_markers, strata_checkpoints, strata_checkpoint_index, strata_audit, strata_refs"
 
 func resumeDigest(db *store.DB, session string) (string, error) {
 	c, err := db.Resume(session, store.Latest)
@@ -31,9 +58,11 @@ func resumeDigest(db *store.DB, session string) (string, error) {
 }
 
 // TestForkCrash_Child is not a test: it is the child process of
-// TestForkCrash_KillLoop. It forks, prunes and vacuums until killed,
-// printing a line after each operation returned ("fork ID DIGEST",
-// "pruned ID") and before each prune ("pruning ID").
+// TestForkCrash_KillLoop and TestForkCrash_KillLoopPostgres. It forks,
+// prunes and vacuums until killed, printing a line after each operation
+// returned ("fork ID DIGEST", "pruned ID") and before each prune
+// ("pruning ID"). A file is vacuumed by store.Vacuum, a PostgreSQL store
+// by VACUUM FULL of its tables.
 func TestForkCrash_Child(t *testing.T) {
 	path := os.Getenv(forkCrashEnv)
 	if path == "" {
@@ -79,6 +108,9 @@ func TestForkCrash_Child(t *testing.T) {
 				fail(err)
 			}
 			os.Stdout.WriteString("pruned " + id + "\n")
+		case postgres.IsURL(path):
+			pgtest.Exec(t, path, pgVacuum)
+			os.Stdout.WriteString("vacuumed\n")
 		default:
 			if err := db.Close(); err != nil {
 				fail(err)
@@ -100,14 +132,23 @@ func TestForkCrash_Child(t *testing.T) {
 // as before, every fork acknowledged and not being pruned is whole (it
 // resumes to the bytes acknowledged), every prune acknowledged is gone.
 func TestForkCrash_KillLoop(t *testing.T) {
-	cycles := 12
-	if testing.Short() {
-		cycles = 4
-	}
+	forkKillLoop(t, filepath.Join(t.TempDir(), "strata.db"), forkCycles(12, 4), 300*time.Millisecond)
+}
+
+// TestForkCrash_KillLoopPostgres is TestForkCrash_KillLoop on a
+// PostgreSQL store (skipped without the test server), whose child
+// vacuums with VACUUM FULL; its operations take round trips, so the child
+// lives longer before the kill.
+func TestForkCrash_KillLoopPostgres(t *testing.T) {
+	forkKillLoop(t, pgtest.URL(t), forkCycles(6, 3), 2*time.Second)
+}
+
+// forkKillLoop runs cycles kill cycles on the database at path, each
+// child killed within upTo of its start.
+func forkKillLoop(t *testing.T, path string, cycles int, upTo time.Duration) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	path := filepath.Join(t.TempDir(), "strata.db")
 	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +162,9 @@ func TestForkCrash_KillLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	forks := map[string]string{} // acknowledged: id → resume digest
+	pruned, vacuumed := 0, 0
 	for c := 0; c < cycles; c++ {
-		out := runForkCrashChild(t, path, seed+int64(c), time.Duration(rng.Intn(300))*time.Millisecond)
+		out := runForkCrashChild(t, path, seed+int64(c), time.Duration(rng.Int63n(int64(upTo))))
 		inFlight := ""
 		for _, l := range out {
 			f := strings.Fields(l)
@@ -134,9 +176,12 @@ func TestForkCrash_KillLoop(t *testing.T) {
 			case len(f) == 2 && f[0] == "pruned":
 				delete(forks, f[1])
 				inFlight = ""
+				pruned++
+			case l == "vacuumed":
+				vacuumed++
 			}
 		}
-		db, err := store.Open(path, store.Options{ReadOnly: true})
+		db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatalf("cycle %d: open after the kill: %v", c, err)
 		}
@@ -149,7 +194,7 @@ func TestForkCrash_KillLoop(t *testing.T) {
 		}
 		for id, want := range forks {
 			d, err := resumeDigest(db, id)
-			if id == inFlight && err != nil {
+			if id == inFlight && errors.Is(err, store.ErrSessionNotFound) {
 				delete(forks, id) // pruned before the kill, unacknowledged
 				continue
 			}
@@ -162,8 +207,9 @@ func TestForkCrash_KillLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			if _, ok := forks[id]; !ok && id != "base" && id != inFlight {
-				// A fork made but not acknowledged is whole too.
+			if _, ok := forks[id]; !ok && id != "base" {
+				// A fork made but not acknowledged, or pruned but not
+				// acknowledged, is whole too.
 				if _, err := db.Resume(id, store.Latest); err != nil {
 					t.Fatalf("cycle %d: unacknowledged fork %s: %v", c, id, err)
 				}
@@ -171,7 +217,7 @@ func TestForkCrash_KillLoop(t *testing.T) {
 		}
 		_ = db.Close()
 	}
-	t.Logf("%d kill cycles: %d forks standing, each whole", cycles, len(forks))
+	t.Logf("%d kill cycles: %d forks standing, each whole; %d prunes and %d vacuums acknowledged", cycles, len(forks), pruned, vacuumed)
 }
 
 // runForkCrashChild runs the child on path and kills it after it opened

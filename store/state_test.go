@@ -1,0 +1,214 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
+)
+
+// realSession returns the events of a real session file and its id.
+func realSession(t testing.TB, name string) (string, []tier.Event) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := tier.NewReader(f, filepath.Base(name), tier.Limits{})
+	var evs []tier.Event
+	session := strings.TrimSuffix(filepath.Base(name), ".jsonl")
+	for {
+		rec, err := rd.Next()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return session, evs
+			}
+			t.Fatal(err)
+		}
+		evs = append(evs, rec.Event)
+	}
+}
+
+// compactedReal stores a real session as an agent would — appends of 50
+// events, each followed by the extractive compactor under a small policy
+// (a summary every 500 tokens, folds of 4, digests past 4 roots) — so
+// that its first root covers a growing prefix.
+func compactedReal(t testing.TB, db *store.DB, session string, evs []tier.Event) {
+	t.Helper()
+	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
+		Policy: compaction.Policy{EveryTokens: 500, Fold: 4, MaxRoots: 4, Budget: compaction.DefaultBudget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(evs); i += 50 {
+		if _, err := db.Append(session, evs[i:min(i+50, len(evs))]...); err != nil {
+			t.Fatalf("%s: %v", session, err)
+		}
+		if _, err := comp.Run(context.Background(), session); err != nil {
+			t.Fatalf("%s: %v", session, err)
+		}
+	}
+}
+
+// TestStateAt_TailEqualsReplay: on every real session (../shared/data/real)
+// stored and compacted, the state StateAt composes from the first root's
+// facts and the events after it equals the replay of the whole raw log —
+// at the head, at the first root's end and just after it, and midway.
+func TestStateAt_TailEqualsReplay(t *testing.T) {
+	files := dbtest.RealSessions(t)
+	if testing.Short() {
+		files = files[:len(files)/4]
+	}
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	composed, rejections := 0, 0
+	for _, name := range files {
+		session, evs := realSession(t, name)
+		if len(evs) == 0 {
+			continue
+		}
+		compactedReal(t, db, session, evs)
+		err := db.View(func(s *store.Snapshot) error {
+			roots, err := s.Roots(session)
+			if err != nil {
+				return err
+			}
+			head := uint64(len(evs))
+			seqs := []uint64{head, head / 2}
+			if len(roots) > 0 {
+				composed++
+				seqs = append(seqs, roots[0].To, roots[0].To+1)
+			}
+			for _, seq := range seqs {
+				if seq == 0 || seq > head {
+					continue
+				}
+				got, err := s.StateAt(session, seq)
+				if err != nil {
+					return err
+				}
+				want, err := s.StateAtReplay(session, seq)
+				if err != nil {
+					return err
+				}
+				if !got.Claims.Equal(&want.Claims) || !slices.Equal(got.Rejected, want.Rejected) {
+					t.Errorf("%s at seq %d: composed state\n%+v\nreplayed\n%+v", session, seq, got, want)
+				}
+				if seq == head {
+					rejections += len(want.Rejected)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", session, err)
+		}
+	}
+	if composed == 0 {
+		t.Fatal("no real session got a root: nothing composed")
+	}
+	t.Logf("%d real sessions, %d with a first root to compose from; %d rejections at the heads", len(files), composed, rejections)
+}
+
+// BenchmarkStateAt compares, on the longest real session stored and
+// compacted, the state at the head composed from the first root's facts
+// and the tail (tail) with the replay of the whole raw log (full): the
+// cost of `strata resume --budget`'s state.
+func BenchmarkStateAt(b *testing.B) {
+	files := dbtest.RealSessions(b)
+	var session string
+	var evs []tier.Event
+	for _, name := range files {
+		if id, e := realSession(b, name); len(e) > len(evs) {
+			session, evs = id, e
+		}
+	}
+	db := dbtest.Open(b, store.Options{NoSync: true})
+	compactedReal(b, db, session, evs)
+	head := uint64(len(evs))
+	for _, c := range []struct {
+		name string
+		fn   func(*store.Snapshot) (checkpoint.State, error)
+	}{
+		{"full", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAtReplay(session, head) }},
+		{"tail", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAt(session, head) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := db.View(func(s *store.Snapshot) error {
+					_, err := c.fn(s)
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestStateAt_RejectionsOfThePrefix: a failed result that the user's
+// rejection follows is a rejection in the composed state as in the
+// replay, inside the first root's span and across its end (the failed
+// result its last event, the rejection the tail's first).
+func TestStateAt_RejectionsOfThePrefix(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	rejected := func(turn uint64, id, cmd string) []tier.Event {
+		return []tier.Event{
+			{Kind: tier.KindUser, Turn: turn, Text: "step " + id},
+			{Kind: tier.KindToolCall, Turn: turn, ID: id, Name: "Bash", Text: `{"command":"` + cmd + `"}`},
+			{Kind: tier.KindToolResult, Turn: turn, ID: id, Failed: true, Text: "The user doesn't want to proceed with this tool use."},
+			{Kind: tier.KindRejected, Turn: turn, Key: "approach/" + id, Text: cmd},
+		}
+	}
+	if _, err := db.Append("s", rejected(1, "c1", "rm -rf build")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append("s", rejected(2, "c2", "git push -f")[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(to uint64) {
+		t.Helper()
+		p, err := db.PlanSpan("s", to, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Commit(p, store.Summary{Claims: p.Required.Claims(), Summarizer: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(7) // the first root ends at c2's failed result
+	if _, err := db.Append("s", rejected(2, "c2", "git push -f")[3], tier.Event{Kind: tier.KindAssistant, Turn: 2, Text: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.View(func(s *store.Snapshot) error {
+		for _, seq := range []uint64{7, 8, 9} {
+			got, err := s.StateAt("s", seq)
+			if err != nil {
+				return err
+			}
+			want, err := s.StateAtReplay("s", seq)
+			if err != nil {
+				return err
+			}
+			if !got.Claims.Equal(&want.Claims) || !slices.Equal(got.Rejected, want.Rejected) {
+				t.Errorf("at seq %d: composed %+v, replayed %+v", seq, got, want)
+			}
+			if n := map[uint64]int{7: 1, 8: 2, 9: 2}[seq]; len(got.Rejected) != n {
+				t.Errorf("at seq %d: rejections %v, want %d", seq, got.Rejected, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -362,3 +362,45 @@ func TestContext_Text_EscapesControls(t *testing.T) {
 		}
 	}
 }
+
+// TestContext_Fork: a fork's origin is in the context's JSON, under
+// "fork", and not in its text, whose bytes are its parent's; Point names
+// the state it took.
+func TestContext_Fork(t *testing.T) {
+	c := incidentContext()
+	plain := c.Text()
+	b, err := c.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"fork"`) {
+		t.Fatalf("the JSON of a session of its own names a fork:\n%s", b)
+	}
+	c.Fork = &checkpoint.Fork{Parent: "src", At: 23, Marker: 1}
+	if !bytes.Equal(c.Text(), plain) {
+		t.Fatal("a fork's origin changed the text")
+	}
+	b, err = c.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j checkpoint.JSONContext
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Fork == nil || *j.Fork != *c.Fork || !strings.Contains(string(b), `"fork": {`) || !strings.Contains(string(b), `"fork_seq": 23`) {
+		t.Fatalf("the JSON names the fork %+v:\n%s", j.Fork, b)
+	}
+	for _, tc := range []struct {
+		f    checkpoint.Fork
+		want string
+	}{
+		{checkpoint.Fork{Parent: "p", Marker: 7}, "marker 7"},
+		{checkpoint.Fork{Parent: "p", Marker: 3, Checkpoint: 9}, "checkpoint 9 (marker 3 not valid)"},
+		{checkpoint.Fork{Parent: "p", Checkpoint: 1}, "checkpoint 1 (no valid marker)"},
+	} {
+		if got := tc.f.Point(); got != tc.want {
+			t.Errorf("Point of %+v: %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

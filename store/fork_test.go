@@ -226,3 +226,35 @@ func TestPrune_ArchiveResumesToTheSameBytes(t *testing.T) {
 		t.Fatalf("a failed archive removed sessions: %v", ids)
 	}
 }
+
+// BenchmarkVerify_Fork verifies a database holding one session of 5,000,
+// 10,000 and 20,000 events (parent), then the same with a fork of it
+// (fork): verifying a fork replays its parent's raw log up to the fork
+// point, so the fork's share, fork − parent, grows with the parent's size.
+// docs/retention.md gives it per parent event at each size.
+func BenchmarkVerify_Fork(b *testing.B) {
+	for _, turns := range []int{1250, 2500, 5000} {
+		db, err := store.Open(filepath.Join(b.TempDir(), "strata.db"), store.Options{Create: true, NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bigSession(b, db, "src", turns)
+		verify := func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := db.Verify(store.VerifyOptions{})
+				if err != nil || !rep.OK() {
+					b.Fatalf("verify: %v %v", err, rep.Problems)
+				}
+			}
+		}
+		b.Run(fmt.Sprintf("events=%d/parent", 4*turns), verify)
+		if _, err := db.Fork("src", store.Latest, "dst"); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("events=%d/fork", 4*turns), verify)
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,10 +30,10 @@ func realSession(t testing.TB, name string) (string, []tier.Event) {
 	session := strings.TrimSuffix(filepath.Base(name), ".jsonl")
 	for {
 		rec, err := rd.Next()
+		if err == io.EOF {
+			return session, evs
+		}
 		if err != nil {
-			if err.Error() == "EOF" {
-				return session, evs
-			}
 			t.Fatal(err)
 		}
 		evs = append(evs, rec.Event)
@@ -118,40 +120,63 @@ func TestStateAt_TailEqualsReplay(t *testing.T) {
 	t.Logf("%d real sessions, %d with a first root to compose from; %d rejections at the heads", len(files), composed, rejections)
 }
 
-// BenchmarkStateAt compares, on the longest real session stored and
-// compacted, the state at the head composed from the first root's facts
-// and the tail (tail) with the replay of the whole raw log (full): the
-// cost of `strata resume --budget`'s state.
+// BenchmarkStateAt compares the state at the head composed from the first
+// root's facts and the tail (tail) with the replay of the whole raw log
+// (full) — the cost of `strata resume --budget`'s state — on the longest
+// real session (../shared/data/real) stored as compactedReal does, and on
+// a session of 20,000 events compacted as an agent's compactor would
+// (bigSession).
 func BenchmarkStateAt(b *testing.B) {
-	files := dbtest.RealSessions(b)
-	var session string
-	var evs []tier.Event
-	for _, name := range files {
-		if id, e := realSession(b, name); len(e) > len(evs) {
-			session, evs = id, e
-		}
-	}
 	db := dbtest.Open(b, store.Options{NoSync: true})
-	compactedReal(b, db, session, evs)
-	head := uint64(len(evs))
-	for _, c := range []struct {
-		name string
-		fn   func(*store.Snapshot) (checkpoint.State, error)
-	}{
-		{"full", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAtReplay(session, head) }},
-		{"tail", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAt(session, head) }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := db.View(func(s *store.Snapshot) error {
-					_, err := c.fn(s)
-					return err
-				}); err != nil {
-					b.Fatal(err)
-				}
+	var sessions []string
+	if files := dbtest.RealSessionFiles(); len(files) > 0 {
+		var session string
+		var evs []tier.Event
+		for _, name := range files {
+			if id, e := realSession(b, name); len(e) > len(evs) {
+				session, evs = id, e
 			}
-		})
+		}
+		compactedReal(b, db, session, evs)
+		sessions = append(sessions, session)
+	}
+	bigSession(b, db, "big", 5000)
+	sessions = append(sessions, "big")
+	for _, session := range sessions {
+		info, err := db.Info(session)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var firstTo uint64
+		if err := db.View(func(s *store.Snapshot) error {
+			roots, err := s.Roots(session)
+			if len(roots) > 0 {
+				firstTo = roots[0].To
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d events, the first root ends at seq %d", session, info.Head, firstTo)
+		for _, c := range []struct {
+			name string
+			fn   func(*store.Snapshot) (checkpoint.State, error)
+		}{
+			{"full", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAtReplay(session, info.Head) }},
+			{"tail", func(s *store.Snapshot) (checkpoint.State, error) { return s.StateAt(session, info.Head) }},
+		} {
+			b.Run(fmt.Sprintf("events=%d/%s", info.Head, c.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := db.View(func(s *store.Snapshot) error {
+						_, err := c.fn(s)
+						return err
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

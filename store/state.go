@@ -55,14 +55,24 @@ func (s *Snapshot) StateAt(session string, seq uint64) (checkpoint.State, error)
 		if x.At == 0 || x.At >= seq {
 			continue
 		}
-		var kinds [2]tier.Kind
-		if err := s.Events(session, x.At, x.At+1, func(e tier.Event) error {
-			kinds[e.Seq-x.At] = e.Kind
-			return nil
-		}); err != nil {
-			return checkpoint.State{}, err
+		// The event after the failure first: most are no rejection.
+		rejected := false
+		for _, c := range []struct {
+			seq  uint64
+			kind tier.Kind
+		}{{x.At + 1, tier.KindRejected}, {x.At, tier.KindToolResult}} {
+			var kind tier.Kind
+			if err := s.Events(session, c.seq, c.seq, func(e tier.Event) error {
+				kind = e.Kind
+				return nil
+			}); err != nil {
+				return checkpoint.State{}, err
+			}
+			if rejected = kind == c.kind; !rejected {
+				break
+			}
 		}
-		if kinds[0] == tier.KindToolResult && kinds[1] == tier.KindRejected {
+		if rejected {
 			rejections = append(rejections, x.At)
 		}
 	}

@@ -40,7 +40,7 @@ func realSession(t testing.TB, name string) (string, []tier.Event) {
 	}
 }
 
-// compactedReal stores a real session as an agent would — appends of 50
+// compactedReal stores a session as an agent would — appends of 50
 // events, each followed by the extractive compactor under a small policy
 // (a summary every 500 tokens, folds of 4, digests past 4 roots) — so
 // that its first root covers a growing prefix.
@@ -123,9 +123,9 @@ func TestStateAt_TailEqualsReplay(t *testing.T) {
 // BenchmarkStateAt compares the state at the head composed from the first
 // root's facts and the tail (tail) with the replay of the whole raw log
 // (full) — the cost of `strata resume --budget`'s state — on the longest
-// real session (../shared/data/real) stored as compactedReal does, and on
-// a session of 20,000 events compacted as an agent's compactor would
-// (bigSession).
+// real session (../shared/data/real) and on a session of 20,000 events
+// (forkTurn's), each stored as compactedReal does: digests keep the
+// frame at 4 roots, so the first root covers most of the log.
 func BenchmarkStateAt(b *testing.B) {
 	db := dbtest.Open(b, store.Options{NoSync: true})
 	var sessions []string
@@ -140,7 +140,11 @@ func BenchmarkStateAt(b *testing.B) {
 		compactedReal(b, db, session, evs)
 		sessions = append(sessions, session)
 	}
-	bigSession(b, db, "big", 5000)
+	var big []tier.Event
+	for i := range 5000 {
+		big = append(big, forkTurn(i)...)
+	}
+	compactedReal(b, db, "big", big)
 	sessions = append(sessions, "big")
 	for _, session := range sessions {
 		info, err := db.Info(session)

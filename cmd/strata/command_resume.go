@@ -40,7 +40,8 @@ events after it), saying why. The same database always gives the same bytes.
 
 Text by default. --json prints {"session", "source": "marker"|"checkpoint",
 "marker", "checkpoint", "reason", "sha256", "context", ...} where sha256 is
-that of the text rendering, held in "context".
+that of the text rendering, held in "context"; a fork's names where it came
+from: "fork": {"parent", "fork_seq", "fork_marker" or "fork_checkpoint"}.
 
 --budget N prints instead the state at the session's head within N tokens
 (at 4 bytes a token; at least 640), computed from the raw log: the task and

@@ -183,24 +183,32 @@ func TestHandler_Session(t *testing.T) {
 	}
 }
 
-// The session endpoint shows where a fork came from — its parent and
-// point, a marker or the checkpoint of a fork at a fallback — and a
-// parent's forks; the resume endpoint's JSON names a fork's origin.
-func TestHandler_SessionOfAFork(t *testing.T) {
-	t.Parallel()
-	db := dbtest.Open(t, store.Options{NoSync: true})
+// forkedIncident returns a database holding the incident's session mig
+// and two forks of it: try at its latest marker, back at the checkpoint
+// its resume at marker 1, which a fold invalidated, falls back to.
+func forkedIncident(t *testing.T) (db *store.DB, at, fb store.ForkResult) {
+	t.Helper()
+	db = dbtest.Open(t, store.Options{NoSync: true})
 	incident(t, db, "mig")
 	at, err := db.Fork("mig", store.Latest, "try")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb, err := db.ForkFallback("mig", 1, "back")
-	if err != nil {
+	if fb, err = db.ForkFallback("mig", 1, "back"); err != nil {
 		t.Fatal(err)
 	}
 	if fb.Checkpoint == 0 {
 		t.Fatalf("the fork at mig's marker 1 took no checkpoint: %+v", fb)
 	}
+	return db, at, fb
+}
+
+// The session endpoint shows where a fork came from — its parent and
+// point, a marker or the checkpoint of a fork at a fallback — and a
+// parent's forks; the resume endpoint's JSON names a fork's origin.
+func TestHandler_SessionOfAFork(t *testing.T) {
+	t.Parallel()
+	db, at, fb := forkedIncident(t)
 	srv := serve(t, db, debughttp.Options{})
 	base := srv.URL + debughttp.DefaultPrefix
 	session := func(id string) sessionDoc {
@@ -663,16 +671,7 @@ func TestPage_RealSessions(t *testing.T) {
 // link, and on the parent's view its forks.
 func TestPage_Forks(t *testing.T) {
 	ctx := newBrowser(t)
-	db := dbtest.Open(t, store.Options{NoSync: true})
-	incident(t, db, "mig")
-	at, err := db.Fork("mig", store.Latest, "try")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb, err := db.ForkFallback("mig", 1, "back")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, at, fb := forkedIncident(t)
 	srv := serve(t, db, debughttp.Options{})
 	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
 	if err := chromedp.Do(ctx, chromedp.Navigate(page+"#session=try")); err != nil {

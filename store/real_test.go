@@ -16,7 +16,7 @@ import (
 )
 
 // readJSONL reads every record of a JSONL stream.
-func readJSONL(t *testing.T, r io.Reader, name string) []tier.Record {
+func readJSONL(t testing.TB, r io.Reader, name string) []tier.Record {
 	t.Helper()
 	rd := tier.NewReader(r, name, tier.Limits{})
 	var out []tier.Record

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,8 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// realSession returns the events of a real session file and its id.
+// realSession returns the id of a real session file (its name) and its
+// events.
 func realSession(t testing.TB, name string) (string, []tier.Event) {
 	t.Helper()
 	f, err := os.Open(name)
@@ -25,19 +25,11 @@ func realSession(t testing.TB, name string) (string, []tier.Event) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd := tier.NewReader(f, filepath.Base(name), tier.Limits{})
 	var evs []tier.Event
-	session := strings.TrimSuffix(filepath.Base(name), ".jsonl")
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			return session, evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, rec.Event)
+	for _, r := range readJSONL(t, f, filepath.Base(name)) {
+		evs = append(evs, r.Event)
 	}
+	return strings.TrimSuffix(filepath.Base(name), ".jsonl"), evs
 }
 
 // compactedReal stores a session as an agent would — appends of 50

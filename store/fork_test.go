@@ -3,12 +3,16 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -256,5 +260,30 @@ func BenchmarkVerify_Fork(b *testing.B) {
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestVerify_ForkCheckpointMissing: a fork at a fallback whose checkpoint
+// is gone is damage Verify names.
+func TestVerify_ForkCheckpointMissing(t *testing.T) {
+	db := dbtest.OpenUnverified(t, store.Options{NoSync: true})
+	mustAppend(t, db, "src", forkTurn(0)...)
+	res, err := db.ForkFallback("src", store.Latest, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checkpoint == 0 {
+		t.Fatalf("the fallback fork of a raw session: %+v, want a checkpoint", res)
+	}
+	if err := store.PutRecord(db, "f", "ckpts", binary.BigEndian.AppendUint64(nil, res.Checkpoint), nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("a fork at checkpoint %d, which is missing", res.Checkpoint)
+	if !slices.ContainsFunc(rep.Problems, func(p store.Problem) bool { return strings.Contains(p.What, want) }) {
+		t.Fatalf("Verify did not report %q: %v", want, rep.Problems)
 	}
 }

@@ -612,13 +612,14 @@ func (v *verifier) checkCheckpoints() {
 			return nil
 		})
 	}
-	atZero := false
+	atZero, forkCk := false, v.st.ForkCheckpoint == 0
 	_ = v.ss.forEach(backend.Checkpoints, func(k, _ []byte) error {
 		c, err := v.ss.checkpoint(u64val(k))
 		if err != nil {
 			v.fail("%v", err)
 			return nil
 		}
+		forkCk = forkCk || c.ID == v.st.ForkCheckpoint
 		if c.ID != u64val(k) || c.ID > v.st.NextCk {
 			v.fail("checkpoint at key %d holds id %d (last issued %d)", u64val(k), c.ID, v.st.NextCk)
 		}
@@ -661,6 +662,9 @@ func (v *verifier) checkCheckpoints() {
 	}
 	if !atZero {
 		v.fail("no usable checkpoint at seq 0")
+	}
+	if !forkCk {
+		v.fail("state: a fork at checkpoint %d, which is missing", v.st.ForkCheckpoint)
 	}
 }
 

@@ -182,6 +182,13 @@ func fork(tx backend.Tx, src string, markerID uint64, dst string, res *ForkResul
 		if len(roots) == 0 {
 			return forkMarkerError(src, 0, "no marker yet")
 		}
+		// As Resume's Latest: a fork at a fallback resumes from its
+		// checkpoint until it commits past it.
+		if ok, err := ss.atForkCheckpoint(&st); err != nil {
+			return err
+		} else if ok {
+			return forkMarkerError(src, 0, fmt.Sprintf("it resumes from checkpoint %d, where it was forked from %s", st.ForkCheckpoint, st.Parent))
+		}
 		markerID = roots[len(roots)-1].Node
 	}
 	m, err := ss.marker(markerID)

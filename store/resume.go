@@ -70,16 +70,13 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 	var m marker.Marker
 	fallbackAt := ^uint64(0)
 	var ckID uint64 // the checkpoint that serves, when known before the fallback rule
-	if markerID == Latest && st.ForkCheckpoint != 0 {
+	if markerID == Latest {
 		// A fork at a fallback resumes from the checkpoint it was forked
-		// at, saying what its parent's resume said, while its frame is the
-		// fork's: the checkpoint still usable and nothing committed after.
-		ck, err := ss.checkpoint(st.ForkCheckpoint)
-		if err != nil {
-			return nil, damaged(err, session, "state", nil, "the fork's checkpoint")
-		}
-		if ck.Usable() && ck.Seq == st.CompactedTo {
-			ckID, ctx.Marker, ctx.Reason = ck.ID, st.ForkMarker, st.ForkReason
+		// at, saying what its parent's resume said.
+		if ok, err := ss.atForkCheckpoint(&st); err != nil {
+			return nil, err
+		} else if ok {
+			ckID, ctx.Marker, ctx.Reason = st.ForkCheckpoint, st.ForkMarker, st.ForkReason
 		}
 	}
 	switch {
@@ -172,6 +169,21 @@ func (s *Snapshot) Resume(session string, markerID uint64) (*checkpoint.Context,
 	}
 	ctx.Source, ctx.Checkpoint, ctx.Boundary = checkpoint.SourceCheckpoint, ck.ID, ck.Seq
 	return ctx, ss.tail(ctx, ck.Seq, st.Head)
+}
+
+// atForkCheckpoint reports whether the session of state st is a fork at
+// a fallback (DB.ForkFallback) whose frame is still the fork's — its
+// checkpoint usable, nothing committed past it — so that its latest resume
+// is that checkpoint.
+func (ss *sess) atForkCheckpoint(st *stateRec) (bool, error) {
+	if st.ForkCheckpoint == 0 {
+		return false, nil
+	}
+	ck, err := ss.checkpoint(st.ForkCheckpoint)
+	if err != nil {
+		return false, damaged(err, ss.id, "state", nil, "the fork's checkpoint")
+	}
+	return ck.Usable() && ck.Seq == st.CompactedTo, nil
 }
 
 // prefetchFrom reads ahead, where reads are round trips, what resuming

@@ -263,6 +263,19 @@ func forkAtFallback(t *testing.T, h Harness) {
 		t.Fatalf("the fork's context names its origin %+v, want %+v", ctx.Fork, res.ForkInfo)
 	}
 
+	// A fork of it at Latest is at what its latest resume serves: the
+	// checkpoint, asked for.
+	var fe *store.ForkMarkerError
+	if _, err := db.Fork("f", store.Latest, "ff"); !errors.As(err, &fe) || fe.Session != "f" {
+		t.Fatalf("fork at the latest marker of a fork at a fallback: %v, want a ForkMarkerError", err)
+	}
+	if _, err := db.ForkFallback("f", store.Latest, "ff"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resumeText(t, db, "ff", store.Latest, "ff"), resumeText(t, db, "f", store.Latest, "ff"); !bytes.Equal(got, want) {
+		t.Fatalf("the fallback fork of a fork at a fallback resumes to\n%s\nwant\n%s", got, want)
+	}
+
 	// On its own: it appends and compacts past its fork point, and then
 	// resumes from its own marker; the parent is untouched.
 	mustAppend(t, db, "f", turn(100)...)
@@ -287,7 +300,6 @@ func forkAtFallback(t *testing.T, h Harness) {
 		mustAppend(t, db, "raw", turn(i)...)
 	}
 	_, err = db.Fork("raw", store.Latest, "g")
-	var fe *store.ForkMarkerError
 	if !errors.As(err, &fe) || fe.Session != "raw" || fe.Marker != 0 {
 		t.Fatalf("fork of a session without a marker: %v, want a ForkMarkerError", err)
 	}

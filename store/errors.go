@@ -140,6 +140,29 @@ func (e *RefError) Unwrap() error { return ErrRefStored }
 // Format implements fmt.Formatter through errors.FormatError.
 func (e *RefError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
 
+// ForkMarkerError is returned by DB.Fork when the marker asked for is no
+// promise to fork at: Marker of Session (0: Latest, and the session has
+// none) is not valid, for Reason. errors.Is(err, ErrForkMarker) holds.
+type ForkMarkerError struct {
+	Session string
+	Marker  uint64
+	Reason  string
+}
+
+// Error implements error.
+func (e *ForkMarkerError) Error() string {
+	if e.Marker == 0 {
+		return fmt.Sprintf("%s: session %q: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Reason)
+	}
+	return fmt.Sprintf("%s: session %q marker %d: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Marker, e.Reason)
+}
+
+// Unwrap returns ErrForkMarker.
+func (e *ForkMarkerError) Unwrap() error { return ErrForkMarker }
+
+// Format implements fmt.Formatter through errors.FormatError.
+func (e *ForkMarkerError) Format(s fmt.State, verb rune) { errors.FormatError(e, s, verb) }
+
 // SessionExistsError is the error of a copy refused before it wrote
 // anything: the destination holds sessions of ids it was to copy, IDs, in
 // byte order. errors.Is(err, ErrSessionExists) holds.

@@ -39,26 +39,6 @@ type ForkResult struct {
 	Reason string
 }
 
-// ForkMarkerError is returned by DB.Fork when the marker asked for is no
-// promise to fork at: Marker of Session (0: Latest, and the session has
-// none) is not valid, for Reason. errors.Is(err, ErrForkMarker) holds.
-type ForkMarkerError struct {
-	Session string
-	Marker  uint64
-	Reason  string
-}
-
-// Error implements error.
-func (e *ForkMarkerError) Error() string {
-	if e.Marker == 0 {
-		return fmt.Sprintf("%s: session %q: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Reason)
-	}
-	return fmt.Sprintf("%s: session %q marker %d: %s", ErrForkMarker.Error(), tier.TruncateUTF8(e.Session, 128), e.Marker, e.Reason)
-}
-
-// Unwrap returns ErrForkMarker.
-func (e *ForkMarkerError) Unwrap() error { return ErrForkMarker }
-
 // forkMarkerError is a *ForkMarkerError with a hint to fork at the
 // fallback instead.
 func forkMarkerError(session string, markerID uint64, why string) error {

@@ -1,18 +1,15 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -122,7 +119,8 @@ func TestForkCrash_KillLoop(t *testing.T) {
 	}
 	forks := map[string]string{} // acknowledged: id → resume digest
 	for c := 0; c < cycles; c++ {
-		out := runForkCrashChild(t, path, seed+int64(c), time.Duration(rng.Intn(300))*time.Millisecond)
+		out := killChild(t, "TestForkCrash_Child", []string{forkCrashEnv + "=" + path, crashSeedEnv + "=" + strconv.FormatInt(seed+int64(c), 10)},
+			time.Duration(rng.Intn(300))*time.Millisecond)
 		inFlight := ""
 		for _, l := range out {
 			f := strings.Fields(l)
@@ -172,45 +170,4 @@ func TestForkCrash_KillLoop(t *testing.T) {
 		_ = db.Close()
 	}
 	t.Logf("%d kill cycles: %d forks standing, each whole", cycles, len(forks))
-}
-
-// runForkCrashChild runs the child on path and kills it after it opened
-// the database and after; it returns the child's lines.
-func runForkCrashChild(t *testing.T, path string, seed int64, after time.Duration) []string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestForkCrash_Child$", "-test.count=1")
-	cmd.Env = append(os.Environ(), forkCrashEnv+"="+path, crashSeedEnv+"="+strconv.FormatInt(seed, 10))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var out []string
-	for l := range lines {
-		out = append(out, l)
-		if l == "ready" {
-			break
-		}
-	}
-	time.Sleep(after)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	for l := range lines {
-		out = append(out, l)
-	}
-	_ = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("the child exited before it was killed: %q", out[max(0, len(out)-3):])
-	}
-	return out
 }

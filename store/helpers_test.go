@@ -1,8 +1,12 @@
 package store_test
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
 	"reflect"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,4 +137,49 @@ func replayLedger(t testing.TB, evs []tier.Event) *tier.Ledger {
 		}
 	}
 	return l
+}
+
+// killChild runs the test binary's test child — a helper process, which
+// skips unless env names its work — with env added, waits for its "ready"
+// line, kills it with SIGKILL after the given time and returns every line
+// it printed. It fails t when the child ended before the kill (its last
+// lines say why). Each kill loop (crash, fork, backup) runs its children
+// through it.
+func killChild(t *testing.T, child string, env []string, after time.Duration) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var out []string
+	for l := range lines {
+		out = append(out, l)
+		if l == "ready" {
+			break
+		}
+	}
+	time.Sleep(after)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	for l := range lines {
+		out = append(out, l)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("%s exited before it was killed (%v): %q", child, err, out[max(0, len(out)-3):])
+	}
+	return out
 }

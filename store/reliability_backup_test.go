@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -9,10 +8,8 @@ import (
 	"io"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -145,8 +142,8 @@ const (
 
 // TestBackup_Child is not a test: it is the child process of
 // TestBackup_KilledMidway. It opens the source read-only and writes
-// backups of it to the destination until killed, saying "start" before
-// each.
+// backups of it to the destination until killed, saying "ready" before
+// the first.
 func TestBackup_Child(t *testing.T) {
 	src := os.Getenv(backupChildEnv)
 	if src == "" {
@@ -157,8 +154,8 @@ func TestBackup_Child(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
+	fmt.Println("ready")
 	for {
-		os.Stdout.WriteString("start\n")
 		if _, err := db.BackupFile(os.Getenv(backupDestEnv)); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(2)
@@ -215,25 +212,8 @@ func TestBackup_KilledMidway(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBackup_Child$", "-test.count=1")
-		cmd.Env = append(os.Environ(), backupChildEnv+"="+src, backupDestEnv+"="+dest)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() || sc.Text() != "start" {
-			_ = cmd.Process.Kill()
-			t.Fatalf("backup child: %q", sc.Text())
-		}
-		time.Sleep(time.Duration(rng.Intn(600)) * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
+		killChild(t, "TestBackup_Child", []string{backupChildEnv + "=" + src, backupDestEnv + "=" + dest},
+			time.Duration(rng.Intn(600))*time.Millisecond)
 
 		got, err := os.ReadFile(dest)
 		switch {

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,12 +8,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -206,46 +203,13 @@ type crashAck struct {
 	digest      string
 }
 
-// runCrashChild starts the child on path, kills it with SIGKILL after a
-// random delay once it has opened the database, and returns the appends
-// it acknowledged.
+// runCrashChild runs the child on path, kills it with SIGKILL after a
+// random delay once it has opened the database (killChild), and returns
+// the appends it acknowledged.
 func runCrashChild(t *testing.T, path string, seed int64, rng *rand.Rand) (acks []crashAck, killedAfter time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_Child$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashSeedEnv+"="+strconv.FormatInt(seed, 10))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var out []string
-	for l := range lines {
-		out = append(out, l)
-		if l == "ready" {
-			break
-		}
-	}
 	killedAfter = time.Duration(rng.Intn(400)) * time.Millisecond
-	time.Sleep(killedAfter)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	for l := range lines {
-		out = append(out, l)
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("the crash child exited before it was killed (%v): %q", err, out[max(0, len(out)-3):])
-	}
+	out := killChild(t, "TestCrash_Child", []string{crashChildEnv + "=" + path, crashSeedEnv + "=" + strconv.FormatInt(seed, 10)}, killedAfter)
 	for _, l := range out {
 		f := strings.Fields(l)
 		switch {

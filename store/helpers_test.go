@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
@@ -11,7 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-
+	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
@@ -182,4 +184,116 @@ func killChild(t *testing.T, child string, env []string, after time.Duration) []
 		t.Fatalf("%s exited before it was killed (%v): %q", child, err, out[max(0, len(out)-3):])
 	}
 	return out
+}
+
+// digestTurn is turn i of a session that opens a call and resolves the one
+// before it, rejects an approach, restates a constraint and records an
+// artifact now and then: 4 events.
+func digestTurn(i int) []tier.Event {
+	evs := []tier.Event{
+		{Kind: tier.KindUser, Text: fmt.Sprintf("turn %d", i)},
+		{Kind: tier.KindToolCall, ID: fmt.Sprintf("c%d", i), Name: "bash"},
+	}
+	if i > 0 {
+		evs = append(evs, tier.Event{Kind: tier.KindToolResult, ID: fmt.Sprintf("c%d", i-1), Failed: i%3 == 0, Key: keyIf(i%3 == 0, fmt.Sprintf("approach/%d", i%4))})
+	} else {
+		evs = append(evs, tier.Event{Kind: tier.KindAssistant, Text: "start"})
+	}
+	switch i % 4 {
+	case 0:
+		evs = append(evs, tier.Event{Kind: tier.KindRejected, Key: fmt.Sprintf("approach/%d", i%5), Text: fmt.Sprint("no, turn ", i)})
+	case 1:
+		evs = append(evs, tier.Event{Kind: tier.KindConstraint, Key: fmt.Sprintf("rule/%d", i%3), Text: fmt.Sprint("as of turn ", i)})
+	case 2:
+		evs = append(evs, tier.Event{Kind: tier.KindArtifact, Key: fmt.Sprintf("out/%d.txt", i%3), Text: fmt.Sprint("v", i)})
+	default:
+		evs = append(evs, tier.Event{Kind: tier.KindAssistant, Text: "ok"})
+	}
+	return evs
+}
+
+func keyIf(ok bool, k string) string {
+	if ok {
+		return k
+	}
+	return ""
+}
+
+// digestFixture is session "s" of turns digestTurns, compacted into L1
+// roots of 4 events each, with no digest yet, in a database that is
+// verified when the test ends.
+func digestFixture(t *testing.T, turns int) *store.DB {
+	t.Helper()
+	return digestFixtureIn(t, dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()}), turns)
+}
+
+// digestFixtureIn is digestFixture in db.
+func digestFixtureIn(t *testing.T, db *store.DB, turns int) *store.DB {
+	t.Helper()
+	for i := 0; i < turns; i++ {
+		mustAppend(t, db, "s", digestTurn(i)...)
+	}
+	compactHonestly(t, db, "s", 100)
+	return db
+}
+
+// compactHonestly commits L1 nodes over every due span of every 4 events,
+// then digests while the frame holds more than maxRoots, each with a
+// summary that carries exactly what its plan requires.
+func compactHonestly(t *testing.T, db *store.DB, session string, maxRoots int) (digests []*store.Plan) {
+	t.Helper()
+	commit := func(p *store.Plan) {
+		t.Helper()
+		if _, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"}); err != nil {
+			t.Fatalf("commit %s %d..%d: %v", p.Kind, p.From, p.To, err)
+		}
+	}
+	for {
+		p, err := compaction.Policy{EveryEvents: 4, Budget: 1000}.PlanSpan(db, session)
+		if errors.Is(err, store.ErrNothingToCompact) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(p)
+		for {
+			d, err := compaction.Policy{MaxRoots: maxRoots, Budget: 1000}.PlanDigest(db, session)
+			if errors.Is(err, store.ErrNothingToCompact) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit(d)
+			digests = append(digests, d)
+		}
+	}
+	return digests
+}
+
+func ev(text string) tier.Event {
+	return tier.Event{Kind: tier.KindUser, Text: text, Time: t0.UnixNano()}
+}
+
+func mustRoots(t *testing.T, db *store.DB, session string) (roots []tier.Node) {
+	t.Helper()
+	if err := db.View(func(s *store.Snapshot) (err error) {
+		roots, err = s.Roots(session)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return roots
+}
+
+func mustVerify(t *testing.T, db *store.DB) {
+	t.Helper()
+	rep, err := db.Verify(store.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		t.Error(p)
+	}
 }

@@ -62,27 +62,6 @@ func TestCommit_OversizeNodeIsRefused(t *testing.T) {
 	mustVerify(t, db)
 }
 
-// TestCommit_ContradictoryClaimsForOneKey: claims that give one key two
-// dispositions, the wrong one first, are refused: the right claim last
-// does not hide the wrong one (Normalize drops exact duplicates only).
-func TestCommit_ContradictoryClaimsForOneKey(t *testing.T) {
-	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "go"}, tier.Event{Kind: tier.KindRejected, Key: "approach/x", Text: "no"})
-	p, err := compaction.Policy{EveryEvents: 2, Budget: 1000}.PlanSpan(db, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Required.Claims()
-	wrong := c.Dispositions[0]
-	wrong.State = tier.KindSuperseded
-	wrong.By = "approach/y"
-	c.Dispositions = append([]tier.Disposition{wrong}, c.Dispositions...)
-	res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: c, Summarizer: "t"})
-	if err == nil {
-		t.Errorf("node %d committed VALID claiming %v", res.Node.ID, res.Node.Claims.Dispositions)
-	}
-}
-
 // TestCommit_ClaimTextsAreTheRawLogs: a valid summary's claim texts are
 // replaced by the raw log's at commit — the node stores none of the
 // summarizer's words — and a text changed in the file afterwards is
@@ -722,3 +701,9 @@ func TestCommit_FoldOfMixedDepths(t *testing.T) {
 	}
 	mustVerify(t, db)
 }
+
+// TestCommit_Claims runs testdata/protocol/claims: the three conditions
+// per claim class, each broken alone by one edit of the span's required
+// claims, is a refusal naming the class and the item; nothing of a refusal
+// is stored; the unedited claims commit.
+func TestCommit_Claims(t *testing.T) { runProtocol(t, "claims") }

@@ -116,3 +116,8 @@ func TestCommit_RetryKeepsAnEarlierRefusal(t *testing.T) {
 		t.Errorf("the fold refused first (%d..%d) is planned again (%d..%d): the retry's lift forgot it", p1.From, p1.To, p3.From, p3.To)
 	}
 }
+
+// TestRefuse_Recorded runs testdata/protocol/refuse: a refused span or
+// fold is recorded with its failures and a checkpoint in place of its
+// marker, and the honest retry of the same span is valid.
+func TestRefuse_Recorded(t *testing.T) { runProtocol(t, "refuse") }

@@ -103,3 +103,8 @@ func TestResume_MissingNamedRecordIsDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestResume_Bytes runs testdata/protocol/resume: the resumed context's
+// bytes from nothing, from the newest marker and an older one, for an
+// unknown session or marker, and after a refusal.
+func TestResume_Bytes(t *testing.T) { runProtocol(t, "resume") }

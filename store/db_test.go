@@ -605,3 +605,56 @@ func coversOnce(ctx *checkpoint.Context) error {
 	}
 	return nil
 }
+
+// TestDB_DropEmpty: a database Open created (Created) that holds no
+// session is removed by DropEmpty, its file gone; one that holds a session,
+// or that this Open did not create, is kept.
+func TestDB_DropEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	open := func(opts store.Options) *store.DB {
+		t.Helper()
+		opts.NoSync = true
+		db, err := store.Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	exists := func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+
+	db := open(store.Options{Create: true})
+	if !db.Created() || db.Path() != path {
+		t.Fatalf("a new file: Created %v, Path %q", db.Created(), db.Path())
+	}
+	if dropped, err := db.DropEmpty(); err != nil || !dropped {
+		t.Fatalf("DropEmpty of a new empty database = %v, %v", dropped, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists() {
+		t.Fatal("the dropped database's file is still there")
+	}
+
+	db = open(store.Options{Create: true})
+	mustAppend(t, db, "s", ev("kept"))
+	if dropped, err := db.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a database holding a session = %v, %v", dropped, err)
+	}
+	db.Close()
+
+	db = open(store.Options{Create: true})
+	if db.Created() {
+		t.Error("Open of an existing file says it created it")
+	}
+	if dropped, err := db.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a database this Open did not create = %v, %v", dropped, err)
+	}
+	db.Close()
+	if !exists() {
+		t.Fatal("a database holding a session was removed")
+	}
+}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -140,5 +141,53 @@ func TestSnapshot_FormatVersion(t *testing.T) {
 	defer mem.Close()
 	if v := formatOf(mem); v != 0 {
 		t.Errorf("in memory: FormatVersion = %d, want 0", v)
+	}
+}
+
+// TestSnapshot_RefAndMarker: Ref finds the seqs an imported record's
+// events were stored at, and nothing for a record or a session never
+// stored; Marker reads one marker as Markers lists it, and a marker that
+// is not there is ErrNotFound.
+func TestSnapshot_RefAndMarker(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "a", Ref: "msg-1"},
+		tier.Event{Kind: tier.KindAssistant, Text: "b", Ref: "msg-2"},
+		tier.Event{Kind: tier.KindAssistant, Text: "c", Ref: "msg-2"})
+	p, err := db.PlanSpan("s", 3, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(s *store.Snapshot) error {
+		if span, ok, err := s.Ref("s", "msg-2"); err != nil || !ok || span != (store.RefSpan{First: 2, Last: 3}) {
+			t.Errorf("Ref msg-2 = %+v %v %v, want seqs 2..3", span, ok, err)
+		}
+		if _, ok, err := s.Ref("s", "msg-9"); err != nil || ok {
+			t.Errorf("Ref of a record never stored = %v %v", ok, err)
+		}
+		if _, ok, err := s.Ref("nobody", "msg-1"); err != nil || ok {
+			t.Errorf("Ref in a session never stored = %v %v", ok, err)
+		}
+		var listed []marker.Marker
+		if err := s.Markers("s", func(m marker.Marker) error { listed = append(listed, m); return nil }); err != nil {
+			return err
+		}
+		m, err := s.Marker("s", res.Marker)
+		if err != nil {
+			return err
+		}
+		if len(listed) != 1 || !reflect.DeepEqual(m, listed[0]) || m.Node != res.Node.ID || m.Boundary != 3 {
+			t.Errorf("Marker %d = %+v, Markers lists %+v", res.Marker, m, listed)
+		}
+		if _, err := s.Marker("s", res.Marker+1); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Marker of no marker = %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

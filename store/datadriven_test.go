@@ -88,6 +88,18 @@ func (h *ddHarness) run(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error() + "\n"
 		}
 		return string(ctx.Text())
+	case "state":
+		var at int
+		d.ScanArgs(t, "at", &at)
+		var st checkpoint.State
+		err := h.db.View(func(s *store.Snapshot) (err error) {
+			st, err = s.StateAt(ddSession(d), uint64(at))
+			return err
+		})
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return formatClaims(st.Claims)
 	case "markers":
 		return h.markers(t, d)
 	case "checkpoints":

@@ -52,3 +52,19 @@ func (codexAgent) IsRecord(line []byte, ref string) bool {
 	return bytes.Contains(line, []byte(JSONString(ref)))
 }
 func (codexAgent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
+
+// onceAgent has no hook right after its compaction and no record of one
+// (as Gemini CLI): it compacts at PreCompress and injects at the first
+// BeforeAgent after it.
+type onceAgent struct{ testAgent }
+
+func (onceAgent) Action(in *Input) Action {
+	switch in.HookEventName {
+	case "PreCompress":
+		return ActionCompact
+	case "BeforeAgent":
+		return ActionInjectOnce
+	}
+	return ActionIgnore
+}
+func (onceAgent) IsCompaction(tier.Event) bool { return false }

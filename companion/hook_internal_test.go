@@ -61,3 +61,49 @@ func TestHook_SummaryInTheCompactionRecord(t *testing.T) {
 		t.Errorf("the summary checked is %q, want the compacted record's message", summary)
 	}
 }
+
+// TestHook_InjectOnce: an agent that injects at its next hook after a
+// compaction gets the state once per compaction: nothing before the
+// first, the state at the first hook after it, nothing at the ones after
+// that, and the state at the next compaction's boundary after it.
+func TestHook_InjectOnce(t *testing.T) {
+	ls := lines(t, fixture)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h, err := New(db, onceAgent{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(event string) *Result {
+		t.Helper()
+		r, err := h.Run(context.Background(), Input{SessionID: fixtureSession, TranscriptPath: path, Cwd: "/home/dev/app", HookEventName: event})
+		if err != nil {
+			t.Fatalf("%s: %v", event, err)
+		}
+		return r
+	}
+	grow(t, path, ls[:8])
+	if r := run("BeforeAgent"); r.Output != nil || !r.NoBoundary {
+		t.Fatalf("BeforeAgent before any compaction: %s", r.Line())
+	}
+	pre := run("PreCompress")
+	if len(pre.Compactions) == 0 {
+		t.Fatalf("PreCompress: %s", pre.Line())
+	}
+	first := run("BeforeAgent")
+	if first.Output == nil || first.State == nil || first.State.Boundary != pre.Compactions[0].To || first.Injected {
+		t.Fatalf("the first BeforeAgent after PreCompress: %s", first.Line())
+	}
+	if again := run("BeforeAgent"); again.Output != nil || !again.Injected || !strings.Contains(again.Line(), "injected_already") {
+		t.Fatalf("BeforeAgent again: %s", again.Line())
+	}
+	grow(t, path, ls[8:12])
+	if r := run("BeforeAgent"); r.Output != nil || !r.Injected {
+		t.Fatalf("BeforeAgent with new records, no compaction: %s", r.Line())
+	}
+	pre2 := run("PreCompress")
+	next := run("BeforeAgent")
+	if len(pre2.Compactions) == 0 || next.Output == nil || next.State.Boundary != pre2.Compactions[0].To || next.State.Boundary <= first.State.Boundary {
+		t.Fatalf("after the second PreCompress: %s; then %s", pre2.Line(), next.Line())
+	}
+}

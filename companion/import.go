@@ -134,10 +134,20 @@ func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, 
 // appendBatches appends events to session in batches of at most
 // appendBatch, and returns the seqs of the first and last event stored
 // and how many were: a batch refused leaves those before it stored, as
-// an import of the same file again would store them.
+// an import of the same file again would store them. A batch ends
+// between records: the events of one record (one ref) are appended
+// together, the store taking a ref's events in one append only.
 func appendBatches(db *store.DB, session string, events []tier.Event) (first, last uint64, n int, err error) {
 	for len(events) > 0 {
-		batch := events[:min(len(events), appendBatch)]
+		end := min(len(events), appendBatch)
+		cut := end
+		for cut > 0 && cut < len(events) && events[cut].Ref != "" && events[cut].Ref == events[cut-1].Ref {
+			cut--
+		}
+		if cut > 0 { // else one record of more events than a batch, which the store refuses
+			end = cut
+		}
+		batch := events[:end]
 		res, err := db.Append(session, batch...)
 		if err != nil {
 			return first, last, n, err

@@ -236,3 +236,23 @@ func TestImport_SessionState(t *testing.T) {
 	grow(t, path, ls[12:])
 	check("records after the hook's own event", func(s sessionState) bool { return s.head > st.head+1 && !s.ownHead && s.compactedTo == st.head })
 }
+
+// TestImport_Batches: an import of more events than one append takes
+// stores them in batches, the same events as one append; a batch ends
+// between records (the fixture's edit result and its artifacts share a
+// ref, which the store takes in one append only).
+func TestImport_Batches(t *testing.T) {
+	one := dbtest.Open(t, store.Options{NoSync: true})
+	importFile(t, one, "s", fixture, false)
+	defer func(n int) { appendBatch = n }(appendBatch)
+	appendBatch = 3
+	batched := dbtest.Open(t, store.Options{NoSync: true})
+	im := importFile(t, batched, "s", fixture, false)
+	want := storetest.Events(t, one, "s")
+	if got := storetest.Events(t, batched, "s"); im.Events != len(want) || im.First != 1 || im.Last != uint64(len(want)) || !slices.EqualFunc(got, want, eventsEqual) {
+		t.Fatalf("batches of 3: %+v, %d events; one append: %d", im, len(got), len(want))
+	}
+	if im := importFile(t, batched, "s", fixture, true); im.Events != 0 {
+		t.Fatalf("again: %+v; want nothing stored", im)
+	}
+}

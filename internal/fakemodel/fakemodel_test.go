@@ -96,3 +96,110 @@ func TestServer_ResponsesStream(t *testing.T) {
 		t.Errorf("LastUser %q", r.LastUser)
 	}
 }
+
+// geminiData posts body to url and returns the data of each server-sent
+// event: the Gemini API's events carry no event name.
+func geminiData(t *testing.T, url, body string) []map[string]any {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "event:") {
+			t.Errorf("an event name: %q", line)
+		}
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// parts returns the parts of a GenerateContentResponse's first candidate,
+// and its finish reason.
+func parts(t *testing.T, resp map[string]any) ([]any, any) {
+	t.Helper()
+	cands, _ := resp["candidates"].([]any)
+	if len(cands) != 1 {
+		t.Fatalf("candidates %v", resp["candidates"])
+	}
+	c := cands[0].(map[string]any)
+	return c["content"].(map[string]any)["parts"].([]any), c["finishReason"]
+}
+
+func TestServer_GeminiStream(t *testing.T) {
+	srv := fakemodel.Start(t, func(r *fakemodel.Request) fakemodel.Reply {
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "hi"}, {Tool: "run_shell_command", ID: "run_shell_command__1", Input: map[string]any{"command": "ls"}}}, InputTokens: 900000}
+	})
+	body := `{"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}],"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"x"}}]},{"role":"user","parts":[{"functionResponse":{"name":"x","response":{"output":"out"}}}]}]}`
+	evs := geminiData(t, srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", body)
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want one a part: %v", len(evs), evs)
+	}
+	p0, fin0 := parts(t, evs[0])
+	p1, fin1 := parts(t, evs[1])
+	if len(p0) != 1 || p0[0].(map[string]any)["text"] != "hi" || fin0 != nil || evs[0]["usageMetadata"] != nil {
+		t.Errorf("first event %v: want the text, no finish reason, no usage", evs[0])
+	}
+	call, _ := p1[0].(map[string]any)["functionCall"].(map[string]any)
+	if call["name"] != "run_shell_command" || call["id"] != "run_shell_command__1" || call["args"].(map[string]any)["command"] != "ls" || fin1 != "STOP" {
+		t.Errorf("last event %v: want the call and STOP", evs[1])
+	}
+	if u := evs[1]["usageMetadata"].(map[string]any); u["promptTokenCount"] != float64(900000) {
+		t.Errorf("usage %v", u)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !reqs[0].Stream || !reqs[0].Tools || !strings.Contains(reqs[0].Last, "out") || strings.Contains(reqs[0].Last, "go") {
+		t.Errorf("request %+v: want stream, tools, and the text since the model's content", reqs[0])
+	}
+}
+
+func TestServer_GeminiGenerateAndCount(t *testing.T) {
+	srv := fakemodel.Start(t, func(r *fakemodel.Request) fakemodel.Reply {
+		if strings.Contains(r.LastUser, "<state_snapshot>") {
+			return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "the summary"}}}
+		}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "other"}}}
+	})
+	body := `{"contents":[{"role":"user","parts":[{"text":"task"}]},{"role":"model","parts":[{"text":"done"}]},{"role":"user","parts":[{"text":"Generate a new <state_snapshot> based on the provided history."}]}]}`
+	resp, err := http.Post(srv.URL+"/v1beta/models/gemini-2.5-flash:generateContent", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, fin := parts(t, doc)
+	if len(p) != 1 || p[0].(map[string]any)["text"] != "the summary" || fin != "STOP" || doc["usageMetadata"] == nil {
+		t.Errorf("response %v: want the summary, STOP and the usage", doc)
+	}
+	resp, err = http.Post(srv.URL+"/v1beta/models/gemini-2.5-flash:countTokens", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count struct{ TotalTokens int }
+	err = json.NewDecoder(resp.Body).Decode(&count)
+	resp.Body.Close()
+	if err != nil || count.TotalTokens <= 0 {
+		t.Errorf("countTokens: %v %+v", err, count)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Stream || reqs[0].Tools || !strings.Contains(reqs[0].LastUser, "<state_snapshot>") || strings.Contains(reqs[0].Last, "task") {
+		t.Errorf("requests %+v", reqs)
+	}
+}

@@ -14,18 +14,19 @@ import (
 )
 
 // GeminiCompressed begins the text of the system event a Gemini CLI
-// compression gives: a record that replaced the chat's history by a
-// summary and the messages it kept as they were. The text goes on with
-// the id of the first message kept, when it kept any (GeminiKeptFrom).
-// The summary follows as a system event of its own, with the same ref
-// (the id Gemini CLI gave the summary's message).
+// compression gives: a "$set" record that replaced the chat's history by
+// a summary and the messages it kept as they were. The text goes on with
+// the ref of what it kept, when it kept anything (GeminiKeptFrom). The
+// event's ref is derived from the "$set" record (its position and a
+// hash); the summary follows as a system event whose ref is the id Gemini
+// CLI gave the summary's message.
 const GeminiCompressed = "Gemini CLI compressed the conversation"
 
 // geminiKept introduces the id of the first message a compression kept.
 const geminiKept = "; kept as they were the messages from "
 
 // IsGeminiCompression reports whether e is the event of a Gemini CLI
-// compression. Its Ref names the summary's message.
+// compression.
 func IsGeminiCompression(e tier.Event) bool {
 	return e.Kind == tier.KindSystem && (e.Text == GeminiCompressed || strings.HasPrefix(e.Text, GeminiCompressed+geminiKept))
 }
@@ -294,21 +295,25 @@ func (r *geminiReader) setHistory(raw []byte, list []json.RawMessage) error {
 			continue
 		case i == summary:
 			r.seen[m.ID] = true
-			known, err := r.stored(raw, m.ID)
+			t := b.parseTime(m.Timestamp)
+			known, err := r.stored(raw, "")
 			if err != nil {
 				return err
 			}
-			if known {
-				continue
+			if !known {
+				b.rep.Compactions++
+				if kept != "" {
+					b.message(tier.KindSystem, GeminiCompressed+geminiKept+kept, t)
+				} else {
+					b.message(tier.KindSystem, GeminiCompressed, t)
+				}
 			}
-			t := b.parseTime(m.Timestamp)
-			b.rep.Compactions++
-			if kept != "" {
-				b.message(tier.KindSystem, GeminiCompressed+geminiKept+kept, t)
-			} else {
-				b.message(tier.KindSystem, GeminiCompressed, t)
+			if known, err = r.stored(raw, m.ID); err != nil {
+				return err
 			}
-			b.message(tier.KindSystem, r.userText(m, false), t)
+			if !known {
+				b.message(tier.KindSystem, r.userText(m, false), t)
+			}
 		case summary >= 0 && i > summary && m.Type == "gemini" && r.sigs[r.sig(m)] == "" && len(m.ToolCalls) == 0 && !r.hasCall(m):
 			r.seen[m.ID] = true
 			b.rep.skip(&b.rep.Skipped, "compression_ack")

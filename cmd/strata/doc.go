@@ -32,6 +32,11 @@
 //	strata claude-code uninstall [--user] [--dir PROJECT]
 //	strata claude-code status [--user] [--dir PROJECT] [--db DB] [--json]
 //	strata claude-code hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
+//	strata gemini hook|install|status|uninstall
+//	strata gemini install [--user] [--db DB] [--dir PROJECT]
+//	strata gemini uninstall [--user] [--dir PROJECT]
+//	strata gemini status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata gemini hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
 //	strata completion bash|fish|powershell|zsh
 //
 // replay also takes --session ID (the session of lines that name none),

@@ -26,8 +26,8 @@ import (
 const recorded = "../../transcript/testdata/gemini/session-0.61.0.jsonl"
 
 const (
-	recordedSession = "eb49d5cd-8f97-41e3-9f93-ec39ca5385d4"
-	recordedCwd     = "/tmp/gx/run/project"
+	recordedSession = "243409cf-aabd-4802-a23b-e45a4794c12a"
+	recordedCwd     = "/tmp/TestGemini_RealClientCompresses3664601746/002/project"
 )
 
 // chat writes the first n lines of the recorded chat to a file of the
@@ -92,7 +92,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	}
 	task := c.upTo(`"TASK-A`) + 1
 	compression := c.upTo("Summary of the conversation so far")
-	next := c.upTo(`"NEXT: anything else?`)
+	next := c.upTo(`"NEXT: anything else to do?`)
 	for _, step := range []struct {
 		event string
 		n     int
@@ -175,7 +175,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	if own["summary-check"] != 1 || own["injected"] != 1 {
 		t.Errorf("strata's own events %v: want one check and one injection", own)
 	}
-	if want := []string{"TASK-A: write the down migration for the widgets table", "FOLLOW-UP: what is the state of the work, and did anything fail?", "NEXT: anything else?"}; !slices.Equal(users, want) {
+	if want := []string{"TASK-A: write the down migration for the widgets table", "FOLLOW-UP: what is the state of the work, and did anything fail?", "NEXT: anything else to do?"}; !slices.Equal(users, want) {
 		t.Errorf("the user's words %q, want %q: strata's injection is not the user's", users, want)
 	}
 }

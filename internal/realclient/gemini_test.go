@@ -3,6 +3,7 @@ package realclient_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,6 +147,14 @@ func TestGemini_RealClientCompresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if dir := os.Getenv("STRATA_GEMINI_KEEP"); dir != "" {
+		// The run's chat and strata's log, for the fixture of
+		// transcript/testdata/gemini and the example of docs/gemini.md.
+		log, _ := os.ReadFile(filepath.Join(project, ".gemini", "strata.log"))
+		if err := errors.Join(os.WriteFile(filepath.Join(dir, "chat.jsonl"), raw, 0o644), os.WriteFile(filepath.Join(dir, "strata.log"), log, 0o644)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ss := checkGeminiChat(t, chat, raw, project)
 	checkImplied(t, block, ss)
 	checkSummaryOmitted(t, project, env, strata, "gemini", []string{"FAILED `" + failingCmd + "` (run_shell_command)", writtenFile})
@@ -234,9 +243,6 @@ func checkGeminiChat(t *testing.T, path string, raw []byte, project string) []tr
 	}})
 	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
 		t.Errorf("the chat read again against the store: %v, want no event", err)
-	}
-	if out := os.Getenv("STRATA_GEMINI_KEEP_CHAT"); out != "" {
-		_ = os.WriteFile(out, raw, 0o644) // the fixture of transcript/testdata/gemini
 	}
 	return ss
 }

@@ -133,16 +133,8 @@ func newGeminiReader(d *Decoder) *geminiReader {
 // record reads one top-level value: a line of a .jsonl chat, or a whole
 // .json chat.
 func (r *geminiReader) record(raw []byte) error {
-	if !json.Valid(raw) {
-		var v any
-		msg := "invalid JSON"
-		if err := json.Unmarshal(raw, &v); err != nil {
-			msg = err.Error()
-		}
-		return errors.Wrap(ErrBadJSON, msg)
-	}
-	if raw[0] != '{' {
-		return errors.Wrap(ErrBadRecord, "a record must be a JSON object")
+	if err := jsonObject(raw, "a record"); err != nil {
+		return err
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {

@@ -136,34 +136,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
+	post := hr.Method == http.MethodPost
 	switch {
-	case hr.Method == http.MethodPost && strings.HasSuffix(r.Path, "/messages"):
-		s.mu.Lock()
-		reply := s.script(r)
-		s.calls++
-		n := s.calls
-		s.mu.Unlock()
+	case post && strings.HasSuffix(r.Path, "/messages"):
+		reply, n := s.answer(r)
 		anthropic(w, r, reply, n)
-	case hr.Method == http.MethodPost && strings.HasSuffix(r.Path, "/responses"):
-		s.mu.Lock()
-		reply := s.script(r)
-		s.calls++
-		n := s.calls
-		s.mu.Unlock()
+	case post && strings.HasSuffix(r.Path, "/responses"):
+		reply, n := s.answer(r)
 		responses(w, reply, n)
-	case hr.Method == http.MethodPost && strings.HasSuffix(r.Path, ":countTokens"):
+	case post && strings.HasSuffix(r.Path, ":countTokens"):
 		countTokens(w, r)
-	case hr.Method == http.MethodPost && (strings.HasSuffix(r.Path, ":generateContent") || strings.HasSuffix(r.Path, ":streamGenerateContent")):
+	case post && (strings.HasSuffix(r.Path, ":generateContent") || strings.HasSuffix(r.Path, ":streamGenerateContent")):
 		r.Stream = strings.HasSuffix(r.Path, ":streamGenerateContent")
-		s.mu.Lock()
-		reply := s.script(r)
-		s.calls++
-		n := s.calls
-		s.mu.Unlock()
+		reply, n := s.answer(r)
 		gemini(w, r, reply, n)
 	default:
 		http.NotFound(w, hr)
 	}
+}
+
+// answer runs the script on r, one request at a time, and returns its
+// reply and the request's number (from 1) among those answered.
+func (s *Server) answer(r *Request) (Reply, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reply := s.script(r)
+	s.calls++
+	return reply, s.calls
 }
 
 // sinceAssistant returns the text of the messages or items after the

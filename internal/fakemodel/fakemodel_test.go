@@ -10,9 +10,9 @@ import (
 	"github.com/strata-go/strata/internal/fakemodel"
 )
 
-// events posts body to path and returns the data of each server-sent
-// event, by event name, in order.
-func events(t *testing.T, url, body string) []map[string]any {
+// stream posts body to url and returns the server-sent events it
+// answers: each one's event name ("" for none) and its data.
+func stream(t *testing.T, url, body string) (names []string, data []map[string]any) {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -22,7 +22,6 @@ func events(t *testing.T, url, body string) []map[string]any {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	var out []map[string]any
 	sc := bufio.NewScanner(resp.Body)
 	event := ""
 	for sc.Scan() {
@@ -35,13 +34,24 @@ func events(t *testing.T, url, body string) []map[string]any {
 			if err := json.Unmarshal([]byte(d), &m); err != nil {
 				t.Fatal(err)
 			}
-			if m["type"] != event {
-				t.Errorf("event %q carries type %v", event, m["type"])
-			}
-			out = append(out, m)
+			names, data = append(names, event), append(data, m)
+			event = ""
 		}
 	}
-	return out
+	return names, data
+}
+
+// events posts body to url and returns the data of each server-sent
+// event, checking that each names its type.
+func events(t *testing.T, url, body string) []map[string]any {
+	t.Helper()
+	names, data := stream(t, url, body)
+	for i, m := range data {
+		if m["type"] != names[i] {
+			t.Errorf("event %q carries type %v", names[i], m["type"])
+		}
+	}
+	return data
 }
 
 func types(evs []map[string]any) string {
@@ -101,30 +111,13 @@ func TestServer_ResponsesStream(t *testing.T) {
 // event: the Gemini API's events carry no event name.
 func geminiData(t *testing.T, url, body string) []map[string]any {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("Content-Type %q", ct)
-	}
-	var out []map[string]any
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "event:") {
-			t.Errorf("an event name: %q", line)
-		}
-		if d, ok := strings.CutPrefix(line, "data: "); ok {
-			var m map[string]any
-			if err := json.Unmarshal([]byte(d), &m); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, m)
+	names, data := stream(t, url, body)
+	for _, n := range names {
+		if n != "" {
+			t.Errorf("an event name: %q", n)
 		}
 	}
-	return out
+	return data
 }
 
 // parts returns the parts of a GenerateContentResponse's first candidate,

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/fakemodel"
-	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
 )
@@ -231,18 +229,6 @@ func checkGeminiChat(t *testing.T, path string, raw []byte, project string) []tr
 	if !slices.ContainsFunc(systems, func(s string) bool { return strings.Contains(s, omitsSummary) }) {
 		t.Errorf("system events %q: none holds the compression's summary", systems)
 	}
-	db := dbtest.Open(t, store.Options{})
-	if _, err := db.Append(ss[0].ID, ss[0].Events...); err != nil {
-		t.Fatal(err)
-	}
-	again, _, err := transcript.Read(transcript.Gemini, bytes.NewReader(raw), transcript.Options{File: path, Target: func(conv string) (transcript.Target, error) {
-		return transcript.Target{Session: conv, Stored: func(ref string) (ok bool, err error) {
-			err = db.View(func(s *store.Snapshot) (err error) { _, ok, err = s.Ref(conv, ref); return err })
-			return ok, err
-		}}, nil
-	}})
-	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
-		t.Errorf("the chat read again against the store: %v, want no event", err)
-	}
+	readAgainAddsNothing(t, transcript.Gemini, path, raw, ss[0])
 	return ss
 }

@@ -13,16 +13,18 @@
 //
 // A Hook (New) runs one hook input (ReadInput) by its Action:
 //
-//   - ActionCompact (Claude Code's and Codex's PreCompact, Gemini CLI's
-//     PreCompress) imports the transcript into the session its session_id
-//     names and compacts the session's head into one L1 node with the
-//     extractive summarizer, valid by construction: a marker stands where
-//     the agent is about to cut — unless the session's last event is the
-//     hook's own (a check or an injection it stored): nothing new, nothing
-//     compacted, so that running the hooks again changes nothing.
-//   - ActionCheck (PostCompact) checks the agent's summary — the records
-//     of it in the transcript, or the summary the input carries — against
-//     the state at the boundary (Check), and stores the check once as a
+//   - ActionCompact (Claude Code's and Codex's PreCompact) imports the
+//     transcript into the session its session_id names and compacts the
+//     session's head into one L1 node with the extractive summarizer,
+//     valid by construction: a marker stands where the agent is about to
+//     cut — unless the session's last event is the hook's own (a check or
+//     an injection it stored): nothing new, nothing compacted, so that
+//     running the hooks again changes nothing.
+//   - ActionCheck (PostCompact; Gemini CLI's PreCompress, which runs
+//     before every turn of the model, compressing or not) imports the
+//     transcript and checks the agent's summary — the records of it in
+//     the transcript, or the summary the input carries — against the
+//     state at the boundary (Check), and stores the check once as a
 //     system event (ParseCheck reads it back; Sessions lists them).
 //   - ActionInject (SessionStart after a compaction) imports what the
 //     agent wrote since, makes sure a marker stands at the boundary,

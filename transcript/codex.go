@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/tier"
 )
 
@@ -88,16 +86,8 @@ func newCodexReader(d *Decoder) *codexReader {
 
 // record reads one line.
 func (r *codexReader) record(raw []byte) error {
-	if !json.Valid(raw) {
-		var v any
-		msg := "invalid JSON"
-		if err := json.Unmarshal(raw, &v); err != nil {
-			msg = err.Error()
-		}
-		return errors.Wrap(ErrBadJSON, msg)
-	}
-	if raw[0] != '{' {
-		return errors.Wrap(ErrBadRecord, "a line must be a JSON object")
+	if err := jsonObject(raw, "a line"); err != nil {
+		return err
 	}
 	var l codexLine
 	malformed := json.Unmarshal(raw, &l) != nil

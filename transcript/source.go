@@ -231,3 +231,22 @@ func (s *lineSource) readLine() ([]byte, error) {
 	}
 	return nil, errors.Wrapf(err, "reading %s", s.file)
 }
+
+// jsonObject checks that raw, a record of a line-oriented format, is a
+// JSON object: an error wrapping ErrBadJSON for invalid JSON (the
+// decoder's reason), ErrBadRecord for another JSON value ("what must be
+// a JSON object").
+func jsonObject(raw []byte, what string) error {
+	if !json.Valid(raw) {
+		var v any
+		msg := "invalid JSON"
+		if err := json.Unmarshal(raw, &v); err != nil {
+			msg = err.Error()
+		}
+		return errors.Wrap(ErrBadJSON, msg)
+	}
+	if raw[0] != '{' {
+		return errors.Wrapf(ErrBadRecord, "%s must be a JSON object", what)
+	}
+	return nil
+}

@@ -39,10 +39,16 @@ const (
 	// {timestamp, type, payload}, one thread, the session its session_meta
 	// names.
 	Codex Format = "codex"
+	// Gemini is a Gemini CLI chat recording
+	// (~/.gemini/tmp/<project>/chats/session-*.jsonl): lines of message
+	// records, "$set" and "$rewindTo" records, one conversation, the
+	// session its sessionId names; and the single JSON document
+	// (session-*.json) of the versions before April 2026.
+	Gemini Format = "gemini"
 )
 
 // Formats lists the formats in the order the command line documents them.
-func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode, Codex} }
+func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode, Codex, Gemini} }
 
 // ParseFormat returns the format named s, or an error wrapping
 // ErrUnknownFormat.
@@ -52,7 +58,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	names := make([]string, 0, 4)
+	names := make([]string, 0, 5)
 	for _, f := range Formats() {
 		names = append(names, string(f))
 	}
@@ -275,6 +281,8 @@ func fieldSafe(s string) string {
 //     "<sessionId>/agent-<agentId>". Records that name no session (file
 //     snapshots, summaries) belong to the session of the records around
 //     them; a file without any sessionId is named after the file.
+//   - Codex and Gemini CLI: the rollout's (session_meta's id) or the chat's
+//     (sessionId) one conversation.
 //   - OpenAI and Anthropic: a JSON object holding a list of messages under
 //     "messages" (or "input", "chat_messages", "history", "conversation",
 //     "conversations", "turns", "steps", "trajectory": the first whose
@@ -303,6 +311,7 @@ type Decoder struct {
 	an   *anthropicReader
 	cc   *claudeCodeReader
 	cx   *codexReader
+	gm   *geminiReader
 
 	sh       shared        // the line being mapped, the events mapped, a bug met
 	conv     *conversation // the conversation of the record being mapped
@@ -360,6 +369,9 @@ func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	case Codex:
 		d.src = newLineSource(r, opts.File, opts.MaxRecordBytes)
 		d.cx = newCodexReader(d)
+	case Gemini:
+		d.src = newValueSource(r, opts.File, opts.MaxRecordBytes)
+		d.gm = newGeminiReader(d)
 	default:
 		_, err := ParseFormat(string(f))
 		return nil, err
@@ -394,6 +406,8 @@ func (d *Decoder) Next() (tier.Event, error) {
 				err = d.cc.record(raw)
 			case d.cx != nil:
 				err = d.cx.record(raw)
+			case d.gm != nil:
+				err = d.gm.record(raw)
 			default:
 				err = d.value(raw, d.src.(*valueSource).listed)
 			}

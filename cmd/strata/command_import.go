@@ -51,11 +51,12 @@ type importOptions struct {
 func newImportCommand() *cobra.Command {
 	o := &importOptions{}
 	cmd := &cobra.Command{
-		Use:   "import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...",
+		Use:   "import --format openai|anthropic|claude-code|codex|gemini [--session ID] [--db DB [policy flags]] [--json] FILE...",
 		Short: "Convert agent transcripts into events, or store and compact them in a database",
 		Long: `Convert transcripts into raw events (docs/events.md): OpenAI chat messages,
-Anthropic Messages, or Claude Code session files (~/.claude/projects/*/*.jsonl).
-"-" reads stdin.
+Anthropic Messages, Claude Code session files (~/.claude/projects/*/*.jsonl),
+Codex rollouts (~/.codex/sessions/Y/M/D/rollout-*.jsonl) or Gemini CLI chats
+(~/.gemini/tmp/<project>/chats/session-*.jsonl or .json). "-" reads stdin.
 
 A file holds one conversation or several: a JSON array or JSONL of messages,
 an object holding them under "messages" (or "input", "chat_messages",
@@ -127,7 +128,7 @@ a FILE.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic, claude-code or codex (required)")
+	f.StringVar(&o.format, "format", "", "the transcript format: openai, anthropic, claude-code, codex or gemini (required)")
 	f.StringVar(&o.session, "session", "", "the session of every conversation (default: each conversation's id, else the file's name)")
 	f.StringVar(&o.db, "db", "", "store and compact in this database, a file (created if missing; its directory must exist) or a postgres:// URL, instead of writing JSONL to stdout")
 	f.StringVar(&o.dir, "dir", "", "the agent's working directory: files under it are named relative to it in keys (Claude Code: each record's cwd)")
@@ -141,7 +142,7 @@ a FILE.`,
 // validate checks the flags; its errors are bad usage.
 func (o *importOptions) validate() error {
 	if o.format == "" {
-		return usagef("--format is required (openai, anthropic, claude-code or codex)")
+		return usagef("--format is required (openai, anthropic, claude-code, codex or gemini)")
 	}
 	f, err := transcript.ParseFormat(o.format)
 	if err != nil {
@@ -277,7 +278,7 @@ func (o *importOptions) decodeOptions(name string, target func(string) (transcri
 // readErr hints at the format when a file holds nothing of it.
 func (o *importOptions) readErr(err error) error {
 	if errors.Is(err, transcript.ErrNothingRecognized) {
-		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic, claude-code and codex (strata import --help)", o.f)
+		err = errors.WithHintf(err, "is --format %s right? the formats are openai, anthropic, claude-code, codex and gemini (strata import --help)", o.f)
 	}
 	return err
 }

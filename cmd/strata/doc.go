@@ -10,7 +10,7 @@
 //	strata replay --db DB [flags] FILE...
 //	strata compact DB [--session ID]... [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
 //	               [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json]
-//	strata import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...
+//	strata import --format openai|anthropic|claude-code|codex|gemini [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
 //	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
 //	strata resume DB|URL --session ID [--marker ID|latest] [--budget N] [--json]
@@ -32,6 +32,11 @@
 //	strata claude-code uninstall [--user] [--dir PROJECT]
 //	strata claude-code status [--user] [--dir PROJECT] [--db DB] [--json]
 //	strata claude-code hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
+//	strata gemini hook|install|status|uninstall
+//	strata gemini install [--user] [--db DB] [--dir PROJECT]
+//	strata gemini uninstall [--user] [--dir PROJECT]
+//	strata gemini status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata gemini hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
 //	strata completion bash|fish|powershell|zsh
 //
 // replay also takes --session ID (the session of lines that name none),

@@ -1,6 +1,7 @@
 package realclient_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/transcript"
 )
 
 // client returns the path of a real client: the environment variable env,
@@ -80,4 +85,24 @@ func baseEnv(t *testing.T, root, bin string) []string {
 	}
 	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	return []string{"HOME=" + home, "PATH=" + path, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}
+}
+
+// readAgainAddsNothing stores the session s read from raw (the file at
+// path, in format f) and reads raw again against that store: every record
+// is known by its ref, so no event comes out.
+func readAgainAddsNothing(t *testing.T, f transcript.Format, path string, raw []byte, s transcript.Session) {
+	t.Helper()
+	db := dbtest.Open(t, store.Options{})
+	if _, err := db.Append(s.ID, s.Events...); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := transcript.Read(f, bytes.NewReader(raw), transcript.Options{File: path, Target: func(conv string) (transcript.Target, error) {
+		return transcript.Target{Session: conv, Stored: func(ref string) (ok bool, err error) {
+			err = db.View(func(s *store.Snapshot) (err error) { _, ok, err = s.Ref(conv, ref); return err })
+			return ok, err
+		}}, nil
+	}})
+	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
+		t.Errorf("%s read again against the store: %v, %d sessions, want no event", path, err, len(again))
+	}
 }

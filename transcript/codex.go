@@ -16,6 +16,12 @@ type codexLine struct {
 	Timestamp json.RawMessage `json:"timestamp"`
 	Type      string          `json:"type"`
 	Payload   json.RawMessage `json:"payload"`
+	// Metadata is the line's own (Codex 0.171): compaction_output marks
+	// the item the model answered a compaction request with — the
+	// summary, which the compacted record after it carries again.
+	Metadata struct {
+		CompactionOutput bool `json:"compaction_output"`
+	} `json:"metadata"`
 }
 
 // codexItem is the payload of a response_item line (a Responses API item
@@ -192,6 +198,9 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 	case l.Type == "event_msg":
 		d.recognized++
 		r.event(&p)
+	case l.Type == "response_item" && l.Metadata.CompactionOutput:
+		d.recognized++
+		b.rep.skip(&b.rep.Skipped, "compaction_output")
 	case l.Type == "response_item":
 		d.recognized++
 		return r.item(raw, &p, t)

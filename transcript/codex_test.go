@@ -250,8 +250,13 @@ func TestRead_Codex(t *testing.T) {
 		t.Errorf("%d compaction events, report %d: want 1", n, s.Report.Compactions)
 	}
 	rep := s.Report
-	if rep.DuplicateRecords != 1 || rep.Skipped["reasoning"] != 1 || rep.Skipped["compaction"] != 1 || rep.Skipped["hook_context"] != 2 || rep.Skipped["developer"] != 1 {
-		t.Errorf("report %s: want the re-logged item, the encrypted reasoning and compaction, two hook contexts and the developer message counted", rep.String())
+	if rep.DuplicateRecords != 1 || rep.Skipped["reasoning"] != 1 || rep.Skipped["compaction"] != 1 || rep.Skipped["hook_context"] != 2 || rep.Skipped["developer"] != 1 || rep.Skipped["compaction_output"] != 1 {
+		t.Errorf("report %s: want the re-logged item, the encrypted reasoning and compaction, two hook contexts, the developer message and the summary's compaction_output item counted", rep.String())
+	}
+	for _, e := range s.Events {
+		if e.Kind == tier.KindAssistant && strings.Contains(e.Text, "Summary:") {
+			t.Errorf("assistant event %q: the compaction_output item is the summary the compacted record carries", e.Text)
+		}
 	}
 	checkLedger(t, stored(t, s.Events), ledgerWant{artifacts: []string{"docs/release.md", "src/build.go"}})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 )
@@ -93,7 +94,7 @@ put them in, nothing is made and the line goes to stderr.`,
 	f := cmd.Flags()
 	f.StringVar(&o.db, "db", "", "the store: a file (created if missing) or a postgres:// URL (default .claude/strata.db of the project)")
 	f.StringVar(&o.log, "log", "", "the log file (default strata.log beside the store)")
-	f.IntVar(&o.budget, "budget", claudecode.DefaultBudget, fmt.Sprintf("the token budget of the injected state (at least %d)", claudecode.MinBudget))
+	f.IntVar(&o.budget, "budget", companion.DefaultBudget, fmt.Sprintf("the token budget of the injected state (at least %d)", companion.MinBudget))
 	f.DurationVar(&o.timeout, "timeout", defaultHookTimeout, "how long to wait for the store's lock, held by another hook")
 	// A hook never exits 2, which PreCompact reads as "do not compact": a
 	// bad flag is logged like any failure, and the hook does nothing.
@@ -107,15 +108,15 @@ put them in, nothing is made and the line goes to stderr.`,
 // run runs the hook: nothing it meets makes it fail. usage is a problem
 // of the command line, logged as a failure before anything is done.
 func (o *claudeCodeHookOptions) run(cmd *cobra.Command, usage error) {
-	in, inErr := claudecode.ReadInput(cmd.InOrStdin())
+	in, inErr := companion.ReadInput(claudecode.Agent{}, cmd.InOrStdin())
 	projectDir := os.Getenv("CLAUDE_PROJECT_DIR")
 	db := o.db
 	if db == "" {
-		db = claudecode.DefaultStore(projectDir, in.Cwd)
+		db = companion.DefaultStore(claudecode.Agent{}, projectDir, in.Cwd)
 	}
 	logPath := o.log
 	if logPath == "" {
-		logPath = claudecode.DefaultLog(db, projectDir, in.Cwd)
+		logPath = companion.DefaultLog(claudecode.Agent{}, db, projectDir, in.Cwd)
 	}
 	line, output := o.hook(cmd, in, inErr, usage, db)
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -129,7 +130,7 @@ func (o *claudeCodeHookOptions) run(cmd *cobra.Command, usage error) {
 		fmt.Fprintf(errOut, "strata claude-code hook: %s\n", line)
 	default:
 		if err = os.MkdirAll(filepath.Dir(logPath), 0o700); err == nil {
-			err = claudecode.AppendLog(logPath, time.Now(), line)
+			err = companion.AppendLog(logPath, time.Now(), line)
 		}
 	}
 	if err != nil {
@@ -137,7 +138,7 @@ func (o *claudeCodeHookOptions) run(cmd *cobra.Command, usage error) {
 	}
 	if output != nil {
 		if _, err := out.Write(output); err != nil {
-			_ = claudecode.AppendLog(logPath, time.Now(), in.HookEventName+" FAILED writing the output: "+err.Error())
+			_ = companion.AppendLog(logPath, time.Now(), in.HookEventName+" FAILED writing the output: "+err.Error())
 		}
 	}
 }
@@ -146,7 +147,7 @@ func (o *claudeCodeHookOptions) run(cmd *cobra.Command, usage error) {
 // (nil for none). A failure on the store carries the hints the other
 // commands give (explain): run verify on a damaged store, which process
 // holds a locked one, what a file that is not a store is.
-func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, inErr, usage error, db string) (line string, output []byte) {
+func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in companion.Input, inErr, usage error, db string) (line string, output []byte) {
 	failed := func(what string, err error) (string, []byte) {
 		name := in.HookEventName
 		if name == "" {
@@ -164,12 +165,12 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 		return failed("(the command line)", usage)
 	case inErr != nil:
 		return failed("reading the hook input", inErr)
-	case o.budget < claudecode.MinBudget:
-		return failed("(the command line)", errors.Newf("--budget must be at least %d, got %d", claudecode.MinBudget, o.budget))
+	case o.budget < companion.MinBudget:
+		return failed("(the command line)", errors.Newf("--budget must be at least %d, got %d", companion.MinBudget, o.budget))
 	case o.timeout <= 0:
 		return failed("(the command line)", errors.Newf("--timeout must be positive, got %s", o.timeout))
 	case !in.Handled():
-		r := claudecode.Result{Input: in, Ignored: true}
+		r := companion.Result{Input: in, Ignored: true}
 		return r.Line(), nil
 	}
 	t, err := in.OpenTranscript()
@@ -194,7 +195,7 @@ func (o *claudeCodeHookOptions) hook(cmd *cobra.Command, in claudecode.Input, in
 	if err != nil {
 		return failed("opening the store "+shown, explain(cmd, explainOpen(err), shown))
 	}
-	h, err := claudecode.New(st, claudecode.Options{Budget: o.budget, DB: shown})
+	h, err := companion.New(st, claudecode.Agent{}, companion.Options{Budget: o.budget, DB: shown})
 	if err != nil {
 		st.Close()
 		return failed("(setting up)", err)

@@ -169,7 +169,7 @@ func strataHooksElsewhere(s *claudeSettings) ([]claudeHooksElsewhere, error) {
 func (s *claudeSettings) hookDB(db string) (arg, machine string, err error) {
 	switch {
 	case db == "":
-		db = filepath.Join(s.dir, claudecode.StoreName)
+		db = filepath.Join(s.dir, companion.StoreName)
 	case isURL(db):
 		return "", "", usagef("--db %s is a debug handler's URL, which only reads: the hook writes to its store, a file or a postgres:// URL", db)
 	case postgres.IsURL(db):
@@ -555,7 +555,7 @@ func ignoreStore(out io.Writer, s *claudeSettings, command string) (companion.Ig
 	if s.user || !ok {
 		return companion.Ignored{}, nil
 	}
-	log := claudecode.DefaultLog(db, s.project, "")
+	log := companion.DefaultLog(claudecode.Agent{}, db, s.project, "")
 	var files []string
 	if !postgres.IsURL(db) {
 		files = append(files, db)
@@ -757,8 +757,8 @@ func (o *claudeInstallOptions) uninstall(out, errOut io.Writer) error {
 			fmt.Fprintf(out, "the store stays: %s\n", s.show(db))
 			continue
 		}
-		shown, log := s.show(db), filepath.Join(filepath.Dir(db), claudecode.LogName)
-		shownLog := filepath.Join(filepath.Dir(shown), claudecode.LogName)
+		shown, log := s.show(db), filepath.Join(filepath.Dir(db), companion.LogName)
+		shownLog := filepath.Join(filepath.Dir(shown), companion.LogName)
 		switch {
 		case fileExists(db):
 			fmt.Fprintf(out, "the store stays: %s; to delete it: rm -f %s %s\n", shown, shellQuote(shown), shellQuote(shownLog))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -74,7 +75,7 @@ type claudeStatusSession struct {
 }
 
 // claudeSummaryCheck is one stored check of Claude Code's summary
-// (claudecode.ParseCheck): the facts the raw log implies at Boundary that
+// (companion.ParseCheck): the facts the raw log implies at Boundary that
 // the summary does not mention.
 type claudeSummaryCheck struct {
 	Seq        uint64 `json:"seq"`                   // the check's event
@@ -222,7 +223,7 @@ func (o *claudeStatusOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	st.Hooks = append(st.Hooks, hooks...)
-	db := filepath.Join(s.dir, claudecode.StoreName)
+	db := filepath.Join(s.dir, companion.StoreName)
 	if len(hooks) > 0 {
 		if named, ok := s.storeOf(hooks[0].Command); ok {
 			db = named
@@ -310,7 +311,7 @@ func (o *claudeStatusOptions) sessions(path string) (out []claudeStatusSession, 
 				if transcript.IsClaudeCodeCompaction(e) {
 					cs.Compactions++
 				}
-				if c, omitted, ok := claudecode.ParseCheck(e); ok {
+				if c, omitted, ok := companion.ParseCheck(e); ok {
 					cs.SummaryChecks = append(cs.SummaryChecks, claudeSummaryCheck{Seq: e.Seq, SummarySeq: c.Summary, Boundary: c.Boundary,
 						Facts: c.Facts, Omitted: omitted, SummaryOmitted: append([]string{}, c.Unmentioned...)})
 				}

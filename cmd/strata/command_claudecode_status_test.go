@@ -398,7 +398,7 @@ func TestClaudeCodeStatus_SummaryOmitted(t *testing.T) {
 		t.Fatalf("status: %+v; want one session, one compaction, one check", st.Sessions)
 	}
 	c := st.Sessions[0].SummaryChecks[0]
-	want := []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)", "artifact migrations/003_down.sql"}
+	want := []string{"FAILED `ls /nonexistent/dir` (Bash)", "artifact migrations/003_down.sql"}
 	// The doc's figures: the check is the event after PreCompact's head,
 	// seq 9 (the transcript's first 9 events), made at PostCompact.
 	if c.Seq != 10 || c.Boundary != 9 || c.Facts != 2 || c.Omitted != 2 || c.SummarySeq != 0 || !slices.Equal(c.SummaryOmitted, want) {

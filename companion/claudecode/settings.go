@@ -9,23 +9,6 @@ import (
 	"github.com/strata-go/strata/companion"
 )
 
-// HookEvents are the Claude Code hook events strata's hook runs on, each
-// with the matcher of its group: PreCompact with none, which is every
-// trigger (manual and auto); SessionStart only when the session starts
-// again after a compaction; PostCompact with none, whose input carries
-// Claude Code's summary.
-var HookEvents = []struct{ Name, Matcher string }{
-	{EventPreCompact, ""},
-	{EventSessionStart, SourceCompact},
-	{EventPostCompact, ""},
-}
-
-// HookTimeout is the timeout, in seconds, install gives each hook: Claude
-// Code stops a hook that runs longer. A hook's work is an incremental
-// import and one compaction; the first run on a long transcript imports
-// it whole.
-const HookTimeout = 30
-
 // StrataHooks returns strata's hooks in a settings text (file names it in
 // errors): every hook handler whose command is strata's hook
 // (IsStrataHook), under any event. A text that is not JSON, or whose

@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -66,7 +68,7 @@ const CodexCompacted = "Codex compacted the conversation"
 const CodexSummaryRef = "#message"
 
 // IsCodexCompaction reports whether e is the event of a Codex compacted
-// record. Its Ref names the record.
+// record. Its Ref names the record: "compacted:" and a hash of the line.
 func IsCodexCompaction(e tier.Event) bool {
 	return e.Kind == tier.KindSystem && e.Text == CodexCompacted
 }
@@ -212,7 +214,7 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 		return r.item(raw, &p, t)
 	case l.Type == "compacted":
 		d.recognized++
-		if known, err := r.stored(raw, ""); known || err != nil {
+		if known, err := r.stored(raw, compactedRef(raw)); known || err != nil {
 			return err
 		}
 		b.rep.Compactions++
@@ -230,6 +232,16 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 		b.rep.skip(&b.rep.Unknown, l.Type)
 	}
 	return nil
+}
+
+// compactedRef is the ref of a compacted record, which has no id: the
+// first 16 hex digits of the SHA-256 of its JSON without insignificant
+// space, after "compacted:". Unlike a ref derived from the record's
+// position, it is the same whether the rollout is read whole or from an
+// item the session holds on (an incremental import).
+func compactedRef(raw []byte) string {
+	h := sha256.Sum256(compactJSON(raw))
+	return "compacted:" + hex.EncodeToString(h[:8])
 }
 
 // stored names the record by its ref — id, else the position and a hash —

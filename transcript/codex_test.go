@@ -315,3 +315,35 @@ func TestRead_CodexGrownAndAgain(t *testing.T) {
 		})
 	}
 }
+
+// A compacted record, which has no id, has the same ref read whole and
+// read from the middle of the rollout — as an incremental import reads it
+// from the item the session holds last — so that the two reads store it
+// once.
+func TestRead_CodexCompactedRefIsPositionFree(t *testing.T) {
+	raw, err := os.ReadFile("testdata/codex/rollout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refOf := func(raw []byte) string {
+		ss, _, err := transcript.Read(transcript.Codex, bytes.NewReader(raw), transcript.Options{File: "rollout.jsonl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			for _, e := range s.Events {
+				if transcript.IsCodexCompaction(e) {
+					return e.Ref
+				}
+			}
+		}
+		t.Fatalf("no compaction read")
+		return ""
+	}
+	whole := refOf(raw)
+	tail := raw[bytes.Index(raw, []byte(`"id":"msg_a1"`)):]
+	tail = tail[bytes.IndexByte(tail, '\n')+1:]
+	if part := refOf(tail); part != whole || !strings.HasPrefix(whole, "compacted:") {
+		t.Errorf("the compacted record's ref: %q read whole, %q read from the middle; want one, compacted:…", whole, part)
+	}
+}

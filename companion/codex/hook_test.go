@@ -243,3 +243,26 @@ func TestHook_LiveOrder(t *testing.T) {
 		t.Errorf("user events %q, %d compactions; want the two prompts and one", users, compactions)
 	}
 }
+
+// A summary that names the failed command and the file written mentions
+// every fact: the check reads an exec_command's command from its cmd, and
+// a file by its path under the session's directory.
+func TestHook_SummaryThatMentionsAll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	lines, runs := readRecorded(t, path)
+	for i, l := range lines {
+		l = bytes.ReplaceAll(l, []byte("Errors: none. Every step succeeded."), []byte("Errors: `ls /nonexistent/dir` failed."))
+		lines[i] = bytes.ReplaceAll(l, []byte("Files: none of note."), []byte("Files: wrote migrations/003_down.sql."))
+	}
+	h := newHook(t, dbtest.Open(t, store.Options{NoSync: true}))
+	var check *companion.Check
+	for _, hr := range runs[:3] {
+		writeTo(t, path, lines[:hr.lines])
+		if r := run(t, h, hr.in); r.Check != nil {
+			check = r.Check
+		}
+	}
+	if check == nil || check.Facts != 2 || len(check.Unmentioned) != 0 {
+		t.Fatalf("check %+v; want both facts mentioned", check)
+	}
+}

@@ -366,8 +366,8 @@ Exit codes: 0 success, 1 error, 2 bad usage, 3 verify found problems,
 		newServeCommand(),
 		newSessionsCommand(),
 		newVersionCommand(),
-		newClaudeCodeCommand(),
 	)
+	root.AddCommand(newAgentCommands()...)
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/codex"
 )
 
 // agents are the coding agents strata runs beside, each as
@@ -22,6 +23,7 @@ import (
 // adapter each). Adding an agent is its adapter package and a line here.
 var agents = []companion.Agent{
 	claudecode.Agent{},
+	codex.Agent{},
 }
 
 // defaultHookTimeout is the hook's wait for the store's lock: long enough

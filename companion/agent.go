@@ -51,9 +51,11 @@ type Agent interface {
 	// IsCompaction reports whether e is the event the import made of the
 	// agent's own record of a compaction (its boundary), which the
 	// import stores as a system event: the summary the agent made is the
-	// record whose events follow it, system events of a record of their
-	// own. An agent whose transcript records no compaction returns
-	// false: its boundary is the head its pre-compaction hook compacted.
+	// system events right after it — the rest of that record's events
+	// when the record carries the summary (Codex's compacted record), or
+	// the next record's (Claude Code's isCompactSummary record). An agent
+	// whose transcript records no compaction returns false: its boundary
+	// is the head its pre-compaction hook compacted.
 	IsCompaction(e tier.Event) bool
 	// Preserved returns the ref of the first record the agent keeps
 	// verbatim in its context after its summary, as its record of the

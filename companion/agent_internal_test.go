@@ -1,6 +1,7 @@
 package companion
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/strata-go/strata/tier"
@@ -41,3 +42,29 @@ func (testAgent) Preserved(*TranscriptFile, tier.Event) (string, error) {
 	return "", nil
 }
 func (testAgent) Settings() *Settings { return &Settings{Dir: ".test", File: "settings.json"} }
+
+// codexAgent reads Codex rollouts, whose compacted record carries the
+// summary itself.
+type codexAgent struct{ testAgent }
+
+func (codexAgent) Format() transcript.Format { return transcript.Codex }
+func (codexAgent) IsRecord(line []byte, ref string) bool {
+	return bytes.Contains(line, []byte(JSONString(ref)))
+}
+func (codexAgent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
+
+// onceAgent has no hook right after its compaction and no record of one
+// (as Gemini CLI): it compacts at PreCompress and injects at the first
+// BeforeAgent after it.
+type onceAgent struct{ testAgent }
+
+func (onceAgent) Action(in *Input) Action {
+	switch in.HookEventName {
+	case "PreCompress":
+		return ActionCompact
+	case "BeforeAgent":
+		return ActionInjectOnce
+	}
+	return ActionIgnore
+}
+func (onceAgent) IsCompaction(tier.Event) bool { return false }

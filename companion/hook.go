@@ -350,17 +350,20 @@ func (h *Hook) compaction(session string, at sessionState, t *TranscriptFile) (c
 			c.boundary--
 		}
 		c.covered = c.boundary
-		// The store keeps the events, not the isCompactSummary flag: the
-		// records between the two that carry no event are not stored, so
-		// the summary is the record of the next event, when that is a
-		// system event of a record. A summary without text stores no
-		// event, and is not checked.
+		// The store keeps the events, not the records' flags: the records
+		// between the two that carry no event are not stored, so the
+		// summary is the next event's record, when that is a system event
+		// — the rest of the compaction's own record when the agent writes
+		// the summary in it (Codex's compacted record), else the record
+		// after it (Claude Code's isCompactSummary record). A summary
+		// without text stores no event, and is not checked.
 		if after.Seq != bound.Seq+1 || after.Kind != tier.KindSystem || after.Ref == "" ||
-			after.Ref == bound.Ref || strings.HasPrefix(after.Ref, strataRefPrefix) {
+			strings.HasPrefix(after.Ref, strataRefPrefix) {
 			return nil
 		}
 		span, ok, err := s.Ref(session, after.Ref)
 		if err == nil && ok {
+			span.First = max(span.First, after.Seq)
 			c.summary = summaryRecord{ref: after.Ref, span: span}
 		}
 		return err

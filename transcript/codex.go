@@ -59,13 +59,8 @@ type codexEnd struct {
 // CodexCompacted is the text of the system event a Codex compacted record
 // gives: a compaction of Codex's own, where Codex cut. The summary Codex
 // kept (the record's message), when it has text, follows as a system
-// event whose ref is the record's with CodexSummaryRef appended: a record
-// of its own for a reader of the store, as Claude Code's summary is.
+// event of the same record.
 const CodexCompacted = "Codex compacted the conversation"
-
-// CodexSummaryRef ends the ref of the summary's event of a Codex
-// compacted record: the record's ref, then "#message".
-const CodexSummaryRef = "#message"
 
 // IsCodexCompaction reports whether e is the event of a Codex compacted
 // record. Its Ref names the record: "compacted:" and a hash of the line.
@@ -223,7 +218,6 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 			Message string `json:"message"`
 		}
 		if json.Unmarshal(l.Payload, &c) == nil {
-			b.ref += CodexSummaryRef
 			b.message(tier.KindSystem, c.Message, t)
 		}
 	case l.Type == "":

@@ -241,14 +241,9 @@ func TestRead_Codex(t *testing.T) {
 		t.Errorf("system events %q, want the environment, the compaction and its summary", systems)
 	}
 	n := 0
-	for i, e := range s.Events {
+	for _, e := range s.Events {
 		if transcript.IsCodexCompaction(e) {
 			n++
-			// The summary is a record of its own after the cut: its ref
-			// is the compacted record's, suffixed.
-			if next := s.Events[i+1]; next.Ref != e.Ref+transcript.CodexSummaryRef || next.Kind != tier.KindSystem {
-				t.Errorf("the event after the compaction %+v has ref %q, want %q", next, next.Ref, e.Ref+transcript.CodexSummaryRef)
-			}
 		}
 	}
 	if n != 1 || s.Report.Compactions != 1 {

@@ -118,8 +118,8 @@ func (Agent) Dir(t *companion.TranscriptFile, from int64) (string, error) {
 }
 
 // IsCompaction implements companion.Agent: the event of a compacted
-// record (transcript.IsCodexCompaction), whose summary follows it as an
-// event of a ref of its own.
+// record (transcript.IsCodexCompaction), whose summary follows it as the
+// record's next event.
 func (Agent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
 
 // Preserved implements companion.Agent: "". The user's messages Codex

@@ -20,7 +20,7 @@
 // session_meta or turn_context lines before it name (Dir), so that it
 // names the files a patch wrote as a whole read does. The boundary is the
 // last event before the compacted record's (transcript.IsCodexCompaction);
-// its summary is the event after it, of a ref of its own. Codex keeps no
+// its summary is the rest of that record's events. Codex keeps no
 // item verbatim after its summary but copies of the user's messages
 // before the cut (Preserved is "").
 //

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/fakemodel"
 	"github.com/strata-go/strata/store"
@@ -288,5 +289,73 @@ func checkCodexHookInputs(t *testing.T, log, rollout string) {
 	}
 	if !strings.Contains(rollout, session) {
 		t.Errorf("the hooks' session %s is not the rollout's %s", session, rollout)
+	}
+}
+
+// Codex gives the model a hook's additional context whole only up to
+// about 2,500 tokens: a context of strata's default budget (2,000 tokens
+// at 4 bytes a token) reaches the model whole, one of 12,000 bytes is cut
+// to a preview, the whole saved to a file (docs/codex.md).
+func TestCodex_HookContextLimit(t *testing.T) {
+	codex := client(t, "STRATA_TEST_CODEX")
+	root := t.TempDir()
+	project := filepath.Join(root, "project")
+	codexHome := filepath.Join(root, "home", ".codex")
+	for _, d := range []string{project, codexHome} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := fakemodel.Start(t, func(*fakemodel.Request) fakemodel.Reply {
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "ok"}}}
+	})
+	config := fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "FAKE_MODEL_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, srv.URL)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{companion.DefaultBudget * 4, 12000}
+	var groups []map[string]any
+	for i, n := range sizes {
+		text := fmt.Sprintf("BEGIN%d ", i) + strings.Repeat("word ", (n-16)/5) + fmt.Sprintf(" END%d", i)
+		out, err := companion.AdditionalContext("SessionStart", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(root, fmt.Sprintf("context-%d.json", i))
+		if err := os.WriteFile(file, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		groups = append(groups, map[string]any{"hooks": []map[string]any{{"type": "command", "command": "cat " + file, "timeout": 30}}})
+	}
+	raw, err := json.Marshal(map[string]any{"hooks": map[string]any{"SessionStart": groups}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "hooks.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(baseEnv(t, root, root), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
+	run(t, project, env, time.Minute, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "hi")
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no model request")
+	}
+	text := reqs[0].Text
+	whole := fmt.Sprintf("BEGIN0 %s END0", strings.Repeat("word ", (sizes[0]-16)/5))
+	if !strings.Contains(text, whole) {
+		t.Errorf("a context of %d bytes did not reach the model whole", sizes[0])
+	}
+	if !strings.Contains(text, "Warning: truncated output") || strings.Contains(text, "BEGIN1 "+strings.Repeat("word ", (sizes[1]-16)/5)) {
+		t.Errorf("a context of %d bytes reached the model whole, or without Codex's warning of its cut", sizes[1])
 	}
 }

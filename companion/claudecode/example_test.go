@@ -13,12 +13,12 @@ import (
 	"github.com/strata-go/strata/store"
 )
 
-// ExampleHook_Run drives the hooks as Claude Code does: PreCompact while
-// the transcript ends just before Claude Code's compaction, then
-// SessionStart(compact) once it has written its compact_boundary record
-// and its summary, whose output adds the state at the boundary to the
-// compacted context.
-func ExampleHook_Run() {
+// Example drives the hooks through Claude Code's adapter as Claude Code
+// does: PreCompact while the transcript ends just before Claude Code's
+// compaction, then SessionStart(compact) once it has written its
+// compact_boundary record and its summary, whose output adds the state at
+// the boundary to the compacted context.
+func Example() {
 	dir, _ := os.MkdirTemp("", "claudecode")
 	defer os.RemoveAll(dir)
 	whole, _ := os.ReadFile("../../transcript/testdata/claude-code/session.jsonl")

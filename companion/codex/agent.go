@@ -15,12 +15,13 @@ import (
 	"github.com/strata-go/strata/transcript"
 )
 
-// The hook events and the SessionStart source the hook acts on.
+// The hook events and the SessionStart source the hook acts on, named as
+// Claude Code names them (companion.EventPreCompact …).
 const (
-	EventPreCompact   = "PreCompact"
-	EventSessionStart = "SessionStart"
-	EventPostCompact  = "PostCompact"
-	SourceCompact     = "compact" // SessionStart before the first model request after a compaction
+	EventPreCompact   = companion.EventPreCompact
+	EventSessionStart = companion.EventSessionStart
+	EventPostCompact  = companion.EventPostCompact
+	SourceCompact     = companion.SourceCompact // SessionStart before the first model request after a compaction
 )
 
 // HookTimeout is the timeout, in seconds, install gives each hook: Codex
@@ -48,17 +49,7 @@ func (Agent) Title() string { return "Codex" }
 // Action implements companion.Agent: PreCompact and PostCompact (any
 // trigger), and SessionStart with source "compact". Every other event and
 // source is left alone.
-func (Agent) Action(in *companion.Input) companion.Action {
-	switch {
-	case in.HookEventName == EventPreCompact:
-		return companion.ActionCompact
-	case in.HookEventName == EventPostCompact:
-		return companion.ActionCheck
-	case in.HookEventName == EventSessionStart && in.Source == SourceCompact:
-		return companion.ActionInject
-	}
-	return companion.ActionIgnore
-}
+func (Agent) Action(in *companion.Input) companion.Action { return companion.CompactionAction(in) }
 
 // Output implements companion.Agent: SessionStart's JSON adding text to
 // the context, which Codex gives the model as a developer message marked
@@ -140,9 +131,7 @@ var settings = &companion.Settings{
 	UserDir: UserDir,
 	File:    "hooks.json",
 	Events:  HookEvents,
-	Handler: func(command string) companion.Object {
-		return companion.Object{{Key: "type", Value: "command"}, {Key: "command", Value: command}, {Key: "timeout", Value: HookTimeout}}
-	},
+	Handler: companion.CommandHandler(HookTimeout),
 }
 
 // UserDir returns Codex's home directory: $CODEX_HOME when it is set,
@@ -158,8 +147,4 @@ func UserDir(home string, getenv func(string) string) string {
 // the matcher of its group: PreCompact and PostCompact with none (Codex
 // takes no matcher for them), SessionStart only with the source
 // "compact".
-var HookEvents = []companion.HookEvent{
-	{Name: EventPreCompact},
-	{Name: EventSessionStart, Matcher: SourceCompact},
-	{Name: EventPostCompact},
-}
+var HookEvents = companion.CompactionEvents

@@ -58,34 +58,8 @@ func TestCodex_RealClientCompacts(t *testing.T) {
 	bin := buildStrata(t)
 	strata := filepath.Join(bin, "strata")
 	root := t.TempDir()
-	project := filepath.Join(root, "project")
-	codexHome := filepath.Join(root, "home", ".codex")
-	for _, d := range []string{filepath.Join(project, "migrations"), codexHome} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	srv := fakemodel.Start(t, codexScript())
-	config := fmt.Sprintf(`model = "gpt-5.5"
-model_provider = "fake"
-model_auto_compact_token_limit = 100000
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_MODEL_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects.%q]
-trust_level = "trusted"
-`, srv.URL, project)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	project, codexHome := newCodexHome(t, root, srv.URL)
 	hookLog := filepath.Join(root, "hook-inputs.jsonl")
 	recordHooks(t, filepath.Join(codexHome, "hooks.json"), hookLog)
 	env := append(baseEnv(t, root, bin), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
@@ -299,30 +273,10 @@ func checkCodexHookInputs(t *testing.T, log, rollout string) {
 func TestCodex_HookContextLimit(t *testing.T) {
 	codex := client(t, "STRATA_TEST_CODEX")
 	root := t.TempDir()
-	project := filepath.Join(root, "project")
-	codexHome := filepath.Join(root, "home", ".codex")
-	for _, d := range []string{project, codexHome} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	srv := fakemodel.Start(t, func(*fakemodel.Request) fakemodel.Reply {
 		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "ok"}}}
 	})
-	config := fmt.Sprintf(`model = "gpt-5.5"
-model_provider = "fake"
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_MODEL_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, srv.URL)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	project, codexHome := newCodexHome(t, root, srv.URL)
 	sizes := []int{companion.DefaultBudget * 4, 12000}
 	var groups []map[string]any
 	for i, n := range sizes {
@@ -358,4 +312,41 @@ stream_max_retries = 0
 	if !strings.Contains(text, "Warning: truncated output") || strings.Contains(text, "BEGIN1 "+strings.Repeat("word ", (sizes[1]-16)/5)) {
 		t.Errorf("a context of %d bytes reached the model whole, or without Codex's warning of its cut", sizes[1])
 	}
+}
+
+// newCodexHome makes a project under root, trusted, with a migrations
+// directory, and a CODEX_HOME whose config.toml sends Codex to the
+// scripted model at url (a model_providers entry of the Responses API, a
+// known model slug, for which Codex offers apply_patch) and makes it
+// compact at 100,000 tokens. It returns the two directories.
+func newCodexHome(t *testing.T, root, url string) (project, codexHome string) {
+	t.Helper()
+	project = filepath.Join(root, "project")
+	codexHome = filepath.Join(root, "home", ".codex")
+	for _, d := range []string{filepath.Join(project, "migrations"), codexHome} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "fake"
+model_auto_compact_token_limit = 100000
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "FAKE_MODEL_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[projects.%q]
+trust_level = "trusted"
+`, url, project)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return project, codexHome
 }

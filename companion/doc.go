@@ -23,7 +23,7 @@
 //   - ActionCheck (PostCompact) checks the agent's summary — the records
 //     of it in the transcript, or the summary the input carries — against
 //     the state at the boundary (Check), and stores the check once as a
-//     system event (ParseCheck reads it back).
+//     system event (ParseCheck reads it back; Sessions lists them).
 //   - ActionInject (SessionStart after a compaction) imports what the
 //     agent wrote since, makes sure a marker stands at the boundary,
 //     checks the summary when its records are there, and returns the

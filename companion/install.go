@@ -92,7 +92,7 @@ func (s *SettingsFile) Local() *SettingsFile {
 }
 
 // Elsewhere is strata's hooks in another settings file the agent reads
-// for the same sessions than the one a command is about.
+// for the same sessions as the one a command is about.
 type Elsewhere struct {
 	Settings string         `json:"settings"`
 	Hooks    []SettingsHook `json:"hooks"`
@@ -527,9 +527,9 @@ type Uninstalled struct {
 	// Missing says the settings file does not exist: nothing was
 	// installed.
 	Missing bool
-	// Removals are the files strata's hooks came out of — the settings
-	// file, then the project's local file — each with its hooks (none:
-	// the file held none).
+	// Main and Local are strata's hooks taken out of the settings file
+	// and of the project's local file (Settings.LocalFile), nil for a
+	// file that is not there; Removed is empty for a file that held none.
 	Main, Local *Removal
 	// LocalError is why the local file was left as it is: not JSON as the
 	// agent reads it.

@@ -30,7 +30,7 @@
 //     when they fall before the compact_boundary record, compacts up to it
 //     again, so the state injected is the state at the boundary. When the
 //     compact_boundary record itself is not in the file yet, the boundary
-//     is the head PreCompact compacted (Result.Unwritten), and Claude
+//     is the head PreCompact compacted (companion.Result.Unwritten), and Claude
 //     Code's summary is checked by PostCompact or a later hook. A check
 //     made at PostCompact counts the facts of the messages Claude Code
 //     keeps verbatim too: their records are not written yet.
@@ -50,7 +50,7 @@
 //     state at the previous one.
 //   - The marker named in the injected state resumes to the bytes whose
 //     sha256 it gives (the whole context: the summary nodes and every
-//     raw event after the boundary, State.Bytes long) until the next hook stores more (the resumed context
+//     raw event after the boundary, companion.State.Bytes long) until the next hook stores more (the resumed context
 //     holds the raw events after the marker) or a fold invalidates the
 //     marker (four compactions later); its node's claims stay.
 package claudecode

@@ -26,9 +26,9 @@ const maxNameBytes = 200
 const maxCheckBytes = 64 << 10
 
 // callSubjects are the arguments of the agents' tools that name what a
-// call works on: a file, a directory, a command, a pattern, a URL, a
-// query.
-var callSubjects = []string{"file_path", "notebook_path", "path", "command", "pattern", "url", "query"}
+// call works on: a file, a directory, a command (Codex's exec_command
+// names it cmd), a pattern, a URL, a query.
+var callSubjects = []string{"file_path", "notebook_path", "path", "command", "cmd", "pattern", "url", "query"}
 
 // Check says which facts of a State an agent's compact summary does not
 // mention: a fact is mentioned when its summary text holds one of the
@@ -175,7 +175,7 @@ func callNames(input, cwd string) []string {
 		if json.Unmarshal(args[k], &v) != nil || strings.TrimSpace(v) == "" {
 			continue
 		}
-		if k == "command" || k == "pattern" || k == "url" || k == "query" {
+		if k == "command" || k == "cmd" || k == "pattern" || k == "url" || k == "query" {
 			out = append(out, strings.TrimSpace(v))
 			continue
 		}

@@ -96,7 +96,7 @@ func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, 
 			if im.From >= im.To {
 				return nil // nothing written since
 			}
-			ss, im.Report, err = t.decode(a.Format(), im.From, tgt)
+			ss, im.Report, err = t.decode(a, im.From, tgt)
 			return err
 		})
 		if err != nil {
@@ -215,17 +215,35 @@ func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, st s
 	return t, st, anchor, nil
 }
 
+// A Directory is an Agent whose transcript names the directory the agent
+// works in only in records of their own (Codex's session_meta and
+// turn_context), not in every record: a read from the middle of the file
+// begins in the directory Dir returns, the one the records before offset
+// from name last ("" for none), so that it names the files under it as a
+// whole read does (transcript.Options.Dir).
+type Directory interface {
+	Dir(t *TranscriptFile, from int64) (string, error)
+}
+
 // decode reads the transcript's records from offset from to its end,
 // every conversation into the session of target. A read from the middle
 // of the file in which no record is of a kind the format knows (only
 // new record types) stores nothing and is no error; a line error names the
 // line of the whole file.
-func (t *TranscriptFile) decode(f transcript.Format, from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
-	r := io.NewSectionReader(t.f, from, t.end-from)
-	ss, rep, err := transcript.Read(f, r, transcript.Options{
+func (t *TranscriptFile) decode(a Agent, from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
+	opts := transcript.Options{
 		File: t.path, MainSession: true,
 		Target: func(string) (transcript.Target, error) { return target, nil },
-	})
+	}
+	if d, ok := a.(Directory); ok && from > 0 {
+		dir, err := d.Dir(t, from)
+		if err != nil {
+			return nil, transcript.Report{}, err
+		}
+		opts.Dir = dir
+	}
+	r := io.NewSectionReader(t.f, from, t.end-from)
+	ss, rep, err := transcript.Read(a.Format(), r, opts)
 	if errors.Is(err, transcript.ErrNothingRecognized) && from > 0 {
 		return nil, rep, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/strata-go/strata/backend/postgres"
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/codex"
 	"github.com/strata-go/strata/companion/gemini"
 )
 
@@ -23,6 +24,7 @@ import (
 // adapter each). Adding an agent is its adapter package and a line here.
 var agents = []companion.Agent{
 	claudecode.Agent{},
+	codex.Agent{},
 	gemini.Agent{},
 }
 
@@ -150,6 +152,13 @@ func newAgentInstallCommand(a companion.Agent, t agentText) *cobra.Command {
 	if t.local != "" {
 		local = " its " + t.local + " and"
 	}
+	named := "written " + t.store + `: the entry works from any directory and in any checkout
+and holds no path of this machine`
+	if t.env == "" {
+		named = t.store + ` of the project, written from $HOME when the project is under it,
+else as its absolute path, a path of this machine: ` + t.title + ` names the
+project in no variable for its hooks, which run in the session's directory`
+	}
 	cmd := &cobra.Command{
 		Use:   "install [--user] [--db DB] [--dir PROJECT]",
 		Short: fmt.Sprintf("Add strata's hooks to %s's settings", t.title),
@@ -160,8 +169,7 @@ for every project. A hook under each of %[4]s,
 each of the command strata %[5]s hook --db DB.
 
 DB is the store. By default it is beside the settings, strata.db,
-written %[6]s: the entry works from any directory and in any checkout
-and holds no path of this machine. --db DB chooses another: a file
+%[6]s. --db DB chooses another: a file
 (inside %[7]s) or a postgres:// URL. A relative file is taken from the
 current directory, as every strata command takes it, not from --dir; a
 file outside the project and the home directory stands in the settings
@@ -186,7 +194,7 @@ refused, naming its line and column, and left as it is. The file is
 replaced atomically, its mode kept; a link is followed. What install
 created (the file, the hooks object, an event's list) it notes in
 %[9]s, so that uninstall removes those too, and only those.`,
-			t.title, t.settings, t.user, t.events, t.name, t.store, where, local,
+			t.title, t.settings, t.user, t.events, t.name, named, where, local,
 			filepath.Join(a.Settings().Dir, companion.InstallRecordName)),
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -32,6 +32,11 @@
 //	strata claude-code uninstall [--user] [--dir PROJECT]
 //	strata claude-code status [--user] [--dir PROJECT] [--db DB] [--json]
 //	strata claude-code hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
+//	strata codex hook|install|status|uninstall
+//	strata codex install [--user] [--db DB] [--dir PROJECT]
+//	strata codex uninstall [--user] [--dir PROJECT]
+//	strata codex status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata codex hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
 //	strata gemini hook|install|status|uninstall
 //	strata gemini install [--user] [--db DB] [--dir PROJECT]
 //	strata gemini uninstall [--user] [--dir PROJECT]
@@ -108,6 +113,12 @@
 // column. uninstall removes exactly what install added; status shows the
 // hooks, the store and its sessions: Claude Code's compactions, strata's
 // markers, and the facts the latest marker carries.
+//
+// strata codex install, uninstall, status and hook do the same beside
+// Codex CLI (docs/codex.md): its hooks in .codex/hooks.json of the project
+// or, with --user, $CODEX_HOME/hooks.json; PreCompact compacts, PostCompact
+// checks the summary of Codex's compacted record, SessionStart(compact)
+// prints the state for Codex to give the model.
 //
 // A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
 // many processes read and write at once (the first caveat is the file's).

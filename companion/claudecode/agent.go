@@ -8,12 +8,13 @@ import (
 	"github.com/strata-go/strata/transcript"
 )
 
-// The hook events and the SessionStart source the hook acts on.
+// The hook events and the SessionStart source the hook acts on, which
+// Codex names alike (companion.EventPreCompact …).
 const (
-	EventPreCompact   = "PreCompact"
-	EventSessionStart = "SessionStart"
-	EventPostCompact  = "PostCompact"
-	SourceCompact     = "compact" // SessionStart right after a compaction
+	EventPreCompact   = companion.EventPreCompact
+	EventSessionStart = companion.EventSessionStart
+	EventPostCompact  = companion.EventPostCompact
+	SourceCompact     = companion.SourceCompact // SessionStart right after a compaction
 )
 
 // HookTimeout is the timeout, in seconds, install gives each hook: Claude
@@ -39,17 +40,7 @@ func (Agent) Title() string { return "Claude Code" }
 // Action implements companion.Agent: PreCompact and PostCompact (any
 // trigger), and SessionStart with source "compact". Every other event and
 // source is left alone.
-func (Agent) Action(in *companion.Input) companion.Action {
-	switch {
-	case in.HookEventName == EventPreCompact:
-		return companion.ActionCompact
-	case in.HookEventName == EventPostCompact:
-		return companion.ActionCheck
-	case in.HookEventName == EventSessionStart && in.Source == SourceCompact:
-		return companion.ActionInject
-	}
-	return companion.ActionIgnore
-}
+func (Agent) Action(in *companion.Input) companion.Action { return companion.CompactionAction(in) }
 
 // Output implements companion.Agent: SessionStart's JSON adding text to
 // the context.
@@ -96,9 +87,7 @@ var settings = &companion.Settings{
 	LocalFile:  "settings.local.json",
 	ProjectEnv: "CLAUDE_PROJECT_DIR",
 	Events:     HookEvents,
-	Handler: func(command string) companion.Object {
-		return companion.Object{{Key: "type", Value: "command"}, {Key: "command", Value: command}, {Key: "timeout", Value: HookTimeout}}
-	},
+	Handler:    companion.CommandHandler(HookTimeout),
 }
 
 // HookEvents are the Claude Code hook events strata's hook runs on, each
@@ -106,11 +95,7 @@ var settings = &companion.Settings{
 // trigger (manual and auto); SessionStart only when the session starts
 // again after a compaction; PostCompact with none, whose input carries
 // Claude Code's summary.
-var HookEvents = []companion.HookEvent{
-	{Name: EventPreCompact},
-	{Name: EventSessionStart, Matcher: SourceCompact},
-	{Name: EventPostCompact},
-}
+var HookEvents = companion.CompactionEvents
 
 // record is the part of a transcript record a search verifies, and of a
 // compact_boundary record the messages Claude Code kept verbatim after

@@ -52,6 +52,13 @@ func buildStrata(t *testing.T) string {
 // returns its stdout; a non-zero exit fails the test with its output.
 func run(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) string {
 	t.Helper()
+	stdout, _ := runOut(t, dir, env, timeout, name, args...)
+	return stdout
+}
+
+// runOut is run returning stderr too.
+func runOut(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) (string, string) {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -72,7 +79,7 @@ func run(t *testing.T, dir string, env []string, timeout time.Duration, name str
 		<-done
 		t.Fatalf("%s %q: still running after %s\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), args, timeout, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 // baseEnv is an environment of the test's own: HOME and the temporary

@@ -233,7 +233,12 @@ func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCl
 		if err != nil {
 			return nil, "", errors.Wrap(err, "import: reading stdin")
 		}
-		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, "stdin", nil
+		return func() (io.ReadCloser, error) {
+			return struct {
+				*bytes.Reader // an io.ReaderAt: a large conversation object is read again
+				io.Closer
+			}{bytes.NewReader(b), io.NopCloser(nil)}, nil
+		}, "stdin", nil
 	}
 	first := true
 	return func() (io.ReadCloser, error) {
@@ -247,8 +252,9 @@ func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCl
 		first = false
 		return struct {
 			io.Reader
+			io.ReaderAt // a large conversation object is read again (transcript.NewDecoder)
 			io.Closer
-		}{prog.reader(f), f}, nil
+		}{prog.reader(f), f, f}, nil
 	}, name, nil
 }
 

@@ -114,7 +114,7 @@ func (s *valueSource) next() ([]byte, int, error) {
 		s.limit(s.offset())
 		c, ok := s.peek()
 		if !ok {
-			_, _, err := s.read() // io.EOF, or what is wrong there
+			_, _, err := s.read(false) // io.EOF, or what is wrong there
 			return nil, 0, err
 		}
 		s.values++
@@ -127,7 +127,7 @@ func (s *valueSource) next() ([]byte, int, error) {
 			s.listed = true
 			continue
 		}
-		raw, line, err := s.read()
+		raw, line, err := s.read(c == '{')
 		if err != nil {
 			return nil, 0, err
 		}
@@ -168,14 +168,15 @@ func (s *valueSource) peek() (byte, bool) {
 // read decodes the next top-level value: whole, or when it is an object
 // over bigValue bytes of an input that can be read again, as a bigObject
 // (s.big, the raw nil).
-func (s *valueSource) read() ([]byte, int, error) {
+func (s *valueSource) read(object bool) ([]byte, int, error) {
 	start := s.offset()
-	if s.ra != nil && s.max > bigValue {
+	big := object && s.ra != nil && s.max > bigValue
+	if big {
 		s.c.limit = start + bigValue
 	}
 	var raw json.RawMessage
 	err := s.dec.Decode(&raw)
-	if errors.Is(err, errRecordTooLarge) && s.ra != nil && s.max > bigValue {
+	if big && errors.Is(err, errRecordTooLarge) {
 		return s.readBig(start)
 	}
 	if err == io.EOF {

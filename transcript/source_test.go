@@ -136,6 +136,7 @@ func TestRead_LargeObjectBadInput(t *testing.T) {
 		{"a bad member after the list", `{"messages":` + list + ",\n\"id\": }", big + 3, transcript.ErrBadJSON},
 		{"cut short", cut, strings.Count(cut, "\n") + 1, transcript.ErrBadJSON},
 		{"a bad key", `{"messages":` + list + ",\n7:1}", big + 3, transcript.ErrBadJSON},
+		{"a large string", "\n\"" + strings.Repeat("x", 2*threshold) + "\"", 2, transcript.ErrBadRecord},
 		{"a value over the limit in the list", `{"messages":` + strings.Replace(list, "\n]", ",\n\""+strings.Repeat("x", 2*threshold)+"\"\n]", 1) + `}`, big + 2, transcript.ErrTooLarge},
 	}
 	for _, c := range cases {

@@ -120,7 +120,7 @@ func TestValidate_ValidClaims(t *testing.T) {
 // store never reaches with a stale frame (the store answers "plan again"
 // first). The other classes — closure, retention, artifact, constraint,
 // request, plan — run through store.Commit from
-// store/testdata/protocol/claims (TestDataDriven).
+// store/testdata/protocol/claims (TestCommit_Claims).
 func TestValidate_DepthFailsAlone(t *testing.T) {
 	cases := []validateCase{
 		// 3. Depth consistency.

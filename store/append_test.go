@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -598,4 +600,360 @@ func TestAppend_TooManyEventsRefused(t *testing.T) {
 	if _, err := db.Append("s", evs[:store.MaxAppendEvents]...); err != nil {
 		t.Errorf("Append of MaxAppendEvents events: %v", err)
 	}
+}
+
+// ack is one acknowledged append: who made it and where it landed.
+type ack struct {
+	session string
+	texts   []string
+	res     store.AppendResult
+}
+
+// checkAcks checks that every acknowledged append is stored where its result
+// says, that each session is gapless and holds nothing else, that each
+// writer's appends landed in its order, and that the stored ledger is the
+// replay of the raw log.
+func checkAcks(t *testing.T, db *store.DB, byWriter [][]ack) {
+	t.Helper()
+	states := allStates(t, db)
+	stored := map[string]int{}
+	for w, acks := range byWriter {
+		last := map[string]uint64{}
+		for _, a := range acks {
+			st := states[a.session]
+			if a.res.Last-a.res.First+1 != uint64(len(a.texts)) {
+				t.Fatalf("writer %d: result %+v for %d events", w, a.res, len(a.texts))
+			}
+			if a.res.First <= last[a.session] {
+				t.Errorf("writer %d: append at %d after one at %d: out of the writer's order", w, a.res.First, last[a.session])
+			}
+			last[a.session] = a.res.Last
+			for i, text := range a.texts {
+				seq := a.res.First + uint64(i)
+				if seq > uint64(len(st.Events)) {
+					t.Fatalf("writer %d: acknowledged seq %d of %q is not stored (head %d)", w, seq, a.session, len(st.Events))
+				}
+				if got := st.Events[seq-1].Text; got != text {
+					t.Errorf("%q seq %d holds %q, the writer appended %q", a.session, seq, got, text)
+				}
+			}
+			stored[a.session] += len(a.texts)
+		}
+	}
+	for id, st := range states {
+		for i, e := range st.Events {
+			if e.Seq != uint64(i+1) {
+				t.Fatalf("%q: event %d has seq %d: not gapless", id, i, e.Seq)
+			}
+		}
+		if st.Info.Head != uint64(stored[id]) {
+			t.Errorf("%q: head %d, %d events acknowledged", id, st.Info.Head, stored[id])
+		}
+		if d := st.Ledger.Diff(replayLedger(t, st.Events)); len(d) != 0 {
+			t.Errorf("%q: stored ledger differs from the replay: %v", id, d)
+		}
+	}
+}
+
+func TestAppend_Concurrent(t *testing.T) {
+	const writers, sessions = 64, 16
+	appends := 100
+	if testing.Short() {
+		appends = 20
+	}
+	db := dbtest.Open(t, store.Options{})
+	byWriter := make([][]ack, writers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			session := fmt.Sprintf("s%02d", w%sessions)
+			open := ""
+			for i := 0; i < appends; i++ {
+				// One to three events; a call opened in one append is
+				// resolved in the next, so the ledger is shared state.
+				var evs []tier.Event
+				text := func(j int) string { return fmt.Sprintf("w%d i%d e%d", w, i, j) }
+				if open != "" {
+					evs = append(evs, tier.Event{Kind: tier.KindToolResult, ID: open, Failed: i%5 == 0, Key: fmt.Sprintf("w%d/k", w), Text: text(len(evs))})
+					open = ""
+				}
+				evs = append(evs, tier.Event{Kind: tier.KindAssistant, Text: text(len(evs))})
+				if i%2 == 0 {
+					open = fmt.Sprintf("w%d-c%d", w, i)
+					evs = append(evs, tier.Event{Kind: tier.KindToolCall, ID: open, Text: text(len(evs))})
+				}
+				res, err := db.Append(session, evs...)
+				if err != nil {
+					t.Errorf("writer %d append %d: %v", w, i, err)
+					return
+				}
+				a := ack{session: session, res: res}
+				for _, e := range evs {
+					a.texts = append(a.texts, e.Text)
+				}
+				byWriter[w] = append(byWriter[w], a)
+			}
+		}()
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	t.Logf("%d writers × %d appends in %v", writers, appends, time.Since(began).Round(time.Millisecond))
+	if t.Failed() {
+		return
+	}
+	checkAcks(t, db, byWriter)
+	ids, _ := db.Sessions()
+	if len(ids) != sessions {
+		t.Errorf("%d sessions, want %d", len(ids), sessions)
+	}
+}
+
+func TestAppend_ConcurrentWithBadInput(t *testing.T) {
+	const writers = 32
+	appends := 30
+	if testing.Short() {
+		appends = 10
+	}
+	db := dbtest.Open(t, store.Options{})
+	byWriter := make([][]ack, writers)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			session := fmt.Sprintf("s%d", w%8)
+			for i := 0; i < appends; i++ {
+				good := tier.Event{Kind: tier.KindUser, Text: fmt.Sprintf("w%d i%d good", w, i)}
+				var evs []tier.Event
+				var want error
+				switch i % 4 {
+				case 0, 2:
+					evs = []tier.Event{good}
+				case 1: // refused by the ledger, after a good event in the same append
+					evs = []tier.Event{good, {Kind: tier.KindToolResult, ID: fmt.Sprintf("w%d-never-opened", w), Text: "BAD"}}
+					want = tier.ErrNotOpen
+				case 3: // refused by the format
+					evs = []tier.Event{{Kind: tier.KindArtifact, Text: "BAD"}}
+					want = tier.ErrMissingKey
+				}
+				res, err := db.Append(session, evs...)
+				if want != nil {
+					var ee *tier.EventError
+					if !errors.As(err, &ee) || !errors.Is(err, want) {
+						t.Errorf("writer %d append %d: %v, want %v", w, i, err, want)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("writer %d append %d (good): %v", w, i, err)
+					continue
+				}
+				byWriter[w] = append(byWriter[w], ack{session: session, res: res, texts: []string{good.Text}})
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// checkAcks also checks that each session holds exactly the
+	// acknowledged events: nothing of a refused append.
+	checkAcks(t, db, byWriter)
+}
+
+// readJSONL reads every record of a JSONL stream.
+func readJSONL(t *testing.T, r io.Reader, name string) []tier.Record {
+	t.Helper()
+	rd := tier.NewReader(r, name, tier.Limits{})
+	var out []tier.Record
+	for {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		out = append(out, rec)
+	}
+}
+
+// TestRealSessions_RoundTrip loads every real session (../shared/data/real)
+// into a database, dumps it back to JSONL with ToJSON, replays the dump into
+// a second database, and checks that both hold the same events and ledgers,
+// that the events are the ones in the files, and that each stored ledger is
+// the replay of its raw log.
+func TestRealSessions_RoundTrip(t *testing.T) {
+	files := dbtest.RealSessions(t)
+	clk := func() time.Time { return t0 }
+	first := dbtest.Open(t, store.Options{NoSync: true, Clock: clk})
+	second := dbtest.Open(t, store.Options{NoSync: true, Clock: func() time.Time { return t0.Add(time.Hour) }})
+
+	source := map[string][]tier.Record{}
+	total := 0
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := readJSONL(t, f, filepath.Base(name))
+		f.Close()
+		if len(recs) == 0 {
+			t.Errorf("%s: no events", name)
+			continue
+		}
+		session := recs[0].Session
+		if session == "" {
+			session = strings.TrimSuffix(filepath.Base(name), ".jsonl")
+		}
+		evs := make([]tier.Event, len(recs))
+		for i, r := range recs {
+			if r.Session != "" && r.Session != session {
+				t.Fatalf("%s:%d: session %q in a file of %q", name, r.Line, r.Session, session)
+			}
+			evs[i] = r.Event
+		}
+		if _, dup := source[session]; dup {
+			t.Fatalf("session %q in two files", session)
+		}
+		res, err := first.Append(session, evs...)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if res.First != 1 || res.Last != uint64(len(evs)) {
+			t.Errorf("%s: appended at %d..%d, want 1..%d", name, res.First, res.Last, len(evs))
+		}
+		source[session] = recs
+		total += len(evs)
+	}
+	if t.Failed() {
+		return
+	}
+
+	states := allStates(t, first)
+	if len(states) != len(source) {
+		t.Fatalf("%d sessions stored, %d files", len(states), len(source))
+	}
+	for session, st := range states {
+		recs := source[session]
+		// The stored events are the file's, with seq, turn and time filled.
+		turn := uint64(0)
+		for i, e := range st.Events {
+			in := recs[i].Event
+			if in.Kind == tier.KindUser && in.Turn == 0 {
+				turn++
+			} else if in.Turn != 0 {
+				turn = in.Turn
+			}
+			want := in
+			want.Seq, want.Turn, want.Time, want.Opener = uint64(i+1), turn, t0.UnixNano(), e.Opener
+			if e != want {
+				t.Fatalf("%s seq %d:\n got %+v\nwant %+v", session, i+1, e, want)
+			}
+		}
+		if d := st.Ledger.Diff(replayLedger(t, st.Events)); len(d) != 0 {
+			t.Errorf("%s: stored ledger differs from a replay: %v", session, d)
+		}
+
+		// Dump with ToJSON, read back, replay into the second database.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, e := range st.Events {
+			if err := enc.Encode(e.ToJSON(session)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		back := readJSONL(t, &buf, session+".dump.jsonl")
+		evs := make([]tier.Event, len(back))
+		for i, r := range back {
+			if r.Session != session {
+				t.Fatalf("dump of %s line %d: session %q", session, r.Line, r.Session)
+			}
+			evs[i] = r.Event
+		}
+		if _, err := second.Append(session, evs...); err != nil {
+			t.Fatalf("replaying the dump of %s: %v", session, err)
+		}
+	}
+	compareStates(t, "replayed dump", allStates(t, second), states)
+
+	// Stats agree with what was loaded.
+	stats, err := first.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total.Events != uint64(total) || len(stats.Sessions) != len(source) {
+		t.Errorf("stats: %d events in %d sessions, loaded %d in %d", stats.Total.Events, len(stats.Sessions), total, len(source))
+	}
+}
+
+// TestAppend_DamagedSessionDoesNotFailOthers appends concurrently to a
+// session whose state record is damaged and to healthy ones: the damaged
+// session's appends fail with ErrCorrupt, every other append succeeds, even
+// when they share a group commit.
+func TestAppend_DamagedSessionDoesNotFailOthers(t *testing.T) {
+	dbtest.FileOnly(t)
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "bad", prefix...)
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore := damage(t, path, "bad", "state", nil, flipAt(-1))
+	db2, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, appends = 16, 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var goodFailed, badOK int
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < appends; i++ {
+				session := fmt.Sprintf("good-%d", g)
+				if g%4 == 0 {
+					session = "bad"
+				}
+				_, err := db2.Append(session, tier.Event{Kind: tier.KindAssistant, Text: "x"})
+				mu.Lock()
+				switch {
+				case session == "bad" && err == nil:
+					badOK++
+				case session == "bad" && !errors.Is(err, store.ErrCorrupt):
+					t.Errorf("append to the damaged session: %v, want ErrCorrupt", err)
+				case session != "bad" && err != nil:
+					goodFailed++
+					if goodFailed == 1 {
+						t.Errorf("append to a healthy session failed: %v", err)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if goodFailed > 0 || badOK > 0 {
+		t.Errorf("%d appends to healthy sessions failed, %d to the damaged one succeeded", goodFailed, badOK)
+	}
+	for g := 0; g < writers; g++ {
+		if g%4 == 0 {
+			continue
+		}
+		if info, err := db2.Info(fmt.Sprintf("good-%d", g)); err != nil || info.Head != appends {
+			t.Errorf("good-%d: %+v %v", g, info, err)
+		}
+	}
+	if err := db2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
 }

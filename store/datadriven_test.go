@@ -3,6 +3,8 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,24 +13,48 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
-// TestDataDriven runs the protocol's cases in testdata/protocol: text files
-// of commands and their expected output, readable without Go (the layout
-// and the commands are in docs/testing.md). Regenerate the expected output
-// after a deliberate change with
+// runProtocol runs the text cases of testdata/protocol/NAME, a file of
+// commands and their expected output readable without Go (the commands are
+// in docs/testing.md), each on a database of its own. The test file of a
+// protocol file runs the cases of that file's promise. Regenerate the
+// expected output after a deliberate change with
 //
-//	go test ./store -run TestDataDriven -rewrite
-func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata/protocol", func(t *testing.T, path string) {
-		h := &ddHarness{t: t, plans: map[string]*store.Plan{}}
-		h.db = dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
-		datadriven.RunTest(t, path, h.run)
-	})
+//	go test ./store -run TestX -rewrite
+func runProtocol(t *testing.T, name string) {
+	h := &ddHarness{t: t, plans: map[string]*store.Plan{}}
+	h.db = dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	datadriven.RunTest(t, filepath.Join("testdata", "protocol", name), h.run)
+}
+
+// TestProtocol_EveryFileRun: each file of testdata/protocol is run by a
+// test (the tests named here), so that no case is left unread.
+func TestProtocol_EveryFileRun(t *testing.T) {
+	run := map[string]string{
+		"claims":     "TestCommit_Claims",
+		"invalidate": "TestInvalidate_Frame",
+		"refuse":     "TestRefuse_Recorded",
+		"resume":     "TestResume_Bytes",
+	}
+	files, err := os.ReadDir(filepath.Join("testdata", "protocol"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, ok := run[f.Name()]; !ok {
+			t.Errorf("testdata/protocol/%s: no test runs it (runProtocol)", f.Name())
+		}
+		delete(run, f.Name())
+	}
+	for f, test := range run {
+		t.Errorf("%s runs testdata/protocol/%s, which is not there", test, f)
+	}
 }
 
 // ddHarness holds one file's database and its named plans.
@@ -62,6 +88,24 @@ func (h *ddHarness) run(t *testing.T, d *datadriven.TestData) string {
 			return "error: " + err.Error() + "\n"
 		}
 		return string(ctx.Text())
+	case "state":
+		var at int
+		d.ScanArgs(t, "at", &at)
+		var st checkpoint.State
+		err := h.db.View(func(s *store.Snapshot) (err error) {
+			st, err = s.StateAt(ddSession(d), uint64(at))
+			return err
+		})
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		return formatClaims(st.Claims)
+	case "markers":
+		return h.markers(t, d)
+	case "checkpoints":
+		return h.checkpoints(t, d)
+	case "refusals":
+		return h.refusals(t, d)
 	case "verify":
 		rep, err := h.db.Verify(store.VerifyOptions{})
 		if err != nil {
@@ -142,8 +186,8 @@ func parseDDEvent(line string) (tier.Event, error) {
 }
 
 // plan makes a span plan (session=, to=, budget=), with fold=ID k=K a fold
-// of the K roots from root ID, or with digest a digest, and keeps it under
-// name= (default "p").
+// of the K roots from root ID, with digest a digest, or with recompact=ID
+// a re-compaction of root ID, and keeps it under name= (default "p").
 func (h *ddHarness) plan(t *testing.T, d *datadriven.TestData) (*store.Plan, error) {
 	budget := 100000
 	if d.HasArg("budget") {
@@ -152,6 +196,10 @@ func (h *ddHarness) plan(t *testing.T, d *datadriven.TestData) (*store.Plan, err
 	var p *store.Plan
 	var err error
 	switch {
+	case d.HasArg("recompact"):
+		var node int
+		d.ScanArgs(t, "recompact", &node)
+		p, err = h.db.PlanRecompact(ddSession(d), uint64(node), budget)
 	case d.HasArg("digest"):
 		p, err = h.db.PlanDigest(ddSession(d), budget)
 	case d.HasArg("fold"):
@@ -180,6 +228,7 @@ func (h *ddHarness) plan(t *testing.T, d *datadriven.TestData) (*store.Plan, err
 //
 //	drop LIST ID|KEY|SEQ        removes the entries naming ID or KEY (a request: its SEQ)
 //	add LIST {json}             appends an entry
+//	insert LIST {json}          puts an entry first
 //	set LIST ID|KEY|SEQ {json}  overwrites fields of those entries (null clears one)
 //
 // LIST is a json name of tier.Claims (unresolved, resolved, failures,
@@ -190,7 +239,7 @@ func (h *ddHarness) commit(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "name", &name)
 	}
 	p := h.plans[name]
-	if d.HasArg("to") || d.HasArg("fold") || d.HasArg("digest") {
+	if d.HasArg("to") || d.HasArg("fold") || d.HasArg("digest") || d.HasArg("recompact") {
 		var err error
 		if p, err = h.plan(t, d); err != nil {
 			return "error: " + err.Error() + "\n"
@@ -234,6 +283,71 @@ func (h *ddHarness) commit(t *testing.T, d *datadriven.TestData) string {
 	return out
 }
 
+// markers prints the session's markers, one a line: node, depth, the last
+// seq covered, the frame version at emission, and the status with the
+// reason and the frame version of an invalidation.
+func (h *ddHarness) markers(t *testing.T, d *datadriven.TestData) string {
+	var sb strings.Builder
+	err := h.db.View(func(s *store.Snapshot) error {
+		return s.Markers(ddSession(d), func(m marker.Marker) error {
+			fmt.Fprintf(&sb, "marker %d node=%d L%d boundary=%d frame_version=%d %s", m.ID, m.Node, m.Depth, m.Boundary, m.FrameVersion, m.Status)
+			if m.Reason != "" {
+				fmt.Fprintf(&sb, " at frame_version=%d: %s", m.InvalidatedAt, m.Reason)
+			}
+			sb.WriteString("\n")
+			return nil
+		})
+	})
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return sb.String()
+}
+
+// checkpoints prints the session's checkpoints as markers prints markers:
+// the seq, the roots it starts from (prefix) and the status.
+func (h *ddHarness) checkpoints(t *testing.T, d *datadriven.TestData) string {
+	var sb strings.Builder
+	err := h.db.View(func(s *store.Snapshot) error {
+		return s.Checkpoints(ddSession(d), func(c checkpoint.Checkpoint) error {
+			fmt.Fprintf(&sb, "checkpoint %d seq=%d prefix=%v frame_version=%d %s", c.ID, c.Seq, c.Prefix, c.FrameVersion, c.Status)
+			if c.Reason != "" {
+				fmt.Fprintf(&sb, " at frame_version=%d: %s", c.InvalidatedAt, c.Reason)
+			}
+			sb.WriteString("\n")
+			return nil
+		})
+	})
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return sb.String()
+}
+
+// refusals prints the session's recorded refusals: the span, its depth,
+// the summarizer and attempt, the checkpoint written instead, and each
+// failure a line.
+func (h *ddHarness) refusals(t *testing.T, d *datadriven.TestData) string {
+	var sb strings.Builder
+	err := h.db.View(func(s *store.Snapshot) error {
+		return s.Refusals(ddSession(d), func(r store.Refusal) error {
+			fmt.Fprintf(&sb, "refusal %d L%d [%d,%d] frame_version=%d summarizer=%s attempt=%d checkpoint=%d\n",
+				r.ID, r.Depth, r.From, r.To, r.FrameVersion, r.Summarizer, r.Attempt, r.Checkpoint)
+			for _, f := range r.Failures {
+				fmt.Fprintf(&sb, "  %s: %s\n", f, f.Detail)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	if sb.Len() == 0 {
+		return "no refusals\n"
+	}
+	return sb.String()
+}
+
 // editClaims applies one edit line to c through its JSON form.
 func editClaims(c *tier.Claims, line string) error {
 	verb, rest, _ := strings.Cut(line, " ")
@@ -262,12 +376,16 @@ func editClaims(c *tier.Claims, line string) error {
 	switch verb {
 	case "drop":
 		entries = slices.DeleteFunc(entries, func(e map[string]any) bool { return names(e, rest) })
-	case "add":
+	case "add", "insert":
 		var e map[string]any
 		if err := json.Unmarshal([]byte(rest), &e); err != nil {
 			return err
 		}
-		entries = append(entries, e)
+		if verb == "add" {
+			entries = append(entries, e)
+		} else {
+			entries = slices.Insert(entries, 0, e)
+		}
 	case "set":
 		id, patch, _ := strings.Cut(rest, " ")
 		var p map[string]any

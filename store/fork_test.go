@@ -3,13 +3,20 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/strata-go/strata/store"
 
 	"github.com/strata-go/strata/compaction"
-	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -115,114 +122,158 @@ func TestFork_CostsItsFrame(t *testing.T) {
 	}
 }
 
-// TestVacuum_GivesSpaceBack prunes most sessions of a file, vacuums it and
-// checks that the file shrank and what stays resumes to the same bytes.
-func TestVacuum_GivesSpaceBack(t *testing.T) {
+const forkCrashEnv = "STRATA_TEST_FORK_CRASH_DB"
+
+func resumeDigest(db *store.DB, session string) (string, error) {
+	c, err := db.Resume(session, store.Latest)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c.Text())
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// TestForkCrash_Child is not a test: it is the child process of
+// TestForkCrash_KillLoop. It forks, prunes and vacuums until killed,
+// printing a line after each operation returned ("fork ID DIGEST",
+// "pruned ID") and before each prune ("pruning ID").
+func TestForkCrash_Child(t *testing.T) {
+	path := os.Getenv(forkCrashEnv)
+	if path == "" {
+		t.Skip("helper process for TestForkCrash_KillLoop")
+	}
+	seed, _ := strconv.ParseInt(os.Getenv(crashSeedEnv), 10, 64)
+	rng := rand.New(rand.NewSource(seed))
+	fail := func(err error) {
+		fmt.Printf("error: %v\n", err)
+		os.Exit(2)
+	}
+	db, err := store.Open(path, store.Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println("ready")
+	for i := 0; ; i++ {
+		switch r := rng.Intn(10); {
+		case r < 5:
+			id := fmt.Sprintf("f-%d-%d", seed, i)
+			if _, err := db.Fork("base", store.Latest, id); err != nil {
+				fail(err)
+			}
+			d, err := resumeDigest(db, id)
+			if err != nil {
+				fail(err)
+			}
+			os.Stdout.WriteString("fork " + id + " " + d + "\n")
+		case r < 9:
+			ids, err := db.Sessions()
+			if err != nil {
+				fail(err)
+			}
+			if len(ids) < 2 {
+				continue
+			}
+			id := ids[rng.Intn(len(ids))]
+			if id == "base" {
+				continue
+			}
+			os.Stdout.WriteString("pruning " + id + "\n")
+			if _, err := db.Prune(store.PruneOptions{Sessions: []string{id}}); err != nil {
+				fail(err)
+			}
+			os.Stdout.WriteString("pruned " + id + "\n")
+		default:
+			if err := db.Close(); err != nil {
+				fail(err)
+			}
+			if _, err := store.Vacuum(context.Background(), path, store.Options{LockTimeout: 10 * time.Second}); err != nil {
+				fail(err)
+			}
+			os.Stdout.WriteString("vacuumed\n")
+			if db, err = store.Open(path, store.Options{LockTimeout: 10 * time.Second}); err != nil {
+				fail(err)
+			}
+		}
+	}
+}
+
+// TestForkCrash_KillLoop kills, with SIGKILL at random moments, a child
+// that forks a session, prunes forks and vacuums the file, then reopens
+// the database each time: it verifies clean, the forked session resumes
+// as before, every fork acknowledged and not being pruned is whole (it
+// resumes to the bytes acknowledged), every prune acknowledged is gone.
+func TestForkCrash_KillLoop(t *testing.T) {
+	cycles := 12
+	if testing.Short() {
+		cycles = 4
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	path := filepath.Join(t.TempDir(), "strata.db")
 	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 8 {
-		bigSession(t, db, fmt.Sprintf("s%d", i), 200)
-	}
-	if _, err := db.Fork("s0", store.Latest, "f"); err != nil {
+	bigSession(t, db, "base", 200)
+	base, err := resumeDigest(db, "base")
+	if err != nil {
 		t.Fatal(err)
-	}
-	var ids []string
-	for i := 1; i < 8; i++ {
-		ids = append(ids, fmt.Sprintf("s%d", i))
-	}
-	if _, err := db.Prune(store.PruneOptions{Sessions: ids}); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]byte{}
-	for _, id := range []string{"s0", "f"} {
-		c, err := db.Resume(id, store.Latest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[id] = c.Text()
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := store.Vacuum(context.Background(), path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("vacuum: %d bytes before, %d after", res.Before, res.After)
-	if res.After*2 > res.Before || res.After != fileSize(t, path) || res.Sessions != 2 {
-		t.Fatalf("vacuum: %+v, want the file at most half as long, 2 sessions", res)
-	}
-	db, err = store.Open(path, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for id, w := range want {
-		c, err := db.Resume(id, store.Latest)
+	forks := map[string]string{} // acknowledged: id → resume digest
+	for c := 0; c < cycles; c++ {
+		out := killChild(t, "TestForkCrash_Child", []string{forkCrashEnv + "=" + path, crashSeedEnv + "=" + strconv.FormatInt(seed+int64(c), 10)},
+			time.Duration(rng.Intn(300))*time.Millisecond)
+		inFlight := ""
+		for _, l := range out {
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 3 && f[0] == "fork":
+				forks[f[1]] = f[2]
+			case len(f) == 2 && f[0] == "pruning":
+				inFlight = f[1]
+			case len(f) == 2 && f[0] == "pruned":
+				delete(forks, f[1])
+				inFlight = ""
+			}
+		}
+		db, err := store.Open(path, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("cycle %d: open after the kill: %v", c, err)
+		}
+		rep, err := db.Verify(store.VerifyOptions{})
+		if err != nil || !rep.OK() {
+			t.Fatalf("cycle %d: verify after the kill: %v %v", c, err, rep.Problems)
+		}
+		if d, err := resumeDigest(db, "base"); err != nil || d != base {
+			t.Fatalf("cycle %d: base resumes to %s (%v), want %s", c, d, err, base)
+		}
+		for id, want := range forks {
+			d, err := resumeDigest(db, id)
+			if id == inFlight && err != nil {
+				delete(forks, id) // pruned before the kill, unacknowledged
+				continue
+			}
+			if err != nil || d != want {
+				t.Fatalf("cycle %d: acknowledged fork %s resumes to %s (%v), want %s", c, id, d, err, want)
+			}
+		}
+		ids, err := db.Sessions()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(c.Text(), w) {
-			t.Fatalf("session %s resumes to other bytes after the vacuum", id)
+		for _, id := range ids {
+			if _, ok := forks[id]; !ok && id != "base" && id != inFlight {
+				// A fork made but not acknowledged is whole too.
+				if _, err := db.Resume(id, store.Latest); err != nil {
+					t.Fatalf("cycle %d: unacknowledged fork %s: %v", c, id, err)
+				}
+			}
 		}
+		_ = db.Close()
 	}
-	rep, err := db.Verify(store.VerifyOptions{})
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify after vacuum: %v %v", err, rep.Problems)
-	}
-}
-
-// TestPrune_ArchiveResumesToTheSameBytes archives a fork and its parent's
-// sibling before removing them: the archive file verifies and resumes to
-// the same bytes; the fork's parent, which stays, is copied with it.
-func TestPrune_ArchiveResumesToTheSameBytes(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "strata.db"), store.Options{Create: true, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	bigSession(t, db, "p", 100)
-	bigSession(t, db, "other", 50)
-	if _, err := db.Fork("p", store.Latest, "f"); err != nil {
-		t.Fatal(err)
-	}
-	bigSession(t, db, "f", 30)
-	archive := filepath.Join(dir, "archive.db")
-	res, err := db.Prune(store.PruneOptions{Sessions: []string{"f", "other"}, Archive: db.ArchiveFile(context.Background(), archive)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Removed) != 2 {
-		t.Fatalf("removed %+v", res.Removed)
-	}
-	ids, err := db.Sessions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != 1 || ids[0] != "p" {
-		t.Fatalf("sessions after prune: %v, want p", ids)
-	}
-	a, err := store.Open(archive, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	ids, err = a.Sessions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != 3 {
-		t.Fatalf("archive holds %v, want f, other and f's parent p", ids)
-	}
-	// An archive onto an existing file is refused before anything goes.
-	if _, err := db.Prune(store.PruneOptions{Sessions: []string{"p"}, Archive: db.ArchiveFile(context.Background(), archive)}); err == nil {
-		t.Fatal("an archive onto an existing file was written")
-	}
-	if ids, _ := db.Sessions(); len(ids) != 1 {
-		t.Fatalf("a failed archive removed sessions: %v", ids)
-	}
+	t.Logf("%d kill cycles: %d forks standing, each whole", cycles, len(forks))
 }

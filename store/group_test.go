@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/tier"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
-	"github.com/strata-go/strata/tier"
 )
 
 // groupFixture is a database with session "s" of three events and a plan
@@ -41,10 +42,6 @@ func countCommits(t *testing.T) *int {
 		return nil
 	}))
 	return n
-}
-
-func ev(text string) tier.Event {
-	return tier.Event{Kind: tier.KindUser, Text: text, Time: t0.UnixNano()}
 }
 
 // TestGroupCommit_CommitSharesTheAppendsTransaction: a compaction's commit
@@ -192,28 +189,6 @@ func TestGroupCommit_FailedWriteFailsAlone(t *testing.T) {
 		t.Errorf("session b holds %d events, want 1", len(got.Events))
 	}
 	mustVerify(t, db)
-}
-
-func mustRoots(t *testing.T, db *store.DB, session string) (roots []tier.Node) {
-	t.Helper()
-	if err := db.View(func(s *store.Snapshot) (err error) {
-		roots, err = s.Roots(session)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return roots
-}
-
-func mustVerify(t *testing.T, db *store.DB) {
-	t.Helper()
-	rep, err := db.Verify(store.VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range rep.Problems {
-		t.Error(p)
-	}
 }
 
 // TestGroupCommit_CommitWaitsForTheNextAppend: a compaction's commit made

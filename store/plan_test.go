@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
@@ -344,5 +343,91 @@ func TestPlanSpan_SpoiltOpenSetIsCorrupt(t *testing.T) {
 	rep, err := db.Verify(store.VerifyOptions{})
 	if err != nil || !strings.Contains(fmt.Sprint(rep.Problems), "recorded facts differ") {
 		t.Errorf("Verify: %v %v, want the node's recorded facts", rep.Problems, err)
+	}
+}
+
+// TestDigest_BoundsTheFrame: with digests the frame never holds more than
+// maxRoots roots; each digest requires what the raw log requires of its
+// prefix (the same as a plan over 1..b made from the raw events); its depth
+// is the first root's, or one more than the second's; Verify, which checks
+// the recorded facts of every root against its raw span, is clean; and the
+// resumed context holds every fact at head.
+func TestDigest_BoundsTheFrame(t *testing.T) {
+	for _, maxRoots := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint("max=", maxRoots), func(t *testing.T) {
+			db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+			var digests []*store.Plan
+			for i := 0; i < 30; i++ {
+				mustAppend(t, db, "s", digestTurn(i)...)
+				digests = append(digests, compactHonestly(t, db, "s", maxRoots)...)
+				if n := len(mustRoots(t, db, "s")); n > maxRoots {
+					t.Fatalf("turn %d: %d roots, at most %d wanted", i, n, maxRoots)
+				}
+			}
+			if len(digests) < 5 {
+				t.Fatalf("%d digests: the test does not exercise them", len(digests))
+			}
+			st := state(t, db, "s")
+			for _, d := range digests {
+				if d.Kind != store.PlanDigest || d.From != 1 || len(d.Children) != 2 {
+					t.Fatalf("digest plan %s %d..%d with %d children", d.Kind, d.From, d.To, len(d.Children))
+				}
+				if want := max(d.Children[0].Depth, d.Children[1].Depth+1); d.Depth != want {
+					t.Errorf("digest over %s and %s has depth %s, want %s", d.Children[0].Depth, d.Children[1].Depth, d.Depth, want)
+				}
+				raw, err := tier.ComputeRequired(nil, st.Events[:d.To])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := d.Required, raw
+				got.ResolvedInside, want.ResolvedInside = nil, nil
+				if !got.Equal(&want) {
+					t.Errorf("digest of 1..%d requires\n%+v\nthe raw log requires\n%+v", d.To, got, want)
+				}
+			}
+			mustVerify(t, db)
+			rc, err := db.Resume("s", store.Latest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.Source != "marker" || len(rc.Nodes) > maxRoots {
+				t.Errorf("resumed from %s with %d nodes", rc.Source, len(rc.Nodes))
+			}
+		})
+	}
+}
+
+// TestDigest_FirstRootWithoutFactsIsDamage: a digest records facts of its
+// own, for the next digest to extend; a first root whose record lost them
+// is damage — PlanDigest is ErrCorrupt naming the node, never a reason to
+// read the prefix again — and Verify names it.
+func TestDigest_FirstRootWithoutFactsIsDamage(t *testing.T) {
+	db := digestFixtureIn(t, dbtest.OpenUnverified(t, store.Options{NoSync: true, Clock: testClock()}), 4)
+	if roots := mustRoots(t, db, "s"); len(roots) < 3 {
+		t.Fatalf("%d roots", len(roots))
+	}
+	p, err := compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has, err := store.HasFacts(db, "s", res.Node.ID); err != nil || !has {
+		t.Fatalf("the digest has no facts recorded (%v)", err)
+	}
+	mustVerify(t, db)
+	if err := store.DropFacts(db, "s", res.Node.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = compaction.Policy{MaxRoots: 2, Budget: 1000}.PlanDigest(db, "s")
+	var ce *store.CorruptError
+	if !errors.As(err, &ce) || ce.Session != "s" || ce.Bucket != "nodes" || ce.Key != fmt.Sprint(res.Node.ID) {
+		t.Errorf("PlanDigest after the first root's facts were dropped: %v, want ErrCorrupt naming node %d", err, res.Node.ID)
+	}
+	rep, err := db.Verify(store.VerifyOptions{})
+	if want := fmt.Sprintf("root node %d (seq 1..%d): records no facts", res.Node.ID, res.Node.To); err != nil || !strings.Contains(fmt.Sprint(rep.Problems), want) {
+		t.Errorf("Verify: %v %v, want %q", rep.Problems, err, want)
 	}
 }

@@ -2,13 +2,13 @@ package store_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
@@ -261,5 +261,55 @@ func TestStats_NamedSessionsAndTotal(t *testing.T) {
 		if _, ok := doc[perKey]; ok != (name == "every session") {
 			t.Errorf("%s: %s given %v", name, perKey, ok)
 		}
+	}
+}
+
+// SessionSummary reads no raw event but the newest: a damaged event inside
+// the log leaves a listing of the sessions working, while SessionStats,
+// which reads the log whole, names the damage. Undamaged, the two agree
+// but for the raw log's size.
+func TestSessionSummary_ReadsNoRawLog(t *testing.T) {
+	dbtest.FileOnly(t)
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", prefix...)
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindAssistant, Text: "after"})
+	var full, sum store.SessionStats
+	if err := db.View(func(s *store.Snapshot) (err error) {
+		if full, err = s.SessionStats("s"); err != nil {
+			return err
+		}
+		sum, err = s.SessionSummary("s")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if full.RawBytes == 0 || sum.RawBytes != 0 || sum.BytesPerEvent != 0 {
+		t.Fatalf("raw bytes: stats %d, summary %d (per event %v)", full.RawBytes, sum.RawBytes, sum.BytesPerEvent)
+	}
+	full.RawBytes, full.BytesPerEvent = 0, 0
+	if fmt.Sprint(full) != fmt.Sprint(sum) {
+		t.Errorf("summary differs from stats:\n got %+v\nwant %+v", sum, full)
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer damage(t, path, "s", "l0", seqKey(3), flipAt(0))()
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.View(func(s *store.Snapshot) error {
+		got, err := s.SessionSummary("s")
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(sum) {
+			t.Errorf("summary of a log damaged at seq 3: %+v, %v", got, err)
+		}
+		if _, err := s.SessionStats("s"); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("stats of a log damaged at seq 3: %v, want ErrCorrupt", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

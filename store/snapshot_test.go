@@ -1,12 +1,15 @@
 package store_test
 
 import (
-	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/errors"
+	"github.com/strata-go/strata/backend/boltfile"
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/internal/memback"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -102,77 +105,89 @@ func TestInfo_TailTokens(t *testing.T) {
 	}
 }
 
-// TestVerify_SizeCounters: a state whose size counters the raw log
-// contradicts — up to head, to the compacted prefix's end, to the last
-// refused span's end — is a problem Verify reports, naming the counter.
-func TestVerify_SizeCounters(t *testing.T) {
-	db := dbtest.OpenUnverified(t, store.Options{NoSync: true})
-	mustAppend(t, db, "s",
-		tier.Event{Kind: tier.KindUser, Text: "deploy"},
-		tier.Event{Kind: tier.KindToolCall, ID: "c1", Name: "bash", Text: "make deploy"},
-		tier.Event{Kind: tier.KindToolResult, ID: "c1", Failed: true, Text: "no credentials"},
-		tier.Event{Kind: tier.KindAssistant, Text: "it failed"},
-	)
-	p, err := db.PlanSpan("s", 1, 100)
+// TestSnapshot_FormatVersion: a database in a bbolt file reports the
+// file's format; one over a backend without a layout of its own reports 0.
+func TestSnapshot_FormatVersion(t *testing.T) {
+	dbtest.FileOnly(t)
+	formatOf := func(db *store.DB) int {
+		t.Helper()
+		var v int
+		if err := db.View(func(s *store.Snapshot) (err error) { v, err = s.FormatVersion(); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	db := dbtest.Open(t, store.Options{})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser})
+	if v := formatOf(db); v != boltfile.FormatVersion {
+		t.Errorf("a bbolt file: FormatVersion = %d, want %d", v, boltfile.FormatVersion)
+	}
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := store.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"}); err != nil {
+	defer ro.Close()
+	if v := formatOf(ro); v != boltfile.FormatVersion {
+		t.Errorf("reopened read-only: FormatVersion = %d, want %d", v, boltfile.FormatVersion)
+	}
+	mem, err := store.New(memback.New(), store.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err = db.PlanSpan("s", 3, 100); err != nil {
+	defer mem.Close()
+	if v := formatOf(mem); v != 0 {
+		t.Errorf("in memory: FormatVersion = %d, want 0", v)
+	}
+}
+
+// TestSnapshot_RefAndMarker: Ref finds the seqs an imported record's
+// events were stored at, and nothing for a record or a session never
+// stored; Marker reads one marker as Markers lists it, and a marker that
+// is not there is ErrNotFound.
+func TestSnapshot_RefAndMarker(t *testing.T) {
+	db := dbtest.Open(t, store.Options{NoSync: true, Clock: testClock()})
+	mustAppend(t, db, "s", tier.Event{Kind: tier.KindUser, Text: "a", Ref: "msg-1"},
+		tier.Event{Kind: tier.KindAssistant, Text: "b", Ref: "msg-2"},
+		tier.Event{Kind: tier.KindAssistant, Text: "c", Ref: "msg-2"})
+	p, err := db.PlanSpan("s", 3, 1000)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Commit(p, store.Summary{Narrative: "n", Summarizer: "t"}); !errors.Is(err, marker.ErrMarkerInvalid) {
-		t.Fatalf("the summary without the failed call: %v, want refused", err)
+	res, err := db.Commit(p, store.Summary{Narrative: "n", Claims: p.Required.Claims(), Summarizer: "t"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The counters as the raw log gives them: up to seq 4, 1 and 3.
-	var want [3]uint64
-	var n uint64
 	err = db.View(func(s *store.Snapshot) error {
-		return s.Events("s", 1, 4, func(e tier.Event) error {
-			n += uint64(checkpoint.EventTextLen(&e))
-			switch e.Seq {
-			case 4:
-				want[0] = n
-			case 1:
-				want[1] = n
-			case 3:
-				want[2] = n
-			}
-			return nil
-		})
+		if span, ok, err := s.Ref("s", "msg-2"); err != nil || !ok || span != (store.RefSpan{First: 2, Last: 3}) {
+			t.Errorf("Ref msg-2 = %+v %v %v, want seqs 2..3", span, ok, err)
+		}
+		if _, ok, err := s.Ref("s", "msg-9"); err != nil || ok {
+			t.Errorf("Ref of a record never stored = %v %v", ok, err)
+		}
+		if _, ok, err := s.Ref("nobody", "msg-1"); err != nil || ok {
+			t.Errorf("Ref in a session never stored = %v %v", ok, err)
+		}
+		var listed []marker.Marker
+		if err := s.Markers("s", func(m marker.Marker) error { listed = append(listed, m); return nil }); err != nil {
+			return err
+		}
+		m, err := s.Marker("s", res.Marker)
+		if err != nil {
+			return err
+		}
+		if len(listed) != 1 || !reflect.DeepEqual(m, listed[0]) || m.Node != res.Node.ID || m.Boundary != 3 {
+			t.Errorf("Marker %d = %+v, Markers lists %+v", res.Marker, m, listed)
+		}
+		if _, err := s.Marker("s", res.Marker+1); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Marker of no marker = %v, want ErrNotFound", err)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		counter string
-		edit    func(head, compacted, refused *uint64)
-		want    string
-	}{
-		{"head", func(h, _, _ *uint64) { *h++ }, "up to head (seq 4)"},
-		{"compacted", func(_, c, _ *uint64) { *c-- }, "up to the compacted prefix's end (seq 1)"},
-		{"refused", func(_, _, r *uint64) { *r = 0 }, "up to the last refused span's end (seq 3)"},
-	} {
-		t.Run(tc.counter, func(t *testing.T) {
-			if err := store.EditSizes(db, "s", tc.edit); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := db.Verify(store.VerifyOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, tc.want) || !strings.Contains(rep.Problems[0].What, "bytes in a resumed context") {
-				t.Errorf("Verify found %v, want one problem naming %q", rep.Problems, tc.want)
-			}
-			// Undone, the state verifies again.
-			if err := store.EditSizes(db, "s", func(h, c, r *uint64) { *h, *c, *r = want[0], want[1], want[2] }); err != nil {
-				t.Fatal(err)
-			}
-			if rep, err := db.Verify(store.VerifyOptions{}); err != nil || !rep.OK() {
-				t.Errorf("restored: %v %v", err, rep.Problems)
-			}
-		})
 	}
 }

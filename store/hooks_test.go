@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/internal/dbtest"

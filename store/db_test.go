@@ -1,7 +1,7 @@
 package store_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,22 +9,80 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/errors"
-
+	"github.com/strata-go/strata/checkpoint"
 	"github.com/strata-go/strata/compaction"
+	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
+
+// TestClose_WhileAppending closes the database under running writers: every
+// append acknowledged before Close is stored, every other one fails with
+// ErrClosed and is not.
+func TestClose_WhileAppending(t *testing.T) {
+	dbtest.FileOnly(t)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	const writers = 16
+	byWriter := make([][]ack, writers)
+	var wg sync.WaitGroup
+	// Close comes once every writer has an append acknowledged, while they
+	// go on appending.
+	var acked sync.WaitGroup
+	acked.Add(writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i == 1 {
+					acked.Done()
+				}
+				text := fmt.Sprintf("w%d i%d", w, i)
+				res, err := db.Append(fmt.Sprintf("s%d", w%4), tier.Event{Kind: tier.KindAssistant, Text: text})
+				if errors.Is(err, store.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					if i == 0 {
+						acked.Done()
+					}
+					return
+				}
+				byWriter[w] = append(byWriter[w], ack{session: fmt.Sprintf("s%d", w%4), res: res, texts: []string{text}})
+			}
+		}()
+	}
+	acked.Wait()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	ro, err := store.Open(db.Path(), store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	n := 0
+	for _, acks := range byWriter {
+		n += len(acks)
+	}
+	if n == 0 {
+		t.Fatal("no append was acknowledged before Close")
+	}
+	checkAcks(t, ro, byWriter)
+}
 
 var crashCycles = flag.Int("strata.crash-cycles", 40, "kill-and-reopen cycles of TestCrash_KillLoop (10 with -short)")
 
@@ -206,46 +264,13 @@ type crashAck struct {
 	digest      string
 }
 
-// runCrashChild starts the child on path, kills it with SIGKILL after a
-// random delay once it has opened the database, and returns the appends
-// it acknowledged.
+// runCrashChild runs the child on path, kills it with SIGKILL after a
+// random delay once it has opened the database (killChild), and returns
+// the appends it acknowledged.
 func runCrashChild(t *testing.T, path string, seed int64, rng *rand.Rand) (acks []crashAck, killedAfter time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash_Child$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashSeedEnv+"="+strconv.FormatInt(seed, 10))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var out []string
-	for l := range lines {
-		out = append(out, l)
-		if l == "ready" {
-			break
-		}
-	}
 	killedAfter = time.Duration(rng.Intn(400)) * time.Millisecond
-	time.Sleep(killedAfter)
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	for l := range lines {
-		out = append(out, l)
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("the crash child exited before it was killed (%v): %q", err, out[max(0, len(out)-3):])
-	}
+	out := killChild(t, "TestCrash_Child", []string{crashChildEnv + "=" + path, crashSeedEnv + "=" + strconv.FormatInt(seed, 10)}, killedAfter)
 	for _, l := range out {
 		f := strings.Fields(l)
 		switch {
@@ -406,4 +431,230 @@ func checkAfterCrash(t *testing.T, path string, acked map[string]map[uint64]cras
 		}
 	}
 	return nodes, refusals
+}
+
+// TestConcurrency_AgainstModel runs writers (each the only writer of its
+// sessions) while compactors, resumers, backups and dumps run on the same
+// database; under -race. Each session is checked against a sequential
+// model — the events its writer appended, in order, and the ledger a
+// replay of them gives — and every resumed context seen on the way covers
+// its session's raw log exactly once (nodes up to the boundary, then raw
+// events up to the head).
+func TestConcurrency_AgainstModel(t *testing.T) {
+	t.Parallel()
+	const writers, perWriter = 8, 2
+	appends := 40
+	if testing.Short() {
+		appends = 15
+	}
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	model := make([][]tier.Event, writers*perWriter) // session i's events, in order
+	session := func(i int) string { return fmt.Sprintf("m%02d", i) }
+
+	var wg, bg sync.WaitGroup
+	done := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed + int64(w)))
+			gens := make([]*crashGen, perWriter)
+			for j := range gens {
+				gens[j] = &crashGen{rng: rng, l: tier.NewLedger(), tag: fmt.Sprintf("w%d-%d", w, j)}
+			}
+			for i := 0; i < appends; i++ {
+				j := rng.Intn(perWriter)
+				s := w*perWriter + j
+				evs := make([]tier.Event, 1+rng.Intn(3))
+				for k := range evs {
+					evs[k] = gens[j].next()
+				}
+				res, err := db.Append(session(s), evs...)
+				if err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+				if res.First != uint64(len(model[s])+1) {
+					t.Errorf("%s: append landed at %d, the model's next seq is %d", session(s), res.First, len(model[s])+1)
+				}
+				model[s] = append(model[s], evs...)
+			}
+		}()
+	}
+	var ops [4]atomic.Int64 // compactions, resumes, backups, dumps
+	loop := func(i int, fn func(rng *rand.Rand) error) {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			rng := rand.New(rand.NewSource(seed + 100 + int64(i)))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := fn(rng); err != nil {
+					t.Errorf("background op %d: %v", i, err)
+					return
+				}
+				ops[i].Add(1)
+			}
+		}()
+	}
+	lossy, _ := compaction.NewLossy(compaction.DropArtifacts)
+	for _, sum := range []compaction.Summarizer{compaction.Extractive{}, lossy} {
+		c, err := compaction.NewCompactor(db, compaction.Options{Summarizer: sum, Policy: compaction.Policy{EveryEvents: 6, EveryTurns: 2, Fold: 2, MaxRoots: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop(0, func(rng *rand.Rand) error {
+			s := session(rng.Intn(writers * perWriter))
+			_, err := c.Run(context.Background(), s)
+			if errors.Is(err, store.ErrSessionNotFound) || errors.Is(err, store.ErrConflict) {
+				return nil
+			}
+			return err
+		})
+	}
+	loop(1, func(rng *rand.Rand) error {
+		s := session(rng.Intn(writers * perWriter))
+		ctx, err := db.Resume(s, store.Latest)
+		if errors.Is(err, store.ErrSessionNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return coversOnce(ctx)
+	})
+	if !dbtest.Postgres() { // a PostgreSQL store is no file to copy
+		loop(2, func(*rand.Rand) error {
+			var buf bytes.Buffer
+			_, err := db.Backup(&buf)
+			return err
+		})
+	}
+	loop(3, func(*rand.Rand) error {
+		_ = logicalState(t, db)
+		return nil
+	})
+	wg.Wait()
+	close(done)
+	bg.Wait()
+	t.Logf("%d writers × %d appends over %d sessions, with %d compaction runs, %d resumes, %d backups, %d dumps alongside",
+		writers, appends, writers*perWriter, ops[0].Load(), ops[1].Load(), ops[2].Load(), ops[3].Load())
+	if t.Failed() {
+		return
+	}
+	for s, want := range model {
+		st := state(t, db, session(s))
+		if len(want) == 0 {
+			continue
+		}
+		if uint64(len(want)) != st.Info.Head {
+			t.Errorf("%s: head %d, the model has %d events", session(s), st.Info.Head, len(want))
+			continue
+		}
+		if eventDigest(st.Events) != eventDigest(want) {
+			t.Errorf("%s: the stored events differ from the model's", session(s))
+		}
+		l := tier.NewLedger()
+		for i := range want {
+			e := want[i]
+			e.Seq = uint64(i + 1)
+			if err := l.Apply(&e); err != nil {
+				t.Fatalf("model replay: %v", err)
+			}
+		}
+		if d := st.Ledger.Diff(l); len(d) != 0 {
+			t.Errorf("%s: stored ledger differs from the model's: %v", session(s), d)
+		}
+		ctx, err := db.Resume(session(s), store.Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := coversOnce(ctx); err != nil {
+			t.Errorf("%s: %v", session(s), err)
+		}
+	}
+}
+
+// coversOnce checks that a resumed context's nodes cover 1..Boundary
+// without gap or overlap and its raw events are Boundary+1..Head.
+func coversOnce(ctx *checkpoint.Context) error {
+	next := uint64(1)
+	for _, n := range ctx.Nodes {
+		if n.From != next {
+			return fmt.Errorf("resume of %q: node %d covers %d..%d, expected to start at %d", ctx.Session, n.ID, n.From, n.To, next)
+		}
+		next = n.To + 1
+	}
+	if next != ctx.Boundary+1 {
+		return fmt.Errorf("resume of %q: nodes end at %d, boundary %d", ctx.Session, next-1, ctx.Boundary)
+	}
+	for _, e := range ctx.Events {
+		if e.Seq != next {
+			return fmt.Errorf("resume of %q: raw seq %d where %d was expected", ctx.Session, e.Seq, next)
+		}
+		next++
+	}
+	if next != ctx.Head+1 {
+		return fmt.Errorf("resume of %q: ends at %d, head %d", ctx.Session, next-1, ctx.Head)
+	}
+	return nil
+}
+
+// TestDB_DropEmpty: a database Open created (Created) that holds no
+// session is removed by DropEmpty, its file gone; one that holds a session,
+// or that this Open did not create, is kept.
+func TestDB_DropEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	open := func(opts store.Options) *store.DB {
+		t.Helper()
+		opts.NoSync = true
+		db, err := store.Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	exists := func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+
+	db := open(store.Options{Create: true})
+	if !db.Created() || db.Path() != path {
+		t.Fatalf("a new file: Created %v, Path %q", db.Created(), db.Path())
+	}
+	if dropped, err := db.DropEmpty(); err != nil || !dropped {
+		t.Fatalf("DropEmpty of a new empty database = %v, %v", dropped, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists() {
+		t.Fatal("the dropped database's file is still there")
+	}
+
+	db = open(store.Options{Create: true})
+	mustAppend(t, db, "s", ev("kept"))
+	if dropped, err := db.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a database holding a session = %v, %v", dropped, err)
+	}
+	db.Close()
+
+	db = open(store.Options{Create: true})
+	if db.Created() {
+		t.Error("Open of an existing file says it created it")
+	}
+	if dropped, err := db.DropEmpty(); err != nil || dropped {
+		t.Fatalf("DropEmpty of a database this Open did not create = %v, %v", dropped, err)
+	}
+	db.Close()
+	if !exists() {
+		t.Fatal("a database holding a session was removed")
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/strata-go/strata/tier"
 )
 
@@ -74,17 +72,8 @@ func newClaudeCodeReader(d *Decoder) *claudeCodeReader {
 
 // record reads one line.
 func (r *claudeCodeReader) record(raw []byte) error {
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
-		msg := "invalid JSON"
-		if err != nil {
-			msg = err.Error()
-		}
-		return errors.Wrap(ErrBadJSON, msg)
-	}
-	if raw[0] != '{' {
-		return errors.Wrap(ErrBadRecord, "a line must be a JSON object")
+	if err := jsonObject(raw, "a line"); err != nil {
+		return err
 	}
 	var rec claudeRecord
 	malformed := json.Unmarshal(raw, &rec) != nil

@@ -1,12 +1,12 @@
 package transcript
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/tier"
 )
@@ -16,6 +16,12 @@ type codexLine struct {
 	Timestamp json.RawMessage `json:"timestamp"`
 	Type      string          `json:"type"`
 	Payload   json.RawMessage `json:"payload"`
+	// Metadata is the line's own (Codex 0.171): compaction_output marks
+	// the item the model answered a compaction request with — the
+	// summary, which the compacted record after it carries again.
+	Metadata struct {
+		CompactionOutput bool `json:"compaction_output"`
+	} `json:"metadata"`
 }
 
 // codexItem is the payload of a response_item line (a Responses API item
@@ -49,12 +55,13 @@ type codexEnd struct {
 }
 
 // CodexCompacted is the text of the system event a Codex compacted record
-// gives: a compaction of Codex's own. The summary Codex kept, when it is
-// readable, follows as a system event of its own.
+// gives: a compaction of Codex's own, where Codex cut. The summary Codex
+// kept (the record's message), when it has text, follows as a system
+// event of the same record.
 const CodexCompacted = "Codex compacted the conversation"
 
 // IsCodexCompaction reports whether e is the event of a Codex compacted
-// record. Its Ref names the record.
+// record. Its Ref names the record: "compacted:" and a hash of the line.
 func IsCodexCompaction(e tier.Event) bool {
 	return e.Kind == tier.KindSystem && e.Text == CodexCompacted
 }
@@ -88,16 +95,8 @@ func newCodexReader(d *Decoder) *codexReader {
 
 // record reads one line.
 func (r *codexReader) record(raw []byte) error {
-	if !json.Valid(raw) {
-		var v any
-		msg := "invalid JSON"
-		if err := json.Unmarshal(raw, &v); err != nil {
-			msg = err.Error()
-		}
-		return errors.Wrap(ErrBadJSON, msg)
-	}
-	if raw[0] != '{' {
-		return errors.Wrap(ErrBadRecord, "a line must be a JSON object")
+	if err := jsonObject(raw, "a line"); err != nil {
+		return err
 	}
 	var l codexLine
 	malformed := json.Unmarshal(raw, &l) != nil
@@ -192,12 +191,15 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 	case l.Type == "event_msg":
 		d.recognized++
 		r.event(&p)
+	case l.Type == "response_item" && l.Metadata.CompactionOutput:
+		d.recognized++
+		b.rep.skip(&b.rep.Skipped, "compaction_output")
 	case l.Type == "response_item":
 		d.recognized++
 		return r.item(raw, &p, t)
 	case l.Type == "compacted":
 		d.recognized++
-		if known, err := r.stored(raw, ""); known || err != nil {
+		if known, err := r.stored(raw, compactedRef(raw)); known || err != nil {
 			return err
 		}
 		b.rep.Compactions++
@@ -214,6 +216,16 @@ func (r *codexReader) mapLine(raw []byte, malformed bool) error {
 		b.rep.skip(&b.rep.Unknown, l.Type)
 	}
 	return nil
+}
+
+// compactedRef is the ref of a compacted record, which has no id: the
+// first 16 hex digits of the SHA-256 of its JSON without insignificant
+// space, after "compacted:". Unlike a ref derived from the record's
+// position, it is the same whether the rollout is read whole or from an
+// item the session holds on (an incremental import).
+func compactedRef(raw []byte) string {
+	h := sha256.Sum256(compactJSON(raw))
+	return "compacted:" + hex.EncodeToString(h[:8])
 }
 
 // stored names the record by its ref — id, else the position and a hash —

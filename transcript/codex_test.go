@@ -250,8 +250,13 @@ func TestRead_Codex(t *testing.T) {
 		t.Errorf("%d compaction events, report %d: want 1", n, s.Report.Compactions)
 	}
 	rep := s.Report
-	if rep.DuplicateRecords != 1 || rep.Skipped["reasoning"] != 1 || rep.Skipped["compaction"] != 1 || rep.Skipped["hook_context"] != 2 || rep.Skipped["developer"] != 1 {
-		t.Errorf("report %s: want the re-logged item, the encrypted reasoning and compaction, two hook contexts and the developer message counted", rep.String())
+	if rep.DuplicateRecords != 1 || rep.Skipped["reasoning"] != 1 || rep.Skipped["compaction"] != 1 || rep.Skipped["hook_context"] != 2 || rep.Skipped["developer"] != 1 || rep.Skipped["compaction_output"] != 1 {
+		t.Errorf("report %s: want the re-logged item, the encrypted reasoning and compaction, two hook contexts, the developer message and the summary's compaction_output item counted", rep.String())
+	}
+	for _, e := range s.Events {
+		if e.Kind == tier.KindAssistant && strings.Contains(e.Text, "Summary:") {
+			t.Errorf("assistant event %q: the compaction_output item is the summary the compacted record carries", e.Text)
+		}
 	}
 	checkLedger(t, stored(t, s.Events), ledgerWant{artifacts: []string{"docs/release.md", "src/build.go"}})
 }
@@ -303,5 +308,37 @@ func TestRead_CodexGrownAndAgain(t *testing.T) {
 				t.Errorf("read as it grew:\n%s\nwant\n%s", b, a)
 			}
 		})
+	}
+}
+
+// A compacted record, which has no id, has the same ref read whole and
+// read from the middle of the rollout — as an incremental import reads it
+// from the item the session holds last — so that the two reads store it
+// once.
+func TestRead_CodexCompactedRefIsPositionFree(t *testing.T) {
+	raw, err := os.ReadFile("testdata/codex/rollout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refOf := func(raw []byte) string {
+		ss, _, err := transcript.Read(transcript.Codex, bytes.NewReader(raw), transcript.Options{File: "rollout.jsonl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			for _, e := range s.Events {
+				if transcript.IsCodexCompaction(e) {
+					return e.Ref
+				}
+			}
+		}
+		t.Fatalf("no compaction read")
+		return ""
+	}
+	whole := refOf(raw)
+	tail := raw[bytes.Index(raw, []byte(`"id":"msg_a1"`)):]
+	tail = tail[bytes.IndexByte(tail, '\n')+1:]
+	if part := refOf(tail); part != whole || !strings.HasPrefix(whole, "compacted:") {
+		t.Errorf("the compacted record's ref: %q read whole, %q read from the middle; want one, compacted:…", whole, part)
 	}
 }

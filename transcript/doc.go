@@ -1,12 +1,13 @@
 // Package transcript converts the transcripts agents leave behind — OpenAI
 // chat messages, Anthropic Messages, Claude Code session files, Codex
-// rollouts, and the
+// rollouts, Gemini CLI chats, and the
 // exports and agent trajectories built of them — into raw events
 // (tier.Event, the event format of docs/events.md) that the store accepts
 // as they are, a session per conversation.
 //
 // A transcript holds one conversation or several, each named by its own id
-// (a Claude Code record's sessionId; a Codex rollout's session_meta id; a conversation object's id,
+// (a Claude Code record's sessionId; a Codex rollout's session_meta id; a
+// Gemini CLI chat's sessionId; a conversation object's id,
 // conversation_id, session_id or uuid), else after the file: "<file>", or
 // "<file>-<n>" for the n-th of a file that holds a list of conversations (a
 // JSON array of them, JSONL of them). Options.Target says
@@ -44,6 +45,11 @@
 //	                                       the files a patch event changed → artifact
 //	Codex developer messages, hook output → nothing (skipped: strata's own injection is not the
 //	                                       user's words)
+//	Gemini CLI toolCalls                  → tool_call and tool_result, ok:false on a status other
+//	                                       than success, a response's error, or the shell tool's
+//	                                       Exit Code field ≠ 0
+//	Gemini CLI compression ($set history) → a system event (GeminiCompressed), the summary → system
+//	Gemini CLI <hook_context> parts       → nothing (skipped: a hook's context, strata's among it)
 //	an agent's step (action, observation) → assistant text, tool_call "step-N" named after the
 //	                                       action's first word, and its tool_result
 //	timestamps                            → time

@@ -93,3 +93,10 @@ func FuzzCodex(f *testing.F) {
 			`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x"}}`)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.Codex, data) })
 }
+
+func FuzzGemini(f *testing.F) {
+	seed(f, "gemini", `{"sessionId":"s","projectHash":"p","messages":[{"id":"u","type":"user","content":"hi"}]}`,
+		`{"$set":{"messages":[{"id":"a","type":"user","content":[{"text":"x"}]}]}}`+"\n"+`{"$rewindTo":"a"}`,
+		`{"id":"g","type":"gemini","content":"","toolCalls":[{"id":"c","name":"run_shell_command","args":{},"status":"success","result":"Output: x\nExit Code: 1"}]}`)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, transcript.Gemini, data) })
+}

@@ -62,6 +62,17 @@ func resultTranscript(t *testing.T, f transcript.Format, isError, toolUseResult 
 {"timestamp": "2026-01-05T10:00:03.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"curl https://example.com\"}", "call_id": "call_1"}}
 ` + end + `{"timestamp": "2026-01-05T10:00:04.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "call_1", "output": ` + string(text) + `}}
 `)
+	case transcript.Gemini:
+		// Gemini CLI's flag is the call's status: is_error true is a call
+		// the user cancelled, false or absent one that succeeded.
+		status := "success"
+		if isError == "true" {
+			status = "cancelled"
+		}
+		return []byte(`{"sessionId": "s", "projectHash": "p"}
+{"id": "u1", "timestamp": "2026-01-05T10:00:01.000Z", "type": "user", "content": [{"text": "fetch the page"}]}
+{"id": "g1", "timestamp": "2026-01-05T10:00:02.000Z", "type": "gemini", "content": "", "toolCalls": [{"id": "web_fetch__1", "name": "web_fetch", "args": {"url": "https://example.com"}, "status": "` + status + `", "result": [{"functionResponse": {"id": "web_fetch__1", "name": "web_fetch", "response": {"output": ` + string(text) + `}}}]}]}
+`)
 	}
 	t.Fatalf("format %s", f)
 	return nil

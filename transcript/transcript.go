@@ -39,10 +39,16 @@ const (
 	// {timestamp, type, payload}, one thread, the session its session_meta
 	// names.
 	Codex Format = "codex"
+	// Gemini is a Gemini CLI chat recording
+	// (~/.gemini/tmp/<project>/chats/session-*.jsonl): lines of message
+	// records, "$set" and "$rewindTo" records, one conversation, the
+	// session its sessionId names; and the single JSON document
+	// (session-*.json) of the versions before April 2026.
+	Gemini Format = "gemini"
 )
 
 // Formats lists the formats in the order the command line documents them.
-func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode, Codex} }
+func Formats() []Format { return []Format{OpenAI, Anthropic, ClaudeCode, Codex, Gemini} }
 
 // ParseFormat returns the format named s, or an error wrapping
 // ErrUnknownFormat.
@@ -52,7 +58,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	names := make([]string, 0, 4)
+	names := make([]string, 0, 5)
 	for _, f := range Formats() {
 		names = append(names, string(f))
 	}
@@ -91,8 +97,10 @@ type Options struct {
 	// rejected keys under it are named relative to it. Empty means none,
 	// except for Claude Code, whose records carry their "cwd".
 	Dir string
-	// MaxRecordBytes bounds one line or one top-level JSON value; zero
-	// means DefaultMaxRecordBytes.
+	// MaxRecordBytes bounds one line, one top-level JSON value or element
+	// of a top-level array, or one message or other member of a
+	// conversation object read member by member (see Decoder); zero means
+	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
 }
 
@@ -258,11 +266,20 @@ func fieldSafe(s string) string {
 }
 
 // Decoder reads a transcript and returns its events one at a time. It holds
-// one record in memory (a JSONL line; for the array and object forms, the
-// whole document — and while it reads the first, the second, which says
-// whether the first is alone), the events it maps to, each session's open
-// calls, and the Claude Code records read before the first that names its
-// session.
+// one record in memory (a JSONL line, an element of a top-level array, a
+// top-level object), the events it maps to, each session's open calls, and
+// the Claude Code records read before the first that names its session.
+//
+// A top-level object over 1 MiB of an input that is an io.ReaderAt (an
+// *os.File, a *bytes.Reader, whose offset 0 is the input's first byte) is
+// read twice so that its messages are not held: first member by member,
+// its lists of messages only checked, then its list of messages again,
+// mapped a message at a time. Memory then follows one message, not the
+// conversation, and the conversation may be larger than
+// Options.MaxRecordBytes, which bounds each of its messages and other
+// members. The events, refs and lines are those of reading it whole. Of an
+// input read only forward, such an object is read whole, up to
+// MaxRecordBytes.
 //
 // # Conversations
 //
@@ -275,6 +292,8 @@ func fieldSafe(s string) string {
 //     "<sessionId>/agent-<agentId>". Records that name no session (file
 //     snapshots, summaries) belong to the session of the records around
 //     them; a file without any sessionId is named after the file.
+//   - Codex and Gemini CLI: the rollout's (session_meta's id) or the chat's
+//     (sessionId) one conversation.
 //   - OpenAI and Anthropic: a JSON object holding a list of messages under
 //     "messages" (or "input", "chat_messages", "history", "conversation",
 //     "conversations", "turns", "steps", "trajectory": the first whose
@@ -303,6 +322,7 @@ type Decoder struct {
 	an   *anthropicReader
 	cc   *claudeCodeReader
 	cx   *codexReader
+	gm   *geminiReader
 
 	sh       shared        // the line being mapped, the events mapped, a bug met
 	conv     *conversation // the conversation of the record being mapped
@@ -311,6 +331,7 @@ type Decoder struct {
 	sessions map[string]*builder // by session
 	order    []*builder          // the sessions in the order they first appear
 	outside  Report              // top-level values that are no message and no conversation
+	list     *elements           // the messages of a conversation object read member by member, being mapped
 	nconv    int                 // conversation objects so far
 
 	recognized int    // records of a kind the format knows (Options.Target's known ones too)
@@ -337,7 +358,8 @@ type source interface {
 }
 
 // NewDecoder returns a Decoder of r in format f. The only error is an
-// unknown format.
+// unknown format. When r is an io.ReaderAt, a large conversation object is
+// read from it again (see Decoder).
 func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	d := &Decoder{f: f, convs: map[string]*conversation{}, sessions: map[string]*builder{}}
 	if opts.File != "" {
@@ -360,6 +382,9 @@ func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	case Codex:
 		d.src = newLineSource(r, opts.File, opts.MaxRecordBytes)
 		d.cx = newCodexReader(d)
+	case Gemini:
+		d.src = newValueSource(r, opts.File, opts.MaxRecordBytes)
+		d.gm = newGeminiReader(d)
 	default:
 		_, err := ParseFormat(string(f))
 		return nil, err
@@ -381,6 +406,22 @@ func (d *Decoder) Next() (tier.Event, error) {
 		if d.done {
 			return tier.Event{}, io.EOF
 		}
+		if d.list != nil {
+			raw, line, err := d.list.next()
+			if err == io.EOF {
+				d.list = nil
+				continue
+			}
+			if err == nil {
+				d.sh.line = line
+				err = d.message(raw)
+			}
+			if err != nil {
+				d.err = err
+				return tier.Event{}, err
+			}
+			continue
+		}
 		raw, line, err := d.src.next()
 		switch {
 		case err == io.EOF:
@@ -389,13 +430,20 @@ func (d *Decoder) Next() (tier.Event, error) {
 		case err != nil: // the source's: a *LineError, or reading failed
 		default:
 			d.sh.line = line
+			vs, _ := d.src.(*valueSource)
 			switch {
 			case d.cc != nil:
 				err = d.cc.record(raw)
 			case d.cx != nil:
 				err = d.cx.record(raw)
+			case d.gm != nil:
+				err = d.gm.record(raw)
+			case vs.big != nil:
+				big := vs.big
+				vs.big = nil
+				err = d.bigValue(vs, big, vs.listed)
 			default:
-				err = d.value(raw, d.src.(*valueSource).listed)
+				err = d.value(raw, vs.listed)
 			}
 			var le *LineError
 			if (errors.Is(err, ErrBadJSON) || errors.Is(err, ErrBadRecord) || errors.Is(err, ErrTooLarge)) && !errors.As(err, &le) {

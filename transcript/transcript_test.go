@@ -348,8 +348,11 @@ func TestRead_BadInput(t *testing.T) {
 	if !errors.Is(err, transcript.ErrTooLarge) {
 		t.Errorf("large document: err = %v, want ErrTooLarge", err)
 	}
-	if _, err := transcript.ParseFormat("gemini"); !errors.Is(err, transcript.ErrUnknownFormat) {
-		t.Errorf("ParseFormat(gemini) = %v", err)
+	if f, err := transcript.ParseFormat("gemini"); err != nil || f != transcript.Gemini {
+		t.Errorf("ParseFormat(gemini) = %q, %v", f, err)
+	}
+	if _, err := transcript.ParseFormat("cline"); !errors.Is(err, transcript.ErrUnknownFormat) {
+		t.Errorf("ParseFormat(cline) = %v", err)
 	}
 }
 

@@ -326,7 +326,7 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 				os.WriteFile(p, []byte("\x00\x01 not a transcript\n{\"half\": \n"), 0o600)
 				return ccInput("PreCompact", ccFixtureSession, p, dir)
 			}},
-		{name: "missing transcript", want: "FAILED reading the transcript: claudecode: opening the transcript: open DIR/none.jsonl: no such file or directory",
+		{name: "missing transcript", want: "FAILED reading the transcript: companion: opening the transcript: open DIR/none.jsonl: no such file or directory",
 			stdin: func(dir string) string {
 				return ccInput("PreCompact", ccFixtureSession, filepath.Join(dir, "none.jsonl"), dir)
 			}},
@@ -462,7 +462,7 @@ func TestClaudeCodeHook_NoProject(t *testing.T) {
 			t.Chdir(here)
 			t.Setenv("CLAUDE_PROJECT_DIR", "")
 			r := cli(t, string(stdin), "claude-code", "hook")
-			want := "strata claude-code hook: PreCompact FAILED reading the hook input: " + c.want + ": claudecode: bad hook input\n"
+			want := "strata claude-code hook: PreCompact FAILED reading the hook input: " + c.want + ": companion: bad hook input\n"
 			if r.code != exitOK || r.stdout != "" || r.stderr != want {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and stderr %q", r.code, r.stdout, r.stderr, want)
 			}

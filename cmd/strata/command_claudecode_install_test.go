@@ -85,7 +85,7 @@ func checkInstalledShape(t testing.TB, text []byte, command string) {
 		n := 0
 		for _, g := range groups {
 			for _, h := range g.Hooks {
-				if !claudecode.IsStrataHook(h.Command) {
+				if !companion.IsStrataHook(claudecode.Agent{}, h.Command) {
 					continue
 				}
 				n++
@@ -124,7 +124,7 @@ func withoutStrata(t testing.TB, text []byte) any {
 			g := g.(map[string]any)
 			var hs []any
 			for _, h := range g["hooks"].([]any) {
-				if c, _ := h.(map[string]any)["command"].(string); !claudecode.IsStrataHook(c) {
+				if c, _ := h.(map[string]any)["command"].(string); !companion.IsStrataHook(claudecode.Agent{}, c) {
 					hs = append(hs, h)
 				}
 			}
@@ -224,7 +224,7 @@ func TestClaudeCodeInstall_RoundTrip(t *testing.T) {
 			if got := string(readBytes(t, settings)); got != *orig {
 				t.Errorf("install then uninstall:\n%q\nwas\n%q", got, *orig)
 			}
-			if _, err := os.Stat(filepath.Join(dir, ".claude", claudeInstallRecord)); !os.IsNotExist(err) {
+			if _, err := os.Stat(filepath.Join(dir, ".claude", companion.InstallRecordName)); !os.IsNotExist(err) {
 				t.Errorf("uninstall left install's record: %v", err)
 			}
 			if r := mustCLI(t, "claude-code", "uninstall", "--dir", dir); r != shown+" holds no hook of strata's: nothing changed\n" {
@@ -368,7 +368,7 @@ func TestClaudeCodeInstall_RefusesBadSettings(t *testing.T) {
 				t.Errorf("%s of %q changed it to %q", args[0], tc.text, got)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(dir, ".claude", claudeInstallRecord)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(dir, ".claude", companion.InstallRecordName)); !os.IsNotExist(err) {
 			t.Errorf("a refused install wrote its record: %v", err)
 		}
 	}
@@ -397,17 +397,17 @@ func TestClaudeCodeInstall_DB(t *testing.T) {
 		checkInstalledShape(t, readBytes(t, settings), command)
 		// The hook's command, as sh reads it with Claude Code's variables,
 		// names the store.
-		s, err := findClaudeSettings(false, dir)
+		s, err := companion.FindSettings(claudecode.Agent{}, false, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := s.storeOf(command); !ok || got != tc.store {
+		if got, ok := s.StoreOf(command); !ok || got != tc.store {
 			t.Errorf("--db %s: the command names %q %v", tc.db, got, ok)
 		}
 		if strings.HasPrefix(tc.db, "postgres://") {
 			continue // status would connect to it
 		}
-		var st claudeStatus
+		var st companion.Status
 		if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--dir", dir, "--json")), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -649,7 +649,7 @@ func TestClaudeCodeInstall_User(t *testing.T) {
 		t.Errorf("the file's mode: %v %v", fi, err)
 	}
 	checkInstalledShape(t, readBytes(t, dotfiles), command)
-	var st claudeStatus
+	var st companion.Status
 	if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--user", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -718,14 +718,14 @@ func FuzzClaudeCodeInstall(f *testing.F) {
 	f.Add(`{"hooks":{"PreCompact":[ ],"x":[]},"y":[{}]}`)
 	f.Add("{\n\t\"a\": [\n\t\t1\n\t]\r\n}")
 	f.Fuzz(func(t *testing.T, text string) {
-		mine, err := claudecode.StrataHooks("settings.json", []byte(text))
+		mine, err := companion.StrataHooks(claudecode.Agent{}, "settings.json", []byte(text))
 		if err != nil || len(mine) > 0 {
 			return // refused, or strata's hooks are there: not a round trip
 		}
 		if json.Unmarshal([]byte(text), &claudeSettingsShape{}) != nil {
 			return // hooks Claude Code does not read, which the shape check would fail on
 		}
-		installed, changes, created, err := claudecode.InstallHooks("settings.json", []byte(text), defaultHookCommand)
+		installed, changes, created, err := companion.InstallHooks(claudecode.Agent{}, "settings.json", []byte(text), defaultHookCommand)
 		if err != nil {
 			t.Fatalf("install of %q: %v", text, err)
 		}
@@ -733,7 +733,7 @@ func FuzzClaudeCodeInstall(f *testing.F) {
 			t.Fatalf("install of %q: %+v", text, changes)
 		}
 		checkInstalledShape(t, installed, defaultHookCommand)
-		back, removed, _, err := claudecode.UninstallHooks("settings.json", installed, created)
+		back, removed, _, err := companion.UninstallHooks(claudecode.Agent{}, "settings.json", installed, created)
 		if err != nil {
 			t.Fatalf("uninstall of %q: %v", installed, err)
 		}
@@ -766,7 +766,7 @@ func TestClaudeCodeUninstall_LocalSettings(t *testing.T) {
 	orig := strings.Replace(settingsCases(t)["4_spaces_other_hooks_under_the_same_events"], `        "PostToolUse": [`,
 		`        "PostCompact": [{"hooks": [{"type": "command", "command": "echo post"}]}],
         "PostToolUse": [`, 1)
-	withStrata, _, _, err := claudecode.InstallHooks(local, []byte(orig), mine)
+	withStrata, _, _, err := companion.InstallHooks(claudecode.Agent{}, local, []byte(orig), mine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -873,4 +873,10 @@ func TestClaudeCodeInstall_IgnoresTheStore(t *testing.T) {
 		!strings.Contains(out, "git ignores the store and its log: added /.claude/strata.db /.claude/strata.log /.claude/strata.log.1 to ") {
 		t.Errorf("install says:\n%s\n.gitignore: %q", out, got)
 	}
+}
+
+// fileExists reports whether there is a file (or anything) at path.
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

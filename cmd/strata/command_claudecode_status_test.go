@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/checkpoint"
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -50,10 +51,10 @@ func realClaudeCodeTranscripts(t testing.TB) []string {
 }
 
 // statusOf runs status with args and decodes its JSON.
-func statusOf(t testing.TB, args ...string) claudeStatus {
+func statusOf(t testing.TB, args ...string) companion.Status {
 	t.Helper()
 	out := mustCLI(t, append([]string{"claude-code", "status", "--json"}, args...)...)
-	var st claudeStatus
+	var st companion.Status
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -64,7 +65,7 @@ func statusOf(t testing.TB, args ...string) claudeStatus {
 // store holds, computed here from its raw events: the events, the Claude
 // Code compactions among them, and at the latest marker's boundary the
 // ledger a replay of the events up to there gives.
-func checkStatusFacts(t testing.TB, st claudeStatus, db string, transcripts []string) {
+func checkStatusFacts(t testing.TB, st companion.Status, db string, transcripts []string) {
 	t.Helper()
 	ids := sessionsOf(t, db)
 	sdb, err := store.Open(db, store.Options{ReadOnly: true})
@@ -104,7 +105,7 @@ func checkStatusFacts(t testing.TB, st claudeStatus, db string, transcripts []st
 			continue
 		}
 		l := tier.NewLedger()
-		want := claudeFacts{}
+		want := companion.Facts{}
 		n := 0
 		err = sdb.View(func(snap *store.Snapshot) error {
 			return snap.Events(s.ID, 1, info.Head, func(e tier.Event) error {
@@ -202,7 +203,7 @@ func TestClaudeCodeStatus(t *testing.T) {
 	checkStatusFacts(t, st, store, files)
 	// The fixture of a compaction: its failures, its rejection and the
 	// call still open at the marker.
-	var cc *claudeStatusSession
+	var cc *companion.SessionStatus
 	for i := range st.Sessions {
 		if st.Sessions[i].ID == "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41" {
 			cc = &st.Sessions[i]
@@ -305,7 +306,7 @@ func TestClaudeCodeStatus_StoreUnreadable(t *testing.T) {
 	} {
 		r := cli(t, "", "claude-code", "status", "--dir", dir, "--db", c.db, "--timeout", "50ms", "--json")
 		wantCode(t, r, exitError, c.name)
-		var st claudeStatus
+		var st companion.Status
 		var raw map[string]any
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || json.Unmarshal([]byte(r.stdout), &raw) != nil {
 			t.Fatalf("%s: stdout is no document (%v):\n%s", c.name, err, r.stdout)
@@ -398,7 +399,7 @@ func TestClaudeCodeStatus_SummaryOmitted(t *testing.T) {
 		t.Fatalf("status: %+v; want one session, one compaction, one check", st.Sessions)
 	}
 	c := st.Sessions[0].SummaryChecks[0]
-	want := []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)", "artifact migrations/003_down.sql"}
+	want := []string{"FAILED `ls /nonexistent/dir` (Bash)", "artifact migrations/003_down.sql"}
 	// The doc's figures: the check is the event after PreCompact's head,
 	// seq 9 (the transcript's first 9 events), made at PostCompact.
 	if c.Seq != 10 || c.Boundary != 9 || c.Facts != 2 || c.Omitted != 2 || c.SummarySeq != 0 || !slices.Equal(c.SummaryOmitted, want) {

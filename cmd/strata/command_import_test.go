@@ -219,7 +219,7 @@ func TestImport_Usage(t *testing.T) {
 	f := fixture(t, "openai/chat.json")
 	for _, args := range [][]string{
 		{"import", f},
-		{"import", "--format", "gemini", f},
+		{"import", "--format", "cline", f},
 		{"import", "--format", "openai"},
 		{"import", "--format", "openai", "--session", "a\nb", f},
 		// A flag without effect in the combination given.

@@ -10,7 +10,7 @@
 //	strata replay --db DB [flags] FILE...
 //	strata compact DB [--session ID]... [--window N] [--share F] [--every-tokens N] [--every N] [--every-events M] [--fold K] [--max-roots R]
 //	               [--summarizer extractive|lossy|openai] [--retries R] [--repair] [--json]
-//	strata import --format openai|anthropic|claude-code|codex [--session ID] [--db DB [policy flags]] [--json] FILE...
+//	strata import --format openai|anthropic|claude-code|codex|gemini [--session ID] [--db DB [policy flags]] [--json] FILE...
 //	strata sessions [--json] DB|URL
 //	strata dump [--json|--dot] [--raw] [--session ID [--from SEQ] [--to SEQ]] DB|URL
 //	strata resume DB|URL --session ID [--marker ID|latest] [--budget N] [--json]
@@ -32,6 +32,16 @@
 //	strata claude-code uninstall [--user] [--dir PROJECT]
 //	strata claude-code status [--user] [--dir PROJECT] [--db DB] [--json]
 //	strata claude-code hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
+//	strata codex hook|install|status|uninstall
+//	strata codex install [--user] [--db DB] [--dir PROJECT]
+//	strata codex uninstall [--user] [--dir PROJECT]
+//	strata codex status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata codex hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
+//	strata gemini hook|install|status|uninstall
+//	strata gemini install [--user] [--db DB] [--dir PROJECT]
+//	strata gemini uninstall [--user] [--dir PROJECT]
+//	strata gemini status [--user] [--dir PROJECT] [--db DB] [--json]
+//	strata gemini hook [--db DB] [--budget N] [--log FILE] [--timeout D] < hook-input.json
 //	strata completion bash|fish|powershell|zsh
 //
 // replay also takes --session ID (the session of lines that name none),
@@ -103,6 +113,12 @@
 // column. uninstall removes exactly what install added; status shows the
 // hooks, the store and its sessions: Claude Code's compactions, strata's
 // markers, and the facts the latest marker carries.
+//
+// strata codex install, uninstall, status and hook do the same beside
+// Codex CLI (docs/codex.md): its hooks in .codex/hooks.json of the project
+// or, with --user, $CODEX_HOME/hooks.json; PreCompact compacts, PostCompact
+// checks the summary of Codex's compacted record, SessionStart(compact)
+// prints the state for Codex to give the model.
 //
 // A DB may also be a postgres:// URL: strata's tables in PostgreSQL, which
 // many processes read and write at once (the first caveat is the file's).

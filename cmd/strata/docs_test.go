@@ -433,7 +433,7 @@ func newDocRun(t *testing.T, repo string) *docRun {
 	t.Chdir(dir)
 	t.Setenv("HOME", d.home)
 	t.Setenv("VLLM_KEY", "vllm-test-key") // docs/summarizers.md names it with --api-key-env
-	for _, v := range []string{"STRATA_API_KEY", "OPENAI_API_KEY", envToken, "STRATA_PROGRESS"} {
+	for _, v := range []string{"STRATA_API_KEY", "OPENAI_API_KEY", envToken, "STRATA_PROGRESS", "CODEX_HOME"} {
 		t.Setenv(v, "")
 	}
 	return d

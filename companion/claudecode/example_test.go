@@ -8,16 +8,17 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/store"
 )
 
-// ExampleHook_Run drives the hooks as Claude Code does: PreCompact while
-// the transcript ends just before Claude Code's compaction, then
-// SessionStart(compact) once it has written its compact_boundary record
-// and its summary, whose output adds the state at the boundary to the
-// compacted context.
-func ExampleHook_Run() {
+// Example drives the hooks through Claude Code's adapter as Claude Code
+// does: PreCompact while the transcript ends just before Claude Code's
+// compaction, then SessionStart(compact) once it has written its
+// compact_boundary record and its summary, whose output adds the state at
+// the boundary to the compacted context.
+func Example() {
 	dir, _ := os.MkdirTemp("", "claudecode")
 	defer os.RemoveAll(dir)
 	whole, _ := os.ReadFile("../../transcript/testdata/claude-code/session.jsonl")
@@ -28,8 +29,8 @@ func ExampleHook_Run() {
 
 	db, _ := store.Open(filepath.Join(dir, "strata.db"), store.Options{Create: true})
 	defer db.Close()
-	hook, _ := claudecode.New(db, claudecode.Options{DB: ".claude/strata.db", Budget: 400})
-	in := claudecode.Input{SessionID: "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41", TranscriptPath: transcript,
+	hook, _ := companion.New(db, claudecode.Agent{}, companion.Options{DB: ".claude/strata.db", Budget: 400})
+	in := companion.Input{SessionID: "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41", TranscriptPath: transcript,
 		Cwd: "/home/dev/app", HookEventName: claudecode.EventPreCompact, Trigger: "auto"}
 	pre, err := hook.Run(context.Background(), in)
 	if err != nil {
@@ -55,7 +56,7 @@ func ExampleHook_Run() {
 	// PreCompact: 14 events stored, marker 1 at seq 14
 	// # strata: the state at Claude Code's compaction
 	// Computed by strata from the raw transcript, not from a summary: what session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 implies at seq 14, where Claude Code compacted it. Every line below is a fact of the raw log; none is a summarizer's words.
-	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 00948154bcbbe9e4ae8d09625ec7612f3fdfcb9d148a7f37fbd5cdbd4ebbbe2d) prints the whole context, 3380 bytes: the summary nodes with every fact as their claims, then the 13 raw events after the boundary.
+	// Every fact, unabridged: `strata resume --db .claude/strata.db --session 7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41 --marker 1` (marker 1, sha256 e8328801a9b26ae2e9dd8e314b6cba0e124a8a11704b1f0db733c022949c12b4) prints the whole context, 3364 bytes: the summary nodes with every fact as their claims, then the 13 raw events after the boundary.
 	//
 	// ## the task (the user's first request, seq 1), in the user's words:
 	//   The login test is flaky; fix it. Don't touch the CI config.
@@ -72,5 +73,5 @@ func ExampleHook_Run() {
 	//
 	// ## artifacts (files written), newest first: 1
 	// - artifact: tests/test_login.py — written by Edit (call toolu_04)
-	// not mentioned by Claude Code's summary: [FAILED call toolu_03 (Edit) FAILED call toolu_02 (Bash) rejected tool/Edit:.github/workflows/ci.yml artifact tests/test_login.py]
+	// not mentioned by Claude Code's summary: [FAILED `pytest tests/test_login.py -x` (Bash) rejected tool/Edit:.github/workflows/ci.yml artifact tests/test_login.py]
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
@@ -96,8 +97,8 @@ func sessionTranscript() (c *cc, boundary int) {
 	return c, boundary
 }
 
-func hookInput(path, event string) claudecode.Input {
-	in := claudecode.Input{SessionID: session, TranscriptPath: path, Cwd: "/work/app", HookEventName: event}
+func hookInput(path, event string) companion.Input {
+	in := companion.Input{SessionID: session, TranscriptPath: path, Cwd: "/work/app", HookEventName: event}
 	if event == claudecode.EventPreCompact {
 		in.Trigger = "auto"
 	} else {
@@ -106,16 +107,16 @@ func hookInput(path, event string) claudecode.Input {
 	return in
 }
 
-func newHook(t testing.TB, db *store.DB, opts claudecode.Options) *claudecode.Hook {
+func newHook(t testing.TB, db *store.DB, opts companion.Options) *companion.Hook {
 	t.Helper()
-	h, err := claudecode.New(db, opts)
+	h, err := companion.New(db, claudecode.Agent{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
-func run(t testing.TB, h *claudecode.Hook, in claudecode.Input) *claudecode.Result {
+func run(t testing.TB, h *companion.Hook, in companion.Input) *companion.Result {
 	t.Helper()
 	r, err := h.Run(context.Background(), in)
 	if err != nil {
@@ -149,7 +150,7 @@ func TestHook_Run(t *testing.T) {
 	c, boundary := sessionTranscript()
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{DB: ".claude/strata.db"})
+	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 
 	c.write(t, path, 0, boundary)
 	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
@@ -188,12 +189,12 @@ func TestHook_Run(t *testing.T) {
 		t.Errorf("resume --marker %d: sha256 %s, the state says %s", st.Marker, rc.SHA256(), st.SHA256)
 	}
 	// The summary names main.go and the server's command, not the failure.
-	if c := start.Check; c == nil || c.Facts != 3 || len(c.Unmentioned) != 1 || c.Unmentioned[0] != "FAILED call toolu_build (Bash)" {
+	if c := start.Check; c == nil || c.Facts != 3 || len(c.Unmentioned) != 1 || c.Unmentioned[0] != "FAILED `make build` (Bash)" {
 		t.Fatalf("check: %+v; want the failure alone unmentioned of 3 facts", start.Check)
 	}
 	evs := storetest.Events(t, db, session)
 	last := evs[len(evs)-1]
-	if last.Kind != tier.KindSystem || !strings.Contains(last.Text, "it does not mention 1 of them:\n- FAILED call toolu_build (Bash)") {
+	if last.Kind != tier.KindSystem || !strings.Contains(last.Text, "it does not mention 1 of them:\n- FAILED `make build` (Bash)") {
 		t.Fatalf("the last event is %+v; want the check", last)
 	}
 
@@ -245,7 +246,7 @@ func TestHook_Run_WithoutPreCompact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, len(c.lines))
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if len(r.Compactions) != 1 || !r.Compactions[0].Committed() || r.State.Marker != r.Compactions[0].Marker || r.Compactions[0].To != r.State.Boundary {
 		t.Fatalf("compactions %+v, state %+v; want a marker made at the boundary", r.Compactions, r.State)
 	}
@@ -274,7 +275,7 @@ func TestHook_Run_BoundaryNotWritten(t *testing.T) {
 			path := filepath.Join(t.TempDir(), session+".jsonl")
 			c.write(t, path, 0, len(c.lines))
 			db := dbtest.Open(t, store.Options{NoSync: true})
-			h := newHook(t, db, claudecode.Options{})
+			h := newHook(t, db, companion.Options{})
 			pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
 			r := run(t, h, hookInput(path, claudecode.EventSessionStart))
 			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
@@ -296,7 +297,7 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, boundary)
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if !r.NoBoundary || r.Output != nil || r.State != nil || len(r.Compactions) != 0 || r.Import.Events == 0 ||
 		len(storetest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
 		t.Fatalf("%+v, line %q; want the records imported, nothing else", r, r.Line())
@@ -306,12 +307,12 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 // compacted runs sessionTranscript as Claude Code would: PreCompact on
 // the records before its compaction, then SessionStart on the whole file,
 // whose summary it checks.
-func compacted(t *testing.T) (c *cc, boundary int, path string, db *store.DB, h *claudecode.Hook, start *claudecode.Result) {
+func compacted(t *testing.T) (c *cc, boundary int, path string, db *store.DB, h *companion.Hook, start *companion.Result) {
 	t.Helper()
 	c, boundary = sessionTranscript()
 	path = filepath.Join(t.TempDir(), session+".jsonl")
 	db = dbtest.Open(t, store.Options{NoSync: true})
-	h = newHook(t, db, claudecode.Options{})
+	h = newHook(t, db, companion.Options{})
 	c.write(t, path, 0, boundary)
 	run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, len(c.lines))
@@ -348,7 +349,7 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 	c, boundary := sessionTranscript()
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{})
+	h := newHook(t, db, companion.Options{})
 	c.write(t, path, 0, boundary)
 	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, boundary+1)
@@ -393,7 +394,7 @@ func TestHook_Run_NoSummaryRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, len(c.lines))
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if r.Check != nil || r.State == nil || r.NoBoundary || r.Unwritten || len(r.Compactions) != 1 || r.Compactions[0].To != r.State.Boundary {
 		t.Fatalf("%q; want a marker at the boundary, no check", r.Line())
 	}
@@ -417,7 +418,7 @@ func TestHook_Run_BoundaryWalk(t *testing.T) {
 			path := filepath.Join(t.TempDir(), session+".jsonl")
 			c.write(t, path, 0, len(c.lines))
 			db := dbtest.Open(t, store.Options{NoSync: true})
-			r := run(t, newHook(t, db, claudecode.Options{}), hookInput(path, claudecode.EventSessionStart))
+			r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 			var b, s store.RefSpan
 			if err := db.View(func(snap *store.Snapshot) error {
 				var err error
@@ -443,7 +444,7 @@ func TestHook_RunTranscript_ReadsTheOpenFile(t *testing.T) {
 	c, boundary := sessionTranscript()
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{})
+	h := newHook(t, db, companion.Options{})
 	for _, step := range []struct {
 		event    string
 		from, to int
@@ -471,7 +472,7 @@ func TestHook_RunTranscript_ReadsTheOpenFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := (claudecode.Input{TranscriptPath: path + ".none"}).OpenTranscript(); err == nil {
+	if _, err := (companion.Input{TranscriptPath: path + ".none"}).OpenTranscript(); err == nil {
 		t.Fatal("OpenTranscript of no file: no error")
 	}
 }
@@ -479,8 +480,8 @@ func TestHook_RunTranscript_ReadsTheOpenFile(t *testing.T) {
 // TestHook_Run_Ignored: other events and sources do nothing.
 func TestHook_Run_Ignored(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{})
-	for _, in := range []claudecode.Input{
+	h := newHook(t, db, companion.Options{})
+	for _, in := range []companion.Input{
 		{HookEventName: "SessionStart", Source: "startup", SessionID: session, TranscriptPath: "/nonexistent"},
 		{HookEventName: "SessionStart", Source: "resume", SessionID: session},
 		{HookEventName: "UserPromptSubmit", SessionID: session},
@@ -499,7 +500,7 @@ func TestHook_Run_Ignored(t *testing.T) {
 // silently; the task and the newest request are always there; the text
 // stays within the budget and is the same every time.
 func TestState_Render_Budget(t *testing.T) {
-	st := &claudecode.State{Session: session, Boundary: 500, Marker: 7, SHA256: strings.Repeat("ab", 32)}
+	st := &companion.State{Session: session, Boundary: 500, Marker: 7, SHA256: strings.Repeat("ab", 32)}
 	for i := 59; i >= 0; i-- { // newest first, as State holds them
 		st.Claims.Failures = append(st.Claims.Failures, tier.Resolution{ID: fmt.Sprintf("toolu_%02d", i), Kind: tier.KindToolCall,
 			Name: "Bash", Seq: uint64(2*i + 1), At: uint64(2*i + 2), Failed: true, Reason: "Exit code 1\n" + strings.Repeat("x", 20*i),
@@ -508,7 +509,7 @@ func TestState_Render_Budget(t *testing.T) {
 	st.Claims.Artifacts = []tier.Artifact{{Key: "a.go", Text: "written by Write", Seq: 3}}
 	st.Claims.Requests = []tier.Request{{Seq: 1, Text: "Make every check pass.\nStart with the oldest."}, {Seq: 200, Text: "older"}, {Seq: 400, Text: "Now the newest one."}}
 	st.Claims.RequestsLeftOut = 5
-	for _, budget := range []int{claudecode.MinBudget, 800, 5000} {
+	for _, budget := range []int{companion.MinBudget, 800, 5000} {
 		r := st.Render("strata.db", budget)
 		if r.Tokens > budget || tier.TokensOfBytes(len(r.Text)) != r.Tokens || r.Facts != 61+3+5 {
 			t.Fatalf("budget %d: %d tokens, %d facts", budget, r.Tokens, r.Facts)
@@ -551,7 +552,7 @@ func TestState_Render_Budget(t *testing.T) {
 // with their count and the newest output; a target a later call fixed is
 // shown fixed, not standing.
 func TestState_Render_FailuresByTarget(t *testing.T) {
-	st := &claudecode.State{Session: session, Boundary: 50}
+	st := &companion.State{Session: session, Boundary: 50}
 	push := func(id string, at, fixed uint64, out string) tier.Resolution {
 		return tier.Resolution{ID: id, Kind: tier.KindToolCall, Name: "Bash", Seq: at - 1, At: at, Failed: true, Reason: out,
 			Target: "git push", Fixed: fixed}
@@ -577,11 +578,11 @@ func TestState_Render_FailuresByTarget(t *testing.T) {
 
 func TestReadInput(t *testing.T) {
 	good := `{"session_id":"` + session + `","transcript_path":"/t.jsonl","cwd":"/w","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}`
-	in, err := claudecode.ReadInput(strings.NewReader(good))
+	in, err := companion.ReadInput(claudecode.Agent{}, strings.NewReader(good))
 	if err != nil || in.SessionID != session || in.Trigger != "manual" || !in.Handled() {
 		t.Fatalf("%+v, %v", in, err)
 	}
-	if in, err := claudecode.ReadInput(strings.NewReader(`{"hook_event_name":"Stop"}`)); err != nil || in.Handled() {
+	if in, err := companion.ReadInput(claudecode.Agent{}, strings.NewReader(`{"hook_event_name":"Stop"}`)); err != nil || in.Handled() {
 		t.Fatalf("an event the hook leaves alone: %+v, %v", in, err)
 	}
 	for name, bad := range map[string]string{
@@ -595,7 +596,7 @@ func TestReadInput(t *testing.T) {
 		"relative cwd":  `{"hook_event_name":"SessionStart","source":"compact","transcript_path":"/t","session_id":"s","cwd":"rel"}`,
 		"too large":     `{"hook_event_name":"PreCompact","x":"` + strings.Repeat("x", 1<<20) + `"}`,
 	} {
-		if _, err := claudecode.ReadInput(strings.NewReader(bad)); !errors.Is(err, claudecode.ErrBadInput) {
+		if _, err := companion.ReadInput(claudecode.Agent{}, strings.NewReader(bad)); !errors.Is(err, companion.ErrBadInput) {
 			t.Errorf("%s: err %v, want ErrBadInput", name, err)
 		}
 	}
@@ -604,18 +605,18 @@ func TestReadInput(t *testing.T) {
 // TestAppendLog: one line a call, line breaks made spaces; past
 // MaxLogBytes the log is moved aside and begun again.
 func TestAppendLog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), claudecode.LogName)
+	path := filepath.Join(t.TempDir(), companion.LogName)
 	at := time.Date(2026, 2, 1, 10, 0, 0, 0, time.FixedZone("x", 3600))
-	if err := claudecode.AppendLog(path, at, "PreCompact FAILED\nreading"); err != nil {
+	if err := companion.AppendLog(path, at, "PreCompact FAILED\nreading"); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
 	if string(b) != "2026-02-01T09:00:00Z PreCompact FAILED reading\n" {
 		t.Fatalf("log %q", b)
 	}
-	big := strings.Repeat("x", claudecode.MaxLogBytes)
+	big := strings.Repeat("x", companion.MaxLogBytes)
 	for range 2 {
-		if err := claudecode.AppendLog(path, at, big); err != nil {
+		if err := companion.AppendLog(path, at, big); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -623,33 +624,33 @@ func TestAppendLog(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(old), "2026-02-01T09:00:00Z PreCompact FAILED reading\n") {
 		t.Fatalf("the moved log: %.80q, %v", old, err)
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Size() > claudecode.MaxLogBytes+100 {
+	if fi, err := os.Stat(path); err != nil || fi.Size() > companion.MaxLogBytes+100 {
 		t.Fatalf("the log after moving: %v, %v", fi, err)
 	}
 }
 
 func TestDefaultStore(t *testing.T) {
-	if got := claudecode.DefaultStore("/p", "/c"); got != "/p/.claude/strata.db" {
+	if got := companion.DefaultStore(claudecode.Agent{}, "/p", "/c"); got != "/p/.claude/strata.db" {
 		t.Errorf("with CLAUDE_PROJECT_DIR: %s", got)
 	}
-	if got := claudecode.DefaultStore("", "/c"); got != "/c/.claude/strata.db" {
+	if got := companion.DefaultStore(claudecode.Agent{}, "", "/c"); got != "/c/.claude/strata.db" {
 		t.Errorf("without: %s", got)
 	}
 	for _, dirs := range [][2]string{{"", ""}, {"", "rel"}, {"p", "c"}} {
-		if got := claudecode.DefaultStore(dirs[0], dirs[1]); got != "" {
+		if got := companion.DefaultStore(claudecode.Agent{}, dirs[0], dirs[1]); got != "" {
 			t.Errorf("DefaultStore(%q, %q) = %q; want none", dirs[0], dirs[1], got)
 		}
-		if got := claudecode.DefaultLog("", dirs[0], dirs[1]); got != "" {
+		if got := companion.DefaultLog(claudecode.Agent{}, "", dirs[0], dirs[1]); got != "" {
 			t.Errorf("DefaultLog(\"\", %q, %q) = %q; want none", dirs[0], dirs[1], got)
 		}
 	}
-	if got := claudecode.DefaultStore("p", "/c"); got != "/c/.claude/strata.db" {
+	if got := companion.DefaultStore(claudecode.Agent{}, "p", "/c"); got != "/c/.claude/strata.db" {
 		t.Errorf("a relative CLAUDE_PROJECT_DIR: %s", got)
 	}
-	if got := claudecode.DefaultLog("/d/x.db", "/p", "/c"); got != "/d/strata.log" {
+	if got := companion.DefaultLog(claudecode.Agent{}, "/d/x.db", "/p", "/c"); got != "/d/strata.log" {
 		t.Errorf("a file's log: %s", got)
 	}
-	if got := claudecode.DefaultLog("postgres://h/db", "/p", "/c"); got != "/p/.claude/strata.log" {
+	if got := companion.DefaultLog(claudecode.Agent{}, "postgres://h/db", "/p", "/c"); got != "/p/.claude/strata.log" {
 		t.Errorf("a URL's log: %s", got)
 	}
 }

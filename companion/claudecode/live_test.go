@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
@@ -29,7 +30,7 @@ const (
 type recorded struct {
 	lines    [][]byte
 	boundary int // the index of the compact_boundary record's line
-	inputs   []claudecode.Input
+	inputs   []companion.Input
 }
 
 // readRecorded reads the recorded files, skipping t when they are absent.
@@ -60,7 +61,7 @@ func readRecorded(t *testing.T, path string) recorded {
 	}
 	defer f.Close()
 	var session string
-	var post *claudecode.Input
+	var post *companion.Input
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -71,7 +72,7 @@ func readRecorded(t *testing.T, path string) recorded {
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatal(err)
 		}
-		in, err := claudecode.ReadInput(bytes.NewReader(l.Stdin))
+		in, err := companion.ReadInput(claudecode.Agent{}, bytes.NewReader(l.Stdin))
 		if err != nil {
 			t.Fatalf("a recorded input: %v", err)
 		}
@@ -131,7 +132,7 @@ func TestHook_LiveOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "session.jsonl")
 	rec := readRecorded(t, path)
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{DB: ".claude/strata.db"})
+	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 	pre, start, post := rec.inputs[0], rec.inputs[1], rec.inputs[2]
 	session := pre.SessionID
 
@@ -154,7 +155,7 @@ func TestHook_LiveOrder(t *testing.T) {
 	}
 
 	r = run(t, h, post)
-	want := []string{"FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)", "artifact migrations/003_down.sql"}
+	want := []string{"FAILED `ls /nonexistent/dir` (Bash)", "artifact migrations/003_down.sql"}
 	if r.Output != nil || r.Check == nil || r.Check.Summary != 0 || r.Check.Boundary != head || r.Check.Facts != 2 ||
 		strings.Join(r.Check.Unmentioned, "|") != strings.Join(want, "|") {
 		t.Fatalf("PostCompact: %s check %+v; want both facts unmentioned at seq %d", r.Line(), r.Check, head)
@@ -162,9 +163,9 @@ func TestHook_LiveOrder(t *testing.T) {
 	if again := run(t, h, post); again.Import.Events != 0 {
 		t.Fatalf("PostCompact again stored %d events", again.Import.Events)
 	}
-	checks := func() (out []claudecode.Check) {
+	checks := func() (out []companion.Check) {
 		for _, e := range storetest.Events(t, db, session) {
-			if c, n, ok := claudecode.ParseCheck(e); ok {
+			if c, n, ok := companion.ParseCheck(e); ok {
 				if n != len(c.Unmentioned) {
 					t.Errorf("check %+v counts %d omitted", c, n)
 				}
@@ -199,7 +200,7 @@ func TestHook_LiveOrder_WithoutPostCompact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "session.jsonl")
 	rec := readRecorded(t, path)
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{DB: ".claude/strata.db"})
+	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 	pre, start := rec.inputs[0], rec.inputs[1]
 
 	writeLines(t, path, rec.lines[:rec.boundary])
@@ -215,7 +216,7 @@ func TestHook_LiveOrder_WithoutPostCompact(t *testing.T) {
 	if r.Check == nil || r.Check.Boundary != kept-1 || r.Check.Summary == 0 || r.State.Boundary != head {
 		t.Fatalf("%s: check %+v; want the summary record checked at seq %d, before the preserved message, the state injected at %d", r.Line(), r.Check, kept-1, head)
 	}
-	if strings.Join(r.Check.Unmentioned, "|") != "FAILED call toolu_01FAKE864bddc91d3ef71c (Bash)|artifact migrations/003_down.sql" {
+	if strings.Join(r.Check.Unmentioned, "|") != "FAILED `ls /nonexistent/dir` (Bash)|artifact migrations/003_down.sql" {
 		t.Errorf("unmentioned %q", r.Check.Unmentioned)
 	}
 }

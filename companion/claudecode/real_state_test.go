@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
@@ -215,8 +216,8 @@ func TestRealTranscripts_InjectedState(t *testing.T) {
 				t.Fatal(err)
 			}
 			db := dbtest.Open(t, store.Options{NoSync: true})
-			h := newHook(t, db, claudecode.Options{DB: "strata.db"})
-			base := claudecode.Input{SessionID: o.session, TranscriptPath: tp, Cwd: "/work/app"}
+			h := newHook(t, db, companion.Options{DB: "strata.db"})
+			base := companion.Input{SessionID: o.session, TranscriptPath: tp, Cwd: "/work/app"}
 			pre, start := base, base
 			pre.HookEventName, pre.Trigger = claudecode.EventPreCompact, "auto"
 			start.HookEventName, start.Source = claudecode.EventSessionStart, claudecode.SourceCompact
@@ -229,8 +230,8 @@ func TestRealTranscripts_InjectedState(t *testing.T) {
 			}
 			cuts++
 			sessions[path] = true
-			if r.Rendered.Tokens > claudecode.DefaultBudget {
-				t.Errorf("%s: %d tokens, budget %d", name, r.Rendered.Tokens, claudecode.DefaultBudget)
+			if r.Rendered.Tokens > companion.DefaultBudget {
+				t.Errorf("%s: %d tokens, budget %d", name, r.Rendered.Tokens, companion.DefaultBudget)
 			}
 			for what, s := range map[string]string{"task": o.requests[0], "newest request": o.requests[len(o.requests)-1]} {
 				if !strings.Contains(text, prefix(s)) {

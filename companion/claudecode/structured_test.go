@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
@@ -34,7 +35,7 @@ func TestHook_SuccessfulResultIsNoRejection(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h := newHook(t, db, claudecode.Options{DB: ".claude/strata.db"})
+	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 	c.write(t, path, 0, boundary)
 	run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, len(c.lines))

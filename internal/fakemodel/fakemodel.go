@@ -1,7 +1,7 @@
 // Package fakemodel serves scripted stand-ins for model APIs on 127.0.0.1 —
-// Anthropic's Messages API and OpenAI's Responses API, streaming SSE — so
-// that the real coding-agent clients (Claude Code, Codex) can be run
-// offline in tests. A Script answers each request; the server keeps every
+// Anthropic's Messages API, OpenAI's Responses API and the Gemini API,
+// streaming SSE — so that the real coding-agent clients (Claude Code,
+// Codex, Gemini CLI) can be run offline in tests. A Script answers each request; the server keeps every
 // request it was sent, so that a test can read what the client sent the
 // model (strata's injected context among it).
 package fakemodel
@@ -25,12 +25,13 @@ type Request struct {
 	// the system prompt, the tools' descriptions.
 	Text string
 	// Last is the text the client sent since the model last spoke: the
-	// messages (Anthropic) or input items (Responses) after the last of
-	// the assistant's — the user's prompt, the tools' results, the
-	// client's reminders.
+	// messages (Anthropic), input items (Responses) or contents (Gemini)
+	// after the last of the assistant's (the model's) — the user's
+	// prompt, the tools' results, the client's reminders.
 	Last string
-	// LastUser is the text of the last message (or input item) of role
-	// user: where a client puts its request for a compaction's summary.
+	// LastUser is the text of the last message (input item, content) of
+	// role user: where a client puts its request for a compaction's
+	// summary.
 	LastUser string
 	// Stream says the client asked for server-sent events.
 	Stream bool
@@ -84,8 +85,10 @@ type Server struct {
 }
 
 // Start serves script on a free port of 127.0.0.1 until the test ends.
-// Both APIs are served: POST /v1/messages (Anthropic) and POST
-// /v1/responses (OpenAI); every other path answers 404 and is recorded.
+// The three APIs are served: POST /v1/messages (Anthropic), POST
+// /v1/responses (OpenAI), and the Gemini API's POST
+// /v1beta/models/MODEL:generateContent, :streamGenerateContent (SSE) and
+// :countTokens; every other path answers 404 and is recorded.
 func Start(t testing.TB, script Script) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 			r.Stream, _ = m["stream"].(bool)
 			tools, _ := m["tools"].([]any)
 			r.Tools = len(tools) > 0
-			for _, k := range []string{"messages", "input"} {
+			for _, k := range []string{"messages", "input", "contents"} {
 				if l, ok := m[k].([]any); ok && len(l) > 0 {
 					r.Last = sinceAssistant(l)
 					for i := len(l) - 1; i >= 0; i-- {
@@ -133,24 +136,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
 	s.mu.Unlock()
+	post := hr.Method == http.MethodPost
 	switch {
-	case hr.Method == http.MethodPost && strings.HasSuffix(r.Path, "/messages"):
-		s.mu.Lock()
-		reply := s.script(r)
-		s.calls++
-		n := s.calls
-		s.mu.Unlock()
+	case post && strings.HasSuffix(r.Path, "/messages"):
+		reply, n := s.answer(r)
 		anthropic(w, r, reply, n)
-	case hr.Method == http.MethodPost && strings.HasSuffix(r.Path, "/responses"):
-		s.mu.Lock()
-		reply := s.script(r)
-		s.calls++
-		n := s.calls
-		s.mu.Unlock()
+	case post && strings.HasSuffix(r.Path, "/responses"):
+		reply, n := s.answer(r)
 		responses(w, reply, n)
+	case post && strings.HasSuffix(r.Path, ":countTokens"):
+		countTokens(w, r)
+	case post && (strings.HasSuffix(r.Path, ":generateContent") || strings.HasSuffix(r.Path, ":streamGenerateContent")):
+		r.Stream = strings.HasSuffix(r.Path, ":streamGenerateContent")
+		reply, n := s.answer(r)
+		gemini(w, r, reply, n)
 	default:
 		http.NotFound(w, hr)
 	}
+}
+
+// answer runs the script on r, one request at a time, and returns its
+// reply and the request's number (from 1) among those answered.
+func (s *Server) answer(r *Request) (Reply, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reply := s.script(r)
+	s.calls++
+	return reply, s.calls
 }
 
 // sinceAssistant returns the text of the messages or items after the
@@ -159,7 +171,7 @@ func sinceAssistant(l []any) string {
 	i := len(l)
 	for i > 0 {
 		m, _ := l[i-1].(map[string]any)
-		if m["role"] == "assistant" || m["type"] == "function_call" || m["type"] == "custom_tool_call" {
+		if m["role"] == "assistant" || m["role"] == "model" || m["type"] == "function_call" || m["type"] == "custom_tool_call" {
 			break
 		}
 		i--

@@ -37,6 +37,7 @@ var (
 	failedLine   = regexp.MustCompile("^- FAILED `(.+?)` \\((\\S+)\\) — .*\\(call (\\S+)\\)$")
 	wordsLine    = regexp.MustCompile(`^## the (task|user's newest request) \(.*\), in the user's words:$`)
 	artifactLine = regexp.MustCompile(`^- artifact: (.+?) — written by (\S+) \(call (\S+)\)`)
+	planLine     = regexp.MustCompile(`^- \[(\S+)\] (.+)$`)
 	sectionLine  = regexp.MustCompile(`^## .*: (\d+)$`)
 )
 
@@ -44,7 +45,9 @@ var (
 // transcript, as the importer reads it: the task and the newest request
 // are a user's words, a failed call is a failed result of a call of that
 // tool whose input holds the command named, an artifact a file that call
-// wrote; and every section holds as many lines as its heading counts.
+// wrote, a plan item an item of a plan call's input (TodoWrite,
+// update_plan, write_todos); and every section holds as many lines as
+// its heading counts.
 func checkImplied(t *testing.T, block string, ss []transcript.Session) {
 	t.Helper()
 	names, inputs, failed, written := map[string]string{}, map[string]string{}, map[string]bool{}, map[string]string{}
@@ -96,6 +99,17 @@ func checkImplied(t *testing.T, block string, ss []transcript.Session) {
 		if m := failedLine.FindStringSubmatch(line); m != nil {
 			if id := m[3]; !failed[id] || names[id] != m[2] || !strings.Contains(inputs[id], m[1]) {
 				t.Errorf("%q: the transcript has no failed %s call %s of %s", line, m[2], id, m[1])
+			}
+			continue
+		}
+		if m := planLine.FindStringSubmatch(line); m != nil {
+			item := strings.TrimSuffix(m[2], "…")
+			planned := false
+			for id, name := range names {
+				planned = planned || (name == "TodoWrite" || name == "update_plan" || name == "write_todos") && strings.Contains(inputs[id], item)
+			}
+			if !planned {
+				t.Errorf("%q: no plan call of the transcript holds the item", line)
 			}
 			continue
 		}

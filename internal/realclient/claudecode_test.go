@@ -122,7 +122,7 @@ func TestClaudeCode_RealClientCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkImplied(t, block, ss)
-	checkSummaryOmitted(t, project, env, filepath.Join(bin, "strata"), "claude-code", []string{"toolu_strata_bash", writtenFile})
+	checkSummaryOmitted(t, project, env, filepath.Join(bin, "strata"), "claude-code", []string{"FAILED `" + failingCmd + "` (Bash)", writtenFile})
 }
 
 // checkHooksRan checks that Claude Code ran strata's hooks and each exited

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/fakemodel"
 	"github.com/strata-go/strata/store"
@@ -48,55 +49,56 @@ func codexScript() fakemodel.Script {
 	}
 }
 
-func TestCodex_RealClientCompactsAndTheRolloutImports(t *testing.T) {
+// Codex 0.171.0 with strata's hooks installed by `strata codex install`
+// in the project, beside a recorder of every hook input in CODEX_HOME's
+// hooks.json: a task that runs a failing command and writes a file, then
+// a follow-up turn before which Codex compacts by itself.
+func TestCodex_RealClientCompacts(t *testing.T) {
 	codex := client(t, "STRATA_TEST_CODEX")
+	bin := buildStrata(t)
+	strata := filepath.Join(bin, "strata")
 	root := t.TempDir()
-	project := filepath.Join(root, "project")
-	codexHome := filepath.Join(root, "home", ".codex")
-	for _, d := range []string{filepath.Join(project, "migrations"), codexHome} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	srv := fakemodel.Start(t, codexScript())
-	config := fmt.Sprintf(`model = "gpt-5.5"
-model_provider = "fake"
-model_auto_compact_token_limit = 100000
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_MODEL_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects.%q]
-trust_level = "trusted"
-`, srv.URL, project)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	project, codexHome := newCodexHome(t, root, srv.URL)
 	hookLog := filepath.Join(root, "hook-inputs.jsonl")
 	recordHooks(t, filepath.Join(codexHome, "hooks.json"), hookLog)
-	env := append(baseEnv(t, root, filepath.Dir(codex)), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
-	exec := func(args ...string) string {
-		return run(t, project, env, 2*time.Minute, codex, append([]string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust"}, args...)...)
+	env := append(baseEnv(t, root, bin), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
+	run(t, project, env, time.Minute, strata, "codex", "install")
+	var stderr strings.Builder
+	exec := func(args ...string) {
+		_, e := runOut(t, project, env, 2*time.Minute, codex, append([]string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust"}, args...)...)
+		stderr.WriteString(e)
 	}
 	exec(cxTask)
 	if _, err := os.Stat(filepath.Join(project, writtenFile)); err != nil {
 		t.Fatalf("the scripted apply_patch did not run: %v", err)
 	}
 	exec("resume", "--last", cxFollowUp)
-	compacted := false
-	for _, r := range srv.Requests() {
-		compacted = compacted || isSummaryRequest(r)
+
+	// Codex asked for a summary, and the next request of the agent's loop
+	// carries strata's block.
+	reqs := srv.Requests()
+	var next *fakemodel.Request
+	for i, r := range reqs {
+		if isSummaryRequest(r) {
+			for _, r := range reqs[i+1:] {
+				if r.Tools && !isSummaryRequest(r) {
+					next = r
+					break
+				}
+			}
+		}
 	}
-	if !compacted {
-		t.Fatal("Codex asked for no summary: it did not compact")
+	if next == nil {
+		t.Fatal("no summary request, or no model request of the agent's loop after it: Codex did not compact")
 	}
+	block := strataBlock(t, next.Text)
+	for _, want := range []string{"FAILED `" + failingCmd + "` (exec_command)", "artifact: " + writtenFile, cxTask} {
+		if !strings.Contains(block, want) {
+			t.Errorf("strata's block in the next model request does not name %q:\n%s", want, block)
+		}
+	}
+	checkCodexHooksRan(t, stderr.String(), filepath.Join(project, ".codex", "strata.log"))
 
 	rollouts, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*.jsonl"))
 	if len(rollouts) != 1 {
@@ -114,9 +116,51 @@ trust_level = "trusted"
 	if len(ss) != 1 {
 		t.Fatalf("%d sessions, want the rollout's one", len(ss))
 	}
+	checkCodexRollout(t, ss[0], rep, rollouts[0], raw)
+	checkImplied(t, block, ss)
+	checkSummaryOmitted(t, project, env, strata, "codex", []string{"FAILED `" + failingCmd + "` (exec_command)", writtenFile})
+	if t.Failed() {
+		t.Logf("strata's block:\n%s", block)
+	}
+}
+
+// checkCodexHooksRan checks that Codex ran strata's hooks and that none
+// failed — codex exec reports each hook run on stderr, "hook: EVENT" and
+// then "hook: EVENT Completed" or "… Failed" — and strata's log, which
+// has a line per run of its hook.
+func checkCodexHooksRan(t *testing.T, stderr, logPath string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "hook: ") && !strings.HasSuffix(line, " Completed") && strings.Count(line, " ") > 1 {
+			t.Errorf("a hook did not complete: %q", line)
+		}
+	}
+	for _, event := range []string{"PreCompact", "PostCompact", "SessionStart"} {
+		if !strings.Contains(stderr, "hook: "+event+" Completed") {
+			t.Errorf("codex exec reports no completed %s hook:\n%s", event, stderr)
+		}
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("strata's log: %v", err)
+	}
+	for _, want := range []string{" PreCompact trigger=auto ", " PostCompact trigger=auto ", " SessionStart source=compact "} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("strata's log has no %q line:\n%s", want, log)
+		}
+	}
+}
+
+// checkCodexRollout checks what the importer reads in the rollout the
+// script made: a failing exec_command, an apply_patch that wrote one
+// file, one compaction whose summary is the script's; the user's words
+// are the two prompts, strata's injection none of them. Read again with
+// what a store holds, the rollout adds nothing.
+func checkCodexRollout(t *testing.T, s transcript.Session, rep transcript.Report, path string, raw []byte) {
+	t.Helper()
 	var users, failed, artifacts, systems []string
 	calls := 0
-	for _, e := range ss[0].Events {
+	for _, e := range s.Events {
 		switch {
 		case e.Kind == tier.KindUser:
 			users = append(users, e.Text)
@@ -130,14 +174,14 @@ trust_level = "trusted"
 			systems = append(systems, e.Text)
 		}
 	}
-	// What the script made Codex do: a failing exec_command, an
-	// apply_patch that wrote one file, one compaction whose summary is the
-	// script's; the user's words are the two prompts.
 	if calls != 2 || !slices.Equal(failed, []string{"call_strata_exec"}) || !slices.Equal(artifacts, []string{writtenFile}) || rep.Compactions != 1 {
 		t.Errorf("calls=%d failed=%q artifacts=%q compactions=%d, want 2, the exec_command, %s, 1 (%s)", calls, failed, artifacts, rep.Compactions, writtenFile, rep.String())
 	}
 	if !slices.Equal(users, []string{cxTask, cxFollowUp}) {
 		t.Errorf("user events %q, want the two prompts", users)
+	}
+	if rep.Skipped["hook_context"] == 0 {
+		t.Errorf("report %s: strata's injection, hook output in the rollout, was not read as such", rep.String())
 	}
 	summary := false
 	for _, s := range systems {
@@ -146,14 +190,13 @@ trust_level = "trusted"
 	if !summary {
 		t.Errorf("system events %q: none holds the compaction's summary", systems)
 	}
-	// Read again with what a store holds, the rollout adds nothing.
 	db := dbtest.Open(t, store.Options{})
-	if _, err := db.Append(ss[0].ID, ss[0].Events...); err != nil {
+	if _, err := db.Append(s.ID, s.Events...); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := transcript.Read(transcript.Codex, bytes.NewReader(raw), transcript.Options{File: rollouts[0], Target: func(conv string) (transcript.Target, error) {
+	again, _, err := transcript.Read(transcript.Codex, bytes.NewReader(raw), transcript.Options{File: path, Target: func(conv string) (transcript.Target, error) {
 		return transcript.Target{Session: conv, Stored: func(ref string) (ok bool, err error) {
-			err = db.View(func(s *store.Snapshot) (err error) { _, ok, err = s.Ref(conv, ref); return err })
+			err = db.View(func(sn *store.Snapshot) (err error) { _, ok, err = sn.Ref(conv, ref); return err })
 			return ok, err
 		}}, nil
 	}})
@@ -221,4 +264,89 @@ func checkCodexHookInputs(t *testing.T, log, rollout string) {
 	if !strings.Contains(rollout, session) {
 		t.Errorf("the hooks' session %s is not the rollout's %s", session, rollout)
 	}
+}
+
+// Codex gives the model a hook's additional context whole only up to
+// about 2,500 tokens: a context of strata's default budget (2,000 tokens
+// at 4 bytes a token) reaches the model whole, one of 12,000 bytes is cut
+// to a preview, the whole saved to a file (docs/codex.md).
+func TestCodex_HookContextLimit(t *testing.T) {
+	codex := client(t, "STRATA_TEST_CODEX")
+	root := t.TempDir()
+	srv := fakemodel.Start(t, func(*fakemodel.Request) fakemodel.Reply {
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "ok"}}}
+	})
+	project, codexHome := newCodexHome(t, root, srv.URL)
+	sizes := []int{companion.DefaultBudget * 4, 12000}
+	var groups []map[string]any
+	for i, n := range sizes {
+		text := fmt.Sprintf("BEGIN%d ", i) + strings.Repeat("word ", (n-16)/5) + fmt.Sprintf(" END%d", i)
+		out, err := companion.AdditionalContext("SessionStart", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(root, fmt.Sprintf("context-%d.json", i))
+		if err := os.WriteFile(file, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		groups = append(groups, map[string]any{"hooks": []map[string]any{{"type": "command", "command": "cat " + file, "timeout": 30}}})
+	}
+	raw, err := json.Marshal(map[string]any{"hooks": map[string]any{"SessionStart": groups}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "hooks.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(baseEnv(t, root, root), "CODEX_HOME="+codexHome, "FAKE_MODEL_API_KEY=dummy")
+	run(t, project, env, time.Minute, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "hi")
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no model request")
+	}
+	text := reqs[0].Text
+	whole := fmt.Sprintf("BEGIN0 %s END0", strings.Repeat("word ", (sizes[0]-16)/5))
+	if !strings.Contains(text, whole) {
+		t.Errorf("a context of %d bytes did not reach the model whole", sizes[0])
+	}
+	if !strings.Contains(text, "Warning: truncated output") || strings.Contains(text, "BEGIN1 "+strings.Repeat("word ", (sizes[1]-16)/5)) {
+		t.Errorf("a context of %d bytes reached the model whole, or without Codex's warning of its cut", sizes[1])
+	}
+}
+
+// newCodexHome makes a project under root, trusted, with a migrations
+// directory, and a CODEX_HOME whose config.toml sends Codex to the
+// scripted model at url (a model_providers entry of the Responses API, a
+// known model slug, for which Codex offers apply_patch) and makes it
+// compact at 100,000 tokens. It returns the two directories.
+func newCodexHome(t *testing.T, root, url string) (project, codexHome string) {
+	t.Helper()
+	project = filepath.Join(root, "project")
+	codexHome = filepath.Join(root, "home", ".codex")
+	for _, d := range []string{filepath.Join(project, "migrations"), codexHome} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "fake"
+model_auto_compact_token_limit = 100000
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "FAKE_MODEL_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[projects.%q]
+trust_level = "trusted"
+`, url, project)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return project, codexHome
 }

@@ -1,6 +1,7 @@
 package realclient_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/transcript"
 )
 
 // client returns the path of a real client: the environment variable env,
@@ -47,6 +52,13 @@ func buildStrata(t *testing.T) string {
 // returns its stdout; a non-zero exit fails the test with its output.
 func run(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) string {
 	t.Helper()
+	stdout, _ := runOut(t, dir, env, timeout, name, args...)
+	return stdout
+}
+
+// runOut is run returning stderr too.
+func runOut(t *testing.T, dir string, env []string, timeout time.Duration, name string, args ...string) (string, string) {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -67,7 +79,7 @@ func run(t *testing.T, dir string, env []string, timeout time.Duration, name str
 		<-done
 		t.Fatalf("%s %q: still running after %s\nstdout:\n%s\nstderr:\n%s", filepath.Base(name), args, timeout, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
 
 // baseEnv is an environment of the test's own: HOME and the temporary
@@ -80,4 +92,24 @@ func baseEnv(t *testing.T, root, bin string) []string {
 	}
 	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	return []string{"HOME=" + home, "PATH=" + path, "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}
+}
+
+// readAgainAddsNothing stores the session s read from raw (the file at
+// path, in format f) and reads raw again against that store: every record
+// is known by its ref, so no event comes out.
+func readAgainAddsNothing(t *testing.T, f transcript.Format, path string, raw []byte, s transcript.Session) {
+	t.Helper()
+	db := dbtest.Open(t, store.Options{})
+	if _, err := db.Append(s.ID, s.Events...); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := transcript.Read(f, bytes.NewReader(raw), transcript.Options{File: path, Target: func(conv string) (transcript.Target, error) {
+		return transcript.Target{Session: conv, Stored: func(ref string) (ok bool, err error) {
+			err = db.View(func(s *store.Snapshot) (err error) { _, ok, err = s.Ref(conv, ref); return err })
+			return ok, err
+		}}, nil
+	}})
+	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
+		t.Errorf("%s read again against the store: %v, %d sessions, want no event", path, err, len(again))
+	}
 }

@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // call, a rejected edit, an artifact, a duplicate record, sidechain
 // records, a compact_boundary and its summary, a renamed call, a result
 // for no call, an unknown record type.
-const fixture = "../../transcript/testdata/claude-code/session.jsonl"
+const fixture = "../transcript/testdata/claude-code/session.jsonl"
 
 const fixtureSession = "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41"
 
@@ -28,7 +28,7 @@ const fixtureSession = "7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41"
 // a compaction, skipping t when the project's data is absent.
 func realTranscript(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "data", "claude-code", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
+	p := filepath.Join("..", "..", "shared", "data", "claude-code", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("%s is absent: real-transcript test skipped", p)
 	}
@@ -63,12 +63,12 @@ func grow(t testing.TB, path string, ls [][]byte) {
 // importFile imports the transcript at path into session.
 func importFile(t testing.TB, db *store.DB, session, path string, whole bool) Import {
 	t.Helper()
-	tf, err := openTranscript(path)
+	tf, err := OpenTranscriptFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	im, _, err := importTranscript(db, session, tf, whole)
+	im, _, err := importTranscript(db, testAgent{}, session, tf, whole)
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
@@ -190,18 +190,18 @@ func TestImport_SessionState(t *testing.T) {
 	ls := lines(t, fixture)
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	h, err := New(db, Options{})
+	h, err := New(db, testAgent{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, want func(st sessionState) bool) sessionState {
 		t.Helper()
-		tf, err := openTranscript(path)
+		tf, err := OpenTranscriptFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tf.Close()
-		_, st, err := importTranscript(db, fixtureSession, tf, false)
+		_, st, err := importTranscript(db, testAgent{}, fixtureSession, tf, false)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -235,4 +235,24 @@ func TestImport_SessionState(t *testing.T) {
 	check("the hook's own event at the head", func(s sessionState) bool { return s.head == st.head+1 && s.ownHead })
 	grow(t, path, ls[12:])
 	check("records after the hook's own event", func(s sessionState) bool { return s.head > st.head+1 && !s.ownHead && s.compactedTo == st.head })
+}
+
+// TestImport_Batches: an import of more events than one append takes
+// stores them in batches, the same events as one append; a batch ends
+// between records (the fixture's edit result and its artifacts share a
+// ref, which the store takes in one append only).
+func TestImport_Batches(t *testing.T) {
+	one := dbtest.Open(t, store.Options{NoSync: true})
+	importFile(t, one, "s", fixture, false)
+	defer func(n int) { appendBatch = n }(appendBatch)
+	appendBatch = 3
+	batched := dbtest.Open(t, store.Options{NoSync: true})
+	im := importFile(t, batched, "s", fixture, false)
+	want := storetest.Events(t, one, "s")
+	if got := storetest.Events(t, batched, "s"); im.Events != len(want) || im.First != 1 || im.Last != uint64(len(want)) || !slices.EqualFunc(got, want, eventsEqual) {
+		t.Fatalf("batches of 3: %+v, %d events; one append: %d", im, len(got), len(want))
+	}
+	if im := importFile(t, batched, "s", fixture, true); im.Events != 0 {
+		t.Fatalf("again: %+v; want nothing stored", im)
+	}
 }

@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"encoding/json"
@@ -13,47 +13,39 @@ import (
 	"github.com/strata-go/strata/tier"
 )
 
-// The hook events and the SessionStart source the hook acts on.
-const (
-	EventPreCompact   = "PreCompact"
-	EventSessionStart = "SessionStart"
-	EventPostCompact  = "PostCompact"
-	SourceCompact     = "compact" // SessionStart right after a compaction
-)
-
-// maxInputBytes bounds the hook input read from stdin: Claude Code's is
-// a few hundred bytes.
+// maxInputBytes bounds the hook input read from stdin: an agent's is a
+// few hundred bytes.
 const maxInputBytes = 1 << 20
 
-// Input is the JSON object Claude Code writes to a command hook's stdin:
-// the fields every event carries, PreCompact's and PostCompact's trigger,
-// SessionStart's source and PostCompact's compact_summary. Other fields
-// are ignored.
+// Input is the JSON object an agent writes to a command hook's stdin, as
+// Claude Code, Codex and Gemini CLI name its fields: those every event
+// carries, a compaction's trigger, SessionStart's source and Claude
+// Code's PostCompact's compact_summary. Other fields are ignored.
 type Input struct {
 	SessionID      string `json:"session_id"`
 	TranscriptPath string `json:"transcript_path"` // the session's transcript file (JSONL)
 	Cwd            string `json:"cwd"`             // the working directory of the session
 	HookEventName  string `json:"hook_event_name"`
-	Trigger        string `json:"trigger,omitempty"` // PreCompact, PostCompact: "manual" (/compact) or "auto"
-	Source         string `json:"source,omitempty"`  // SessionStart: "startup", "resume", "clear" or "compact"
-	// CompactSummary is PostCompact's: the summary Claude Code made, which
-	// it writes to the transcript only after the hook ran.
+	Trigger        string `json:"trigger,omitempty"` // a compaction's: "manual" or "auto"
+	Source         string `json:"source,omitempty"`  // SessionStart's: "startup", "resume", "clear" or "compact"
+	// CompactSummary is the summary the agent made, when the input
+	// carries it (Claude Code's PostCompact, which runs before the
+	// summary reaches the transcript).
 	CompactSummary string `json:"compact_summary,omitempty"`
+	// Action is what the hook does (Agent.Action), set by ReadInput and
+	// Hook.Run.
+	Action Action `json:"-"`
 }
 
-// Handled reports whether the hook acts on in: PreCompact and PostCompact
-// (any trigger), and SessionStart with source "compact". Every other event
-// and source is left alone.
-func (in *Input) Handled() bool {
-	return in.HookEventName == EventPreCompact || in.HookEventName == EventPostCompact ||
-		in.HookEventName == EventSessionStart && in.Source == SourceCompact
-}
+// Handled reports whether the hook acts on in: its Action is not
+// ActionIgnore.
+func (in *Input) Handled() bool { return in.Action != ActionIgnore }
 
 // Transcript is the transcript of a hook input, open for reading up to
 // the end of its last whole line (Input.OpenTranscript).
 type Transcript struct {
 	in   Input
-	file *transcriptFile
+	file *TranscriptFile
 }
 
 // OpenTranscript opens in's transcript for Hook.RunTranscript, a
@@ -62,7 +54,7 @@ type Transcript struct {
 // it.
 func (in Input) OpenTranscript() (*Transcript, error) {
 	in.resolveTranscript()
-	f, err := openTranscript(in.TranscriptPath)
+	f, err := OpenTranscriptFile(in.TranscriptPath)
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +73,16 @@ func (in *Input) resolveTranscript() {
 	}
 }
 
-// ReadInput reads one hook input from r (at most 1 MiB): a JSON object
-// naming hook_event_name and, for an event the hook acts on (Handled),
-// a session_id that is a store session id, a transcript_path, and a cwd
-// that is an absolute path, as Claude Code always gives it. Any other
-// input is an error wrapping ErrBadInput that says what is wrong.
-func ReadInput(r io.Reader) (Input, error) {
+// ReadInput reads one hook input of agent a from r (at most 1 MiB): a
+// JSON object naming hook_event_name and, for an event the hook acts on
+// (a.Action, which sets Input.Action), a session_id that is a store
+// session id, a transcript_path, and a cwd that is an absolute path, as
+// the agents always give them. Any other input is an error wrapping
+// ErrBadInput that says what is wrong.
+func ReadInput(a Agent, r io.Reader) (Input, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
 	if err != nil {
-		return Input{}, errors.Wrap(err, "claudecode: reading the hook input")
+		return Input{}, errors.Wrap(err, "companion: reading the hook input")
 	}
 	if len(b) > maxInputBytes {
 		return Input{}, errors.Wrapf(ErrBadInput, "over %d bytes", maxInputBytes)
@@ -97,6 +90,10 @@ func ReadInput(r io.Reader) (Input, error) {
 	var in Input
 	if err := json.Unmarshal(b, &in); err != nil {
 		return Input{}, errors.Wrapf(ErrBadInput, "not a JSON object (%v): %q", err, tier.ClipTo(string(b), 80))
+	}
+	in.Action = ActionIgnore
+	if in.HookEventName != "" {
+		in.Action = a.Action(&in)
 	}
 	switch {
 	case in.HookEventName == "":

@@ -1,8 +1,7 @@
-package claudecode
+package companion
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,11 +13,11 @@ import (
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
-	"github.com/strata-go/strata/transcript"
 )
 
-// boundaryBlock is how many events SessionStart reads at a time, walking
-// back from the head for the newest compact_boundary record's event.
+// boundaryBlock is how many events a hook reads at a time, walking back
+// from the head for the event of the agent's newest record of a
+// compaction.
 const boundaryBlock = 64
 
 // Options configure a Hook. The zero value injects DefaultBudget tokens
@@ -33,18 +32,19 @@ type Options struct {
 	DB string
 }
 
-// Hook runs Claude Code's hook events against a store: the hook's
+// Hook runs an agent's hook events against a store: the hook's
 // compactions are the extractive summarizer's (valid by construction),
-// one L1 node per Claude Code compaction, folded four roots at a time
+// one L1 node per compaction of the agent's, folded four roots at a time
 // (compaction.DefaultFold) into nodes of DefaultBudget tokens.
 type Hook struct {
-	db   *store.DB
-	comp *compaction.Compactor
-	opts Options
+	db    *store.DB
+	agent Agent
+	comp  *compaction.Compactor
+	opts  Options
 }
 
-// New returns a Hook over db.
-func New(db *store.DB, opts Options) (*Hook, error) {
+// New returns a Hook of agent a over db.
+func New(db *store.DB, a Agent, opts Options) (*Hook, error) {
 	comp, err := compaction.NewCompactor(db, compaction.Options{Summarizer: compaction.Extractive{},
 		Policy: compaction.Policy{Fold: compaction.DefaultFold, Budget: compaction.DefaultBudget}})
 	if err != nil {
@@ -53,52 +53,57 @@ func New(db *store.DB, opts Options) (*Hook, error) {
 	if opts.DB == "" {
 		opts.DB = "DB"
 	}
-	return &Hook{db: db, comp: comp, opts: opts}, nil
+	return &Hook{db: db, agent: a, comp: comp, opts: opts}, nil
 }
 
 // Result is what one hook run did.
 type Result struct {
 	Input   Input
+	Agent   Agent
 	Ignored bool // an event or source the hook does not act on: nothing was done
 	Import  Import
-	// Compactions are those the run made: at PreCompact the span to the
-	// head and the folds it made due; at SessionStart the span to the
+	// Compactions are those the run made: at ActionCompact the span to
+	// the head and the folds it made due; at an injection the span to the
 	// boundary when no compaction had reached it.
 	Compactions []compaction.Result
-	// SessionStart(compact): the state injected, as rendered, and the
-	// check of Claude Code's summary (nil when the transcript holds no
-	// summary after the boundary).
+	// The state injected, as rendered, and the check of the agent's
+	// summary (nil when there is no summary to check).
 	State    *State
 	Rendered Rendered
 	Check    *Check
-	// Unwritten says that the transcript did not hold the compaction's
-	// compact_boundary record yet: the boundary is the head PreCompact
+	// Unwritten says that the transcript did not hold the agent's record
+	// of the compaction yet: the boundary is the head ActionCompact
 	// compacted.
 	Unwritten bool
-	// NoBoundary says that SessionStart(compact) found no compaction
-	// boundary — no compact_boundary record in the transcript, and no
-	// PreCompact compaction in the store: what it imported stays stored
-	// (as the next PreCompact would store it), nothing is injected.
+	// NoBoundary says that the hook found no compaction boundary — no
+	// record of one in the transcript, and no compaction of the hook's
+	// in the store: what it imported stays stored (as the next
+	// compaction's hook would store it), nothing is injected.
 	NoBoundary bool
-	// Output is what the hook prints on stdout: the JSON Claude Code
-	// reads after SessionStart(compact), nil otherwise.
+	// Injected says that an ActionInjectOnce found the state at the
+	// boundary injected already: nothing is injected again.
+	Injected bool
+	// Output is what the hook prints on stdout: the agent's JSON adding
+	// the state to its context after an injection, nil otherwise.
 	Output []byte
 }
 
-// Run handles one hook event: PreCompact imports the transcript and
-// compacts the session's head, so that a marker stands where Claude Code
-// is about to cut; SessionStart with source "compact" imports what Claude
-// Code wrote since and returns, as Result.Output, the state at the
-// boundary to add to the context. Every other event is ignored, its
-// transcript not opened. A failure is an error naming what failed; the
-// CLI logs it and exits 0. Run is Input.OpenTranscript and RunTranscript.
+// Run handles one hook event by its action (Agent.Action, which sets
+// in.Action): ActionCompact imports the transcript and compacts the
+// session's head, so that a marker stands where the agent is about to
+// cut; ActionCheck checks the agent's summary; ActionInject imports what
+// the agent wrote since and returns, as Result.Output, the state at the
+// boundary to add to the context. An ignored event's transcript is not
+// opened. A failure is an error naming what failed; the CLI logs it and
+// exits 0. Run is Input.OpenTranscript and RunTranscript.
 func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
+	in.Action = h.agent.Action(&in)
 	if !in.Handled() {
-		return &Result{Input: in, Ignored: true}, nil
+		return &Result{Input: in, Agent: h.agent, Ignored: true}, nil
 	}
 	t, err := in.OpenTranscript()
 	if err != nil {
-		return &Result{Input: in}, err
+		return &Result{Input: in, Agent: h.agent}, err
 	}
 	defer t.Close()
 	return h.RunTranscript(ctx, t)
@@ -110,21 +115,22 @@ func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
 // cannot read makes none.
 func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error) {
 	in := t.in
-	r := &Result{Input: in}
+	in.Action = h.agent.Action(&in)
+	r := &Result{Input: in, Agent: h.agent}
 	if !in.Handled() {
 		r.Ignored = true
 		return r, nil
 	}
 	var at sessionState
 	var err error
-	if r.Import, at, err = importTranscript(h.db, in.SessionID, t.file, false); err != nil {
+	if r.Import, at, err = importTranscript(h.db, h.agent, in.SessionID, t.file, false); err != nil {
 		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
 	}
-	switch in.HookEventName {
-	case EventPreCompact:
-		// Claude Code writes a compaction's records after every hook of it
-		// ran: the summary of the one before is checked here when
-		// PostCompact did not check it.
+	switch in.Action {
+	case ActionCompact:
+		// An agent may write a compaction's records after every hook of it
+		// ran (Claude Code does): the summary of the one before is checked
+		// here when no hook checked it.
 		c, err := h.compaction(in.SessionID, at, t.file)
 		if err == nil && c.found && c.summary.ref != "" {
 			err = h.storeCheck(r, c, at)
@@ -133,18 +139,18 @@ func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error
 			return r, err
 		}
 		return r, h.preCompact(ctx, r, at)
-	case EventPostCompact:
+	case ActionCheck:
 		return r, h.postCompact(r, at, t.file)
 	}
 	return r, h.sessionStart(ctx, r, at, t.file)
 }
 
 // preCompact compacts the session's head, as the import left it: every
-// event imported is about to leave Claude Code's context. A head that is
-// strata's own event — the check SessionStart stored — says that no record
-// reached the transcript since SessionStart read it: a hook run again, not
-// a new compaction, so nothing is compacted (and should Claude Code
-// compact with nothing new, SessionStart makes the marker at its
+// event imported is about to leave the agent's context. A head that is
+// strata's own event — a check or an injection it stored — says that no
+// record reached the transcript since the hook before read it: a hook run
+// again, not a new compaction, so nothing is compacted (and should the
+// agent compact with nothing new, the injection makes the marker at its
 // boundary).
 func (h *Hook) preCompact(ctx context.Context, r *Result, at sessionState) error {
 	if !at.exists || at.ownHead {
@@ -155,11 +161,12 @@ func (h *Hook) preCompact(ctx context.Context, r *Result, at sessionState) error
 	return errors.Wrap(err, "compacting the session")
 }
 
-// postCompact checks Claude Code's summary: from the records, when they
+// postCompact checks the agent's summary: from the records, when they
 // reached the transcript before the hook ran, else from the input's
-// compact_summary against the state at the head PreCompact compacted
-// (Result.Unwritten). The check is stored once; nothing is printed.
-func (h *Hook) postCompact(r *Result, at sessionState, t *transcriptFile) error {
+// compact_summary against the state at the head the compaction's hook
+// compacted (Result.Unwritten). The check is stored once; nothing is
+// printed.
+func (h *Hook) postCompact(r *Result, at sessionState, t *TranscriptFile) error {
 	c, err := h.compaction(r.Input.SessionID, at, t)
 	switch {
 	case err != nil:
@@ -181,11 +188,12 @@ func (h *Hook) postCompact(r *Result, at sessionState, t *transcriptFile) error 
 	return h.storeCheck(r, c, at)
 }
 
-// sessionStart finds Claude Code's compaction boundary in the store,
-// makes sure a marker stands at it, checks Claude Code's summary against
+// sessionStart finds the agent's compaction boundary in the store,
+// makes sure a marker stands at it, checks the agent's summary against
 // the state there when its records are written, stores that check, and
-// renders the state.
-func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *transcriptFile) error {
+// renders the state as the agent's output. ActionInjectOnce does it once
+// per boundary, storing the injection.
+func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *TranscriptFile) error {
 	session := r.Input.SessionID
 	c, err := h.compaction(r.Input.SessionID, at, t)
 	switch {
@@ -199,6 +207,16 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *
 		return nil
 	}
 	boundary := c.boundary
+	once := r.Input.Action == ActionInjectOnce
+	if once {
+		if err := h.db.View(func(s *store.Snapshot) error {
+			_, done, err := s.Ref(session, injectedRef(boundary))
+			r.Injected = done
+			return err
+		}); err != nil || r.Injected {
+			return err
+		}
+	}
 	if boundary > 0 {
 		// PreCompact made a marker here, unless it did not run or records
 		// before the boundary were written after it ran.
@@ -233,9 +251,25 @@ func (h *Hook) sessionStart(ctx context.Context, r *Result, at sessionState, t *
 	if err != nil {
 		return err
 	}
+	r.State.Agent = h.agent.Title()
 	r.Rendered = r.State.Render(h.opts.DB, h.opts.Budget)
-	r.Output, err = hookOutput(r.Rendered.Text)
-	return err
+	if r.Output, err = h.agent.Output(&r.Input, r.Rendered.Text); err != nil {
+		return err
+	}
+	if once {
+		text := fmt.Sprintf("strata added the state at seq %d to %s's context (marker %d, sha256 %s, %d facts, %d shown)",
+			boundary, h.agent.Title(), r.State.Marker, r.State.SHA256, r.Rendered.Facts, r.Rendered.Shown)
+		if err := h.appendOwn(session, injectedRef(boundary), text, 0); err != nil {
+			return errors.Wrap(err, "storing the injection")
+		}
+	}
+	return nil
+}
+
+// injectedRef is the ref of the event an ActionInjectOnce stores when it
+// injected the state at boundary.
+func injectedRef(boundary uint64) string {
+	return strataRefPrefix + "injected:at:" + strconv.FormatUint(boundary, 10)
 }
 
 // summaryRecord is the record of Claude Code's summary in the store: its
@@ -245,32 +279,30 @@ type summaryRecord struct {
 	span store.RefSpan
 }
 
-// compactionAt is Claude Code's newest compaction as the store holds its
+// compactionAt is the agent's newest compaction as the store holds its
 // records.
 type compactionAt struct {
-	found bool // the session holds a compact_boundary record after its compacted prefix
-	// boundary is the seq of the last event before the compact_boundary
-	// record's that is not the hook's own: where Claude Code cut.
+	found bool // the session holds the agent's record of a compaction after its compacted prefix
+	// boundary is the seq of the last event before that record's that is
+	// not the hook's own: where the agent cut.
 	boundary uint64
 	// covered is the last event the summary stands for: boundary, or the
-	// event before the messages Claude Code keeps verbatim after the
-	// summary (the record's preservedSegment), which the context holds
-	// as they are.
+	// event before the messages the agent keeps verbatim after the
+	// summary (Agent.Preserved), which the context holds as they are.
 	covered uint64
 	summary summaryRecord // ref "" for none
 }
 
 // compaction returns the session's newest compaction after its compacted
 // prefix, from the session as the import left it: the import stored
-// every record of the transcript, the compact_boundary record as a system
-// event (transcript.IsClaudeCodeCompaction), so the store holds whatever
-// the file would say. Claude Code writes a compaction's records after its
-// hooks ran (PreCompact, SessionStart, PostCompact): found is false until
-// a later hook imports them. The summary is the record Claude Code writes
-// right after its compact_boundary record, the user record it flags
-// isCompactSummary, stored as system events. The preserved segment is
-// read from the compact_boundary record in t.
-func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c compactionAt, err error) {
+// every record of the transcript, the agent's record of a compaction as a
+// system event (Agent.IsCompaction), so the store holds whatever the file
+// would say. An agent may write a compaction's records after its hooks
+// ran (Claude Code does): found is false until a later hook imports them.
+// The summary is the record the agent writes right after that one,
+// stored as system events. The preserved segment is read from the record
+// in t (Agent.Preserved).
+func (h *Hook) compaction(session string, at sessionState, t *TranscriptFile) (c compactionAt, err error) {
 	if !at.exists {
 		return c, nil
 	}
@@ -290,7 +322,7 @@ func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c
 				return err
 			}
 			for i := len(block) - 1; i >= 0 && !c.found; i-- {
-				if c.found = transcript.IsClaudeCodeCompaction(block[i]); c.found {
+				if c.found = h.agent.IsCompaction(block[i]); c.found {
 					bound = block[i]
 				} else {
 					after = block[i]
@@ -318,17 +350,20 @@ func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c
 			c.boundary--
 		}
 		c.covered = c.boundary
-		// The store keeps the events, not the isCompactSummary flag: the
-		// records between the two that carry no event are not stored, so
-		// the summary is the record of the next event, when that is a
-		// system event of a record. A summary without text stores no
-		// event, and is not checked.
+		// The store keeps the events, not the records' flags: the records
+		// between the two that carry no event are not stored, so the
+		// summary is the next event's record, when that is a system event
+		// — the rest of the compaction's own record when the agent writes
+		// the summary in it (Codex's compacted record), else the record
+		// after it (Claude Code's isCompactSummary record). A summary
+		// without text stores no event, and is not checked.
 		if after.Seq != bound.Seq+1 || after.Kind != tier.KindSystem || after.Ref == "" ||
-			after.Ref == bound.Ref || strings.HasPrefix(after.Ref, strataRefPrefix) {
+			strings.HasPrefix(after.Ref, strataRefPrefix) {
 			return nil
 		}
 		span, ok, err := s.Ref(session, after.Ref)
 		if err == nil && ok {
+			span.First = max(span.First, after.Seq)
 			c.summary = summaryRecord{ref: after.Ref, span: span}
 		}
 		return err
@@ -336,12 +371,12 @@ func (h *Hook) compaction(session string, at sessionState, t *transcriptFile) (c
 	if err != nil || !c.found || bound.Ref == "" {
 		return c, err
 	}
-	rec, _, found, err := t.findLast(jsonString(bound.Ref), func(r *record) bool { return r.UUID == bound.Ref && r.Subtype == "compact_boundary" })
-	if err != nil || !found || rec.preservedHead() == "" {
+	head, err := h.agent.Preserved(t, bound)
+	if err != nil || head == "" {
 		return c, err
 	}
 	err = h.db.View(func(s *store.Snapshot) error {
-		span, ok, err := s.Ref(session, rec.preservedHead())
+		span, ok, err := s.Ref(session, head)
 		if err == nil && ok && span.First > 0 && span.First-1 < c.covered {
 			c.covered = span.First - 1
 		}
@@ -362,19 +397,19 @@ func checkRef(summaryRef string, compactedTo uint64) string {
 }
 
 // storeCheck computes the state at c.covered, checks the summary (the
-// events of its record, or PostCompact's compact_summary) against it, and
+// events of its record, or the input's compact_summary) against it, and
 // appends the check as a system event after the session's head — once:
-// its ref names the summary's record, or for PostCompact's the head
-// PreCompact compacted; a summary checked at PostCompact is not checked
-// again when its record reaches the store.
+// its ref names the summary's record, or for the input's the head the
+// compaction's hook compacted; a summary checked from the input is not
+// checked again when its record reaches the store.
 func (h *Hook) storeCheck(r *Result, c compactionAt, at sessionState) error {
 	session := r.Input.SessionID
 	ref := checkRef(c.summary.ref, at.compactedTo)
-	var ev *tier.Event
+	var summaryAt int64
 	err := h.db.View(func(s *store.Snapshot) error {
 		if c.summary.ref != "" && at.compactedTo > 0 {
 			if _, checked, err := s.Ref(session, checkRef("", at.compactedTo)); err != nil || checked {
-				return err // PostCompact checked it
+				return err // checked from the input
 			}
 		}
 		st, err := computeState(s, session, c.covered)
@@ -396,14 +431,33 @@ func (h *Hook) storeCheck(r *Result, c compactionAt, at sessionState) error {
 		if r.Check, err = checkSummary(s, st, text, c.summary.span.First, r.Input.Cwd); err != nil {
 			return err
 		}
-		r.Check.Boundary = c.covered
+		r.Check.Boundary, r.Check.Agent = c.covered, h.agent.Title()
+		if r.Input.Action == ActionCheck && c.summary.ref == "" {
+			r.Check.FromInput = r.Input.HookEventName
+		}
+		summaryAt = at
+		return nil
+	})
+	if err != nil || r.Check == nil {
+		return err
+	}
+	if err := h.appendOwn(session, ref, r.Check.Text(), summaryAt); err != nil {
+		return errors.Wrapf(err, "storing the check of %s's summary", h.agent.Title())
+	}
+	return nil
+}
+
+// appendOwn appends one of the hook's own events to session, a system
+// event of text whose ref is ref, unless the session holds ref already.
+// Its time is that of the session's head, or at when later: the same
+// store gives the same event, and the session's times never go back.
+func (h *Hook) appendOwn(session, ref, text string, at int64) error {
+	var ev *tier.Event
+	err := h.db.View(func(s *store.Snapshot) error {
 		_, stored, err := s.Ref(session, ref)
 		if err != nil || stored {
 			return err
 		}
-		// The time of the newest event it follows, or the summary's when
-		// that is later: the same store gives the same event, and the
-		// session's times never go back.
 		info, err := s.Info(session)
 		if err != nil {
 			return err
@@ -414,14 +468,14 @@ func (h *Hook) storeCheck(r *Result, c compactionAt, at sessionState) error {
 		}); err != nil {
 			return err
 		}
-		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: r.Check.Text(), Ref: ref}
+		ev = &tier.Event{Kind: tier.KindSystem, Time: at, Text: text, Ref: ref}
 		return nil
 	})
 	if err != nil || ev == nil {
 		return err
 	}
 	if _, err := h.db.Append(session, *ev); err != nil && !errors.Is(err, store.ErrRefStored) {
-		return errors.Wrap(err, "storing the check of Claude Code's summary")
+		return err
 	}
 	return nil
 }
@@ -444,30 +498,13 @@ func markerAt(s *store.Snapshot, session string, boundary uint64) (uint64, error
 	return best.ID, nil
 }
 
-// hookOutput is SessionStart's JSON output adding text to the context.
-func hookOutput(text string) ([]byte, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
-		HookSpecificOutput struct {
-			HookEventName     string `json:"hookEventName"`
-			AdditionalContext string `json:"additionalContext"`
-		} `json:"hookSpecificOutput"`
-	}{HookSpecificOutput: struct {
-		HookEventName     string `json:"hookEventName"`
-		AdditionalContext string `json:"additionalContext"`
-	}{EventSessionStart, text}})
-	return []byte(b.String()), err
-}
-
 // Line summarizes the run as key=value fields for the hook's log.
 func (r *Result) Line() string {
 	in := &r.Input
 	var f []string
 	f = append(f, in.HookEventName)
 	switch {
-	case in.HookEventName == EventPreCompact || in.HookEventName == EventPostCompact:
+	case in.Action == ActionCompact || in.Action == ActionCheck:
 		f = append(f, "trigger="+field(in.Trigger))
 	case in.Source != "":
 		f = append(f, "source="+field(in.Source))
@@ -505,6 +542,9 @@ func (r *Result) Line() string {
 	}
 	if r.NoBoundary {
 		f = append(f, "no_compact_boundary nothing_injected")
+	}
+	if r.Injected {
+		f = append(f, "injected_already")
 	}
 	if st := r.State; st != nil {
 		f = append(f, fmt.Sprintf("boundary=%d marker=%d sha256=%s facts=%d shown=%d tokens=%d",

@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"os"
@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// StoreName is the store's file name in the project's .claude directory,
-// LogName the log's beside it.
+// StoreName is the store's file name in the agent's directory of the
+// project (Settings.Dir), LogName the log's beside it.
 const (
 	StoreName = "strata.db"
 	LogName   = "strata.log"
@@ -22,10 +22,10 @@ const (
 const MaxLogBytes = 1 << 20
 
 // ProjectDir returns the directory of the project a hook runs for:
-// projectDir ($CLAUDE_PROJECT_DIR, which Claude Code sets for the hooks
-// it runs) when it is an absolute path, else cwd (the hook input's) when
-// it is one, else "": a relative directory would be relative to wherever
-// the hook happens to run.
+// projectDir (the agent's Settings.ProjectEnv, $CLAUDE_PROJECT_DIR, which
+// Claude Code sets for the hooks it runs) when it is an absolute path,
+// else cwd (the hook input's) when it is one, else "": a relative
+// directory would be relative to wherever the hook happens to run.
 func ProjectDir(projectDir, cwd string) string {
 	switch {
 	case filepath.IsAbs(projectDir):
@@ -36,22 +36,23 @@ func ProjectDir(projectDir, cwd string) string {
 	return ""
 }
 
-// DefaultStore returns the store a hook uses when none is given:
-// .claude/strata.db in the project's directory (ProjectDir); "" when
-// there is no project directory.
-func DefaultStore(projectDir, cwd string) string {
+// DefaultStore returns the store a hook of agent a uses when none is
+// given: strata.db in the agent's directory of the project's (ProjectDir,
+// Settings.Dir: .claude/strata.db for Claude Code); "" when there is no
+// project directory.
+func DefaultStore(a Agent, projectDir, cwd string) string {
 	dir := ProjectDir(projectDir, cwd)
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, ".claude", StoreName)
+	return filepath.Join(dir, a.Settings().Dir, StoreName)
 }
 
 // DefaultLog returns the hook's log file for store db: strata.log beside
 // a file store; for a URL (a PostgreSQL store) or no store, in the
-// project's .claude directory; "" when there is neither a file store nor
-// a project directory.
-func DefaultLog(db, projectDir, cwd string) string {
+// agent's directory of the project; "" when there is neither a file store
+// nor a project directory.
+func DefaultLog(a Agent, db, projectDir, cwd string) string {
 	if db != "" && !strings.Contains(db, "://") {
 		return filepath.Join(filepath.Dir(db), LogName)
 	}
@@ -59,7 +60,7 @@ func DefaultLog(db, projectDir, cwd string) string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, ".claude", LogName)
+	return filepath.Join(dir, a.Settings().Dir, LogName)
 }
 
 // AppendLog appends one line to the log file at path — the time (UTC,
@@ -69,12 +70,12 @@ func DefaultLog(db, projectDir, cwd string) string {
 func AppendLog(path string, t time.Time, msg string) error {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > MaxLogBytes {
 		if err := os.Rename(path, path+".1"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return errors.Wrap(err, "claudecode: rotating the log")
+			return errors.Wrap(err, "companion: rotating the log")
 		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return errors.Wrap(err, "claudecode: opening the log")
+		return errors.Wrap(err, "companion: opening the log")
 	}
 	line := t.UTC().Format(time.RFC3339) + " " + strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\r' {
@@ -83,5 +84,5 @@ func AppendLog(path string, t time.Time, msg string) error {
 		return r
 	}, msg) + "\n"
 	_, err = f.WriteString(line)
-	return errors.CombineErrors(errors.Wrap(err, "claudecode: writing the log"), f.Close())
+	return errors.CombineErrors(errors.Wrap(err, "companion: writing the log"), f.Close())
 }

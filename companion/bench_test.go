@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func BenchmarkHook_PreCompact(b *testing.B) {
 	grow(b, path, ls[:len(ls)-60])
 	const session = "fa812bfe-b295-4cca-9c2f-fdf01028cb46"
 	dbPath := filepath.Join(dir, "strata.db")
-	in := Input{SessionID: session, TranscriptPath: path, HookEventName: EventPreCompact, Trigger: "auto"}
+	in := Input{SessionID: session, TranscriptPath: path, HookEventName: "PreCompact", Trigger: "auto"}
 	withStore(b, dbPath, func(h *Hook) {
 		if _, err := h.Run(context.Background(), in); err != nil {
 			b.Fatal(err)
@@ -57,12 +57,12 @@ func BenchmarkHook_PreCompact(b *testing.B) {
 				}
 				b.StartTimer()
 				withStore(b, dbPath, func(h *Hook) {
-					t, err := openTranscript(path)
+					t, err := OpenTranscriptFile(path)
 					if err != nil {
 						b.Fatal(err)
 					}
 					defer t.Close()
-					im, _, err := importTranscript(h.db, session, t, c.whole)
+					im, _, err := importTranscript(h.db, testAgent{}, session, t, c.whole)
 					if err != nil || im.Events == 0 {
 						b.Fatalf("import: %+v, %v", im, err)
 					}
@@ -85,7 +85,7 @@ func withStore(b *testing.B, path string, fn func(*Hook)) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := New(db, Options{})
+	h, err := New(db, testAgent{}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

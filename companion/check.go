@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,28 +25,38 @@ const maxNameBytes = 200
 // maxCheckBytes bounds the text of the check's event.
 const maxCheckBytes = 64 << 10
 
-// callSubjects are the arguments of Claude Code's tools that name what a
-// call works on: a file, a directory, a command, a pattern, a URL, a
-// query.
-var callSubjects = []string{"file_path", "notebook_path", "path", "command", "pattern", "url", "query"}
+// callSubjects are the arguments of the agents' tools that name what a
+// call works on: a file, a directory, a command (Codex's exec_command
+// names it cmd), a pattern, a URL, a query.
+var callSubjects = []string{"file_path", "notebook_path", "path", "command", "cmd", "pattern", "url", "query"}
 
-// Check says which facts of a State Claude Code's compact summary does
-// not mention: a fact is mentioned when its summary text holds one of the
+// Check says which facts of a State an agent's compact summary does not
+// mention: a fact is mentioned when its summary text holds one of the
 // names the fact goes by — a call's id or the file, command or pattern of
 // its arguments (a file also by its path relative to the session's
 // directory and by its base name), a disposition's or constraint's key
 // (a refused tool use's key also by the file or command it names), an
-// artifact's file. It is a report of names, not a judgement of the
+// artifact's file. Failed and open calls are facts by their target
+// (tier.CallTarget), as the injected state lists them: the calls that
+// failed on one target are one fact, and a call the user rejected is its
+// rejection only. It is a report of names, not a judgement of the
 // summary's prose.
 type Check struct {
-	// Summary is the seq of the summary's event; 0 for PostCompact's
-	// compact_summary, checked before Claude Code wrote its record.
+	// Agent is the agent whose summary was checked, by its title ("Claude
+	// Code").
+	Agent string
+	// Summary is the seq of the summary's event; 0 for a summary the hook
+	// input carried (FromInput), checked before the agent wrote its
+	// record.
 	Summary uint64
+	// FromInput is the hook event whose input carried the summary
+	// ("PostCompact"), when Summary is 0.
+	FromInput string
 	// Boundary is the seq the state is computed at: the last event the
 	// summary stands for.
 	Boundary    uint64
 	Facts       int      // the facts of the state
-	Unmentioned []string // the facts not mentioned, each as "FAILED call toolu_01 (Bash)", "artifact lib/a.ex", in the state's order
+	Unmentioned []string // the facts not mentioned, each as "FAILED `make test` (Bash)", "artifact lib/a.ex", in the state's order
 }
 
 // fact is one fact of a state and the names it goes by.
@@ -84,6 +95,7 @@ func mentioned(text string, names []string) bool {
 func stateFacts(s *store.Snapshot, st *State, cwd string) ([]fact, error) {
 	c := &st.Claims
 	var out []fact
+	at := map[string]int{} // the index in out of a fact by its label
 	call := func(label, id string, seq uint64) error {
 		names := []string{id}
 		if seq != 0 {
@@ -97,16 +109,24 @@ func stateFacts(s *store.Snapshot, st *State, cwd string) ([]fact, error) {
 				return err
 			}
 		}
+		if i, ok := at[label]; ok {
+			out[i].names = append(out[i].names, names...)
+			return nil
+		}
+		at[label] = len(out)
 		out = append(out, fact{label, names})
 		return nil
 	}
 	for _, o := range c.Unresolved {
-		if err := call("UNRESOLVED call "+invocation(o.ID, o.Name), o.ID, o.Seq); err != nil {
+		if err := call("UNRESOLVED "+callLabel(o.ID, o.Name, o.Target), o.ID, o.Seq); err != nil {
 			return nil, err
 		}
 	}
 	for _, r := range c.Failures {
-		if err := call("FAILED call "+invocation(r.ID, r.Name), r.ID, r.Seq); err != nil {
+		if slices.Contains(st.Rejected, r.At) {
+			continue // its rejection is the fact
+		}
+		if err := call("FAILED "+callLabel(r.ID, r.Name, r.Target), r.ID, r.Seq); err != nil {
 			return nil, err
 		}
 	}
@@ -128,11 +148,17 @@ func stateFacts(s *store.Snapshot, st *State, cwd string) ([]fact, error) {
 	return out, nil
 }
 
-func invocation(id, name string) string {
-	if name == "" {
-		return oneLine(id)
+// callLabel names a call in a check: by its target (tier.CallTarget) and
+// tool, "`make test` (Bash)", else by its id, "call toolu_01 (Bash)".
+func callLabel(id, name, target string) string {
+	what := "call " + oneLine(id)
+	if target != "" {
+		what = "`" + oneLine(target) + "`"
 	}
-	return oneLine(id) + " (" + oneLine(name) + ")"
+	if name == "" {
+		return what
+	}
+	return what + " (" + oneLine(name) + ")"
 }
 
 // callNames returns the names a call goes by from its arguments (a JSON
@@ -149,7 +175,7 @@ func callNames(input, cwd string) []string {
 		if json.Unmarshal(args[k], &v) != nil || strings.TrimSpace(v) == "" {
 			continue
 		}
-		if k == "command" || k == "pattern" || k == "url" || k == "query" {
+		if k == "command" || k == "cmd" || k == "pattern" || k == "url" || k == "query" {
 			out = append(out, strings.TrimSpace(v))
 			continue
 		}
@@ -173,20 +199,13 @@ func fileNames(p, cwd string) []string {
 	return out
 }
 
-// checkIntro opens the text of a check's event; the summary, the facts,
-// and the seq follow (Check.Text).
-const checkIntro = "strata compared Claude Code's compact summary ("
-
-// fromInput names PostCompact's compact_summary in a check's text.
-const fromInput = "PostCompact's compact_summary"
-
 // Text is the check as the text of the system event the hook stores,
 // which ParseCheck reads back.
 func (c *Check) Text() string {
 	var b strings.Builder
-	b.WriteString(checkIntro)
+	fmt.Fprintf(&b, "strata compared %s's compact summary (", c.Agent)
 	if c.Summary == 0 {
-		b.WriteString(fromInput)
+		fmt.Fprintf(&b, "%s's compact_summary", c.FromInput)
 	} else {
 		fmt.Fprintf(&b, "seq %d", c.Summary)
 	}
@@ -208,8 +227,7 @@ func (c *Check) Text() string {
 }
 
 // checkHead is the first line of a check's text, as Text writes it.
-var checkHead = regexp.MustCompile(`^strata compared Claude Code's compact summary \((?:seq (\d+)|` + regexp.QuoteMeta(fromInput) +
-	`)\) with the (\d+) facts the raw log implies at seq (\d+), [^:]*: (?:it mentions all \d+\.|it does not mention (\d+) of them:)$`)
+var checkHead = regexp.MustCompile(`^strata compared (.+?)'s compact summary \((?:seq (\d+)|(\S+)'s compact_summary)\) with the (\d+) facts the raw log implies at seq (\d+), [^:]*: (?:it mentions all \d+\.|it does not mention (\d+) of them:)$`)
 
 // ParseCheck reads back the check the hook stored as event e: ok is false
 // when e is not a check's event (a system event whose ref is the hook's
@@ -224,10 +242,11 @@ func ParseCheck(e tier.Event) (c Check, omitted int, ok bool) {
 	if m == nil {
 		return Check{}, 0, false
 	}
-	c.Summary, _ = strconv.ParseUint(m[1], 10, 64)
-	c.Facts, _ = strconv.Atoi(m[2])
-	c.Boundary, _ = strconv.ParseUint(m[3], 10, 64)
-	omitted, _ = strconv.Atoi(m[4])
+	c.Agent, c.FromInput = m[1], m[3]
+	c.Summary, _ = strconv.ParseUint(m[2], 10, 64)
+	c.Facts, _ = strconv.Atoi(m[4])
+	c.Boundary, _ = strconv.ParseUint(m[5], 10, 64)
+	omitted, _ = strconv.Atoi(m[6])
 	for _, l := range lines[1:] {
 		if label, found := strings.CutPrefix(l, "- "); found {
 			c.Unmentioned = append(c.Unmentioned, label)

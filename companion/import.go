@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"bytes"
@@ -13,9 +13,12 @@ import (
 )
 
 // strataRefPrefix starts the refs of the events the hook adds to a
-// session itself (the check of Claude Code's summary): no record of the
-// transcript has such a ref, since Claude Code's are UUIDs.
+// session itself (the check of the agent's summary, an injection): no
+// record of a transcript has such a ref.
 const strataRefPrefix = "strata:"
+
+// appendBatch is the most events one Append of an import takes.
+var appendBatch = store.MaxAppendEvents
 
 // maxAppendTries bounds how often an import decodes again when another
 // process stored records of the session meanwhile (a PostgreSQL store;
@@ -55,13 +58,21 @@ type sessionState struct {
 	ownHead     bool   // the head is an event the hook added itself (strataRefPrefix)
 }
 
-// importTranscript appends to session the records of t it does not hold,
-// reading only the part of the file after the last one it holds when that
-// record is found, and the whole file otherwise (or when whole is set):
-// either way a record the session holds is left out (its ref is its
-// uuid), so importing again adds nothing twice. It returns the session as
-// it left it.
-func importTranscript(db *store.DB, session string, t *transcriptFile, whole bool) (Import, sessionState, error) {
+// ImportTranscript appends to session the records of the transcript t
+// of agent a that the session does not hold, reading only the part of
+// the file after the last one it holds when that record is found
+// (Agent.IsRecord), and the whole file otherwise (or when whole is set):
+// either way a record the session holds is left out (its events carry
+// its ref), so importing again adds nothing twice. The events are
+// appended in batches of at most store.MaxAppendEvents.
+func ImportTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, whole bool) (Import, error) {
+	im, _, err := importTranscript(db, a, session, t, whole)
+	return im, err
+}
+
+// importTranscript is ImportTranscript, returning the session as it left
+// it.
+func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, whole bool) (Import, sessionState, error) {
 	for try := 1; ; try++ {
 		var im Import
 		var ss []transcript.Session
@@ -73,7 +84,7 @@ func importTranscript(db *store.DB, session string, t *transcriptFile, whole boo
 			}
 			at, im.Anchor, im.To = st, anchor, t.end
 			if anchor != "" && !whole {
-				_, next, found, err := t.findLast(jsonString(anchor), func(r *record) bool { return r.UUID == anchor })
+				_, next, found, err := t.FindLast(JSONString(anchor), func(line []byte) bool { return a.IsRecord(line, anchor) })
 				if err != nil {
 					return err
 				}
@@ -85,7 +96,7 @@ func importTranscript(db *store.DB, session string, t *transcriptFile, whole boo
 			if im.From >= im.To {
 				return nil // nothing written since
 			}
-			ss, im.Report, err = t.decode(im.From, tgt)
+			ss, im.Report, err = t.decode(a, im.From, tgt)
 			return err
 		})
 		if err != nil {
@@ -99,22 +110,54 @@ func importTranscript(db *store.DB, session string, t *transcriptFile, whole boo
 		if len(events) == 0 {
 			return im, at, nil
 		}
-		res, err := db.Append(session, events...)
+		first, last, n, err := appendBatches(db, session, events)
+		if n > 0 {
+			im.Events, im.Last = n, last
+			im.First = first
+			at.exists, at.head = true, last
+		}
 		if err != nil {
-			if try < maxAppendTries && headMoved(db, session, at.head) {
+			if n == 0 && try < maxAppendTries && headMoved(db, session, at.head) {
 				continue
 			}
 			var ee *tier.EventError
-			if errors.As(err, &ee) && ee.Index >= 0 && ee.Index < len(lines) {
-				err = &transcript.LineError{File: t.path, Line: lines[ee.Index] + t.linesBeforeOrZero(im.From), Err: err}
+			if errors.As(err, &ee) && n+ee.Index >= 0 && n+ee.Index < len(lines) {
+				err = &transcript.LineError{File: t.path, Line: lines[n+ee.Index] + t.linesBeforeOrZero(im.From), Err: err}
 			}
-			return im, sessionState{}, errors.Wrapf(err, "claudecode: storing the records of %s", t.path)
+			return im, sessionState{}, errors.Wrapf(err, "companion: storing the records of %s", t.path)
 		}
-		im.Events, im.First, im.Last = len(events), res.First, res.Last
-		at.exists, at.head = true, res.Last
 		at.ownHead = strings.HasPrefix(events[len(events)-1].Ref, strataRefPrefix)
 		return im, at, nil
 	}
+}
+
+// appendBatches appends events to session in batches of at most
+// appendBatch, and returns the seqs of the first and last event stored
+// and how many were: a batch refused leaves those before it stored, as
+// an import of the same file again would store them. A batch ends
+// between records: the events of one record (one ref) are appended
+// together, the store taking a ref's events in one append only.
+func appendBatches(db *store.DB, session string, events []tier.Event) (first, last uint64, n int, err error) {
+	for len(events) > 0 {
+		end := min(len(events), appendBatch)
+		cut := end
+		for cut > 0 && cut < len(events) && events[cut].Ref != "" && events[cut].Ref == events[cut-1].Ref {
+			cut--
+		}
+		if cut > 0 { // else one record of more events than a batch, which the store refuses
+			end = cut
+		}
+		batch := events[:end]
+		res, err := db.Append(session, batch...)
+		if err != nil {
+			return first, last, n, err
+		}
+		if n == 0 {
+			first = res.First
+		}
+		last, n, events = res.Last, n+len(batch), events[len(batch):]
+	}
+	return first, last, n, nil
 }
 
 // headMoved reports whether session's head is no longer head.
@@ -172,17 +215,35 @@ func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, st s
 	return t, st, anchor, nil
 }
 
+// A Directory is an Agent whose transcript names the directory the agent
+// works in only in records of their own (Codex's session_meta and
+// turn_context), not in every record: a read from the middle of the file
+// begins in the directory Dir returns, the one the records before offset
+// from name last ("" for none), so that it names the files under it as a
+// whole read does (transcript.Options.Dir).
+type Directory interface {
+	Dir(t *TranscriptFile, from int64) (string, error)
+}
+
 // decode reads the transcript's records from offset from to its end,
 // every conversation into the session of target. A read from the middle
-// of the file in which no record is of a kind Claude Code writes (only
+// of the file in which no record is of a kind the format knows (only
 // new record types) stores nothing and is no error; a line error names the
 // line of the whole file.
-func (t *transcriptFile) decode(from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
-	r := io.NewSectionReader(t.f, from, t.end-from)
-	ss, rep, err := transcript.Read(transcript.ClaudeCode, r, transcript.Options{
+func (t *TranscriptFile) decode(a Agent, from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
+	opts := transcript.Options{
 		File: t.path, MainSession: true,
 		Target: func(string) (transcript.Target, error) { return target, nil },
-	})
+	}
+	if d, ok := a.(Directory); ok && from > 0 {
+		dir, err := d.Dir(t, from)
+		if err != nil {
+			return nil, transcript.Report{}, err
+		}
+		opts.Dir = dir
+	}
+	r := io.NewSectionReader(t.f, from, t.end-from)
+	ss, rep, err := transcript.Read(a.Format(), r, opts)
 	if errors.Is(err, transcript.ErrNothingRecognized) && from > 0 {
 		return nil, rep, nil
 	}
@@ -198,13 +259,13 @@ func (t *transcriptFile) decode(from int64, target transcript.Target) ([]transcr
 }
 
 // linesBefore counts the lines before offset off.
-func (t *transcriptFile) linesBefore(off int64) (int, error) {
+func (t *TranscriptFile) linesBefore(off int64) (int, error) {
 	buf := make([]byte, 64<<10)
 	n := 0
 	for at := int64(0); at < off; {
 		b := buf[:min(int64(len(buf)), off-at)]
 		if _, err := t.f.ReadAt(b, at); err != nil {
-			return 0, errors.Wrapf(err, "claudecode: reading transcript %s", t.path)
+			return 0, errors.Wrapf(err, "companion: reading transcript %s", t.path)
 		}
 		n += bytes.Count(b, []byte{'\n'})
 		at += int64(len(b))
@@ -213,7 +274,7 @@ func (t *transcriptFile) linesBefore(off int64) (int, error) {
 }
 
 // linesBeforeOrZero is linesBefore for an error message: 0 when it fails.
-func (t *transcriptFile) linesBeforeOrZero(off int64) int {
+func (t *TranscriptFile) linesBeforeOrZero(off int64) int {
 	n, _ := t.linesBefore(off)
 	return n
 }

@@ -1,4 +1,4 @@
-package claudecode
+package companion
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ const DefaultBudget = 2000
 const MinBudget = checkpoint.MinStateBudget
 
 // State is the state the raw log of a session implies at a boundary —
-// what the hook injects after Claude Code compacts: the session's task
+// what the hook injects after the agent compacts: the session's task
 // and the user's requests, every failure by what failed and whether it
 // still stands, every call open at the boundary (UNRESOLVED), the open
 // items of the agent's plan, every disposition (rejected, failed,
@@ -31,9 +31,12 @@ const MinBudget = checkpoint.MinStateBudget
 // 1..Boundary by the ledger's rules (tier.RequiredBuilder), never from a
 // summary.
 type State struct {
+	// Agent is the agent the state is injected into, by its title
+	// ("Claude Code").
+	Agent   string
 	Session string
-	// Boundary is the seq the facts hold at: the last event before Claude
-	// Code's compact_boundary record.
+	// Boundary is the seq the facts hold at: the last event before the
+	// agent's record of its compaction.
 	Boundary uint64
 	// Marker is the valid marker at Boundary (or the newest before it), 0
 	// for none; SHA256 is the sha256 of the context `strata resume
@@ -75,7 +78,7 @@ type Rendered struct {
 	Tokens int // tier.TokensOfBytes(len(Text)), at most the budget
 }
 
-// Render returns s as the text injected into Claude Code's context,
+// Render returns s as the text injected into the agent's context,
 // within budget tokens (at least MinBudget; 0 means DefaultBudget). db
 // names the store in the `strata resume` command it gives. Below its
 // heading, the state is fitted to the budget by checkpoint.FitState, the
@@ -89,8 +92,8 @@ func (s *State) Render(db string, budget int) Rendered {
 	}
 	budget = max(budget, MinBudget)
 	var b strings.Builder
-	b.WriteString("# strata: the state at Claude Code's compaction\n")
-	fmt.Fprintf(&b, "Computed by strata from the raw transcript, not from a summary: what session %s implies at seq %d, where Claude Code compacted it. Every line below is a fact of the raw log; none is a summarizer's words.\n", oneLine(s.Session), s.Boundary)
+	fmt.Fprintf(&b, "# strata: the state at %s's compaction\n", s.Agent)
+	fmt.Fprintf(&b, "Computed by strata from the raw transcript, not from a summary: what session %s implies at seq %d, where %s compacted it. Every line below is a fact of the raw log; none is a summarizer's words.\n", oneLine(s.Session), s.Boundary, s.Agent)
 	resume := fmt.Sprintf("strata resume --db %s --session %s", shell.Quote(db), shell.Quote(s.Session))
 	if s.Marker != 0 {
 		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s) prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",

@@ -144,9 +144,10 @@ func eventName(event, matcher string) string {
 // newAgentInstallCommand returns `strata NAME install`.
 func newAgentInstallCommand(a companion.Agent, t agentText) *cobra.Command {
 	o := &agentSettingsOptions{agent: a}
-	where := "the project and the home directory it is named from $HOME"
+	where, outside := "the home directory it is named from $HOME", "the home directory"
 	if t.env != "" {
 		where = fmt.Sprintf("the project or the home directory it is named from %s or $HOME", t.env)
+		outside = "the project and the home directory"
 	}
 	local := ""
 	if t.local != "" {
@@ -172,7 +173,7 @@ DB is the store. By default it is beside the settings, strata.db,
 %[6]s. --db DB chooses another: a file
 (inside %[7]s) or a postgres:// URL. A relative file is taken from the
 current directory, as every strata command takes it, not from --dir; a
-file outside the project and the home directory stands in the settings
+file outside %[10]s stands in the settings
 as its absolute path, and install warns that the hooks find it only
 where that path is. The hook makes the store at its first run and writes
 its log, strata.log, beside it; install adds both to the project's
@@ -195,7 +196,7 @@ replaced atomically, its mode kept; a link is followed. What install
 created (the file, the hooks object, an event's list) it notes in
 %[9]s, so that uninstall removes those too, and only those.`,
 			t.title, t.settings, t.user, t.events, t.name, named, where, local,
-			filepath.Join(a.Settings().Dir, companion.InstallRecordName)),
+			filepath.Join(a.Settings().Dir, companion.InstallRecordName), outside),
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("db") && o.db == "" {
@@ -259,15 +260,16 @@ func (o *agentSettingsOptions) install(out, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.Shown)
 	}
 	if r.Machine != "" {
-		where, vars := "the project and the home directory", "$HOME"
-		if env := o.agent.Settings().ProjectEnv; env != "" {
-			vars = "$" + env + " and $HOME"
+		// An agent that names the project in no variable for its hooks
+		// (Codex) has a store inside the project named from $HOME only.
+		where, vars, why := "the home directory", "$HOME", ""
+		if env := o.agent.Settings().ProjectEnv; env != "" && !s.User {
+			where, vars = "the project and the home directory", "$"+env+" and $HOME"
+		} else if env == "" && !s.User {
+			why = fmt.Sprintf(" (%s names the project in no variable for its hooks)", o.agent.Title())
 		}
-		if s.User {
-			where, vars = "the home directory", "$HOME"
-		}
-		fmt.Fprintf(errOut, "warning: %s names the store by a path of this machine, %s: it is outside %s, which the hooks name from %s, so on another machine or checkout they find it only if that path is there\n",
-			s.Shown, r.Machine, where, vars)
+		fmt.Fprintf(errOut, "warning: %s names the store by a path of this machine, %s: it is outside %s, which the hooks name from %s%s, so on another machine or checkout they find it only if that path is there\n",
+			s.Shown, r.Machine, where, vars, why)
 	}
 	for _, e := range r.Elsewhere {
 		fmt.Fprintf(errOut, "warning: %s holds strata's hooks too: %s runs those as well at each compaction, and the state is injected twice; %s\n", e.Settings, o.agent.Title(), e.Remove)

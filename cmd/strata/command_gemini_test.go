@@ -118,3 +118,32 @@ func TestGeminiHook_JSONDocument(t *testing.T) {
 		t.Errorf("the hook stored\n%s\nwant the %d events import gives", got, n)
 	}
 }
+
+// Each agent's hook --help says what the hook does at each event install
+// writes, as the agent acts on it: Gemini CLI's PreCompress checks and
+// compacts nothing, its first BeforeAgent after a compression injects
+// once; Claude Code's PreCompact compacts, SessionStart(compact) injects,
+// PostCompact checks.
+func TestAgentHookHelp_SaysEachEvent(t *testing.T) {
+	for _, c := range []struct {
+		agent string
+		want  []string
+		not   []string
+	}{
+		{"gemini", []string{"PreCompress: import what Gemini CLI wrote since and check", "Nothing is compacted, nothing printed.", "The first BeforeAgent after a compaction, once"}, []string{"before a compaction: import", "compact the\nsession's head"}},
+		{"claude-code", []string{"PreCompact, before a compaction: import", "SessionStart (matcher compact), after a compaction: import", "PostCompact: import what Claude Code wrote since and check"}, []string{"once (the injection"}},
+		{"codex", []string{"PreCompact, before a compaction: import", "SessionStart (matcher compact), after a compaction: import", "PostCompact: import what Codex wrote since and check"}, nil},
+	} {
+		help := mustCLI(t, c.agent, "hook", "--help")
+		for _, w := range c.want {
+			if !strings.Contains(help, w) {
+				t.Errorf("%s hook --help:\n%s\nwithout %q", c.agent, help, w)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(help, w) {
+				t.Errorf("%s hook --help:\n%s\nsays %q", c.agent, help, w)
+			}
+		}
+	}
+}

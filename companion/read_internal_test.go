@@ -41,3 +41,4 @@ func TestOpenTranscriptFile_End(t *testing.T) {
 		})
 	}
 }
+

@@ -41,4 +41,3 @@ func TestOpenTranscriptFile_End(t *testing.T) {
 		})
 	}
 }
-

@@ -551,7 +551,11 @@ func (r *Result) Line() string {
 			st.Boundary, st.Marker, st.SHA256, r.Rendered.Facts, r.Rendered.Shown, r.Rendered.Tokens))
 	}
 	if c := r.Check; c != nil {
-		f = append(f, fmt.Sprintf("summary_seq=%d summary_boundary=%d summary_unmentioned=%d/%d", c.Summary, c.Boundary, len(c.Unmentioned), c.Facts))
+		summary := fmt.Sprintf("summary_seq=%d", c.Summary)
+		if c.Summary == 0 && c.FromInput != "" {
+			summary = "summary_from=" + c.FromInput // the input's, not a stored event's
+		}
+		f = append(f, fmt.Sprintf("%s summary_boundary=%d summary_unmentioned=%d/%d", summary, c.Boundary, len(c.Unmentioned), c.Facts))
 		if len(c.Unmentioned) > 0 {
 			f = append(f, "not_mentioned="+fmt.Sprintf("%q", listed(c.Unmentioned, 20)))
 		}

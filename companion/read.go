@@ -51,7 +51,9 @@ func (t *TranscriptFile) Close() error { return t.f.Close() }
 
 // wholeEnd returns the offset after the last newline before size, or size
 // when what follows it is a whole JSON value (a file whose last line has
-// no newline).
+// no newline), or when the file is one JSON document over many lines
+// whose last line has no newline (a chat of Gemini CLI before its JSONL,
+// session-*.json, written whole).
 func (t *TranscriptFile) wholeEnd(size int64) (int64, error) {
 	nl, err := t.lastByte('\n', size)
 	if err != nil {
@@ -66,6 +68,27 @@ func (t *TranscriptFile) wholeEnd(size int64) (int64, error) {
 	}
 	if json.Valid(rest) {
 		return size, nil
+	}
+	if nl < 0 {
+		return 0, nil
+	}
+	// A JSONL file's first line is a whole value; a document's is not.
+	first, err := t.nextByte('\n', 0, size)
+	if err != nil {
+		return 0, err
+	}
+	head := make([]byte, first)
+	if _, err := t.f.ReadAt(head, 0); err != nil {
+		return 0, errors.Wrapf(err, "companion: reading transcript %s", t.path)
+	}
+	if !json.Valid(head) {
+		whole := make([]byte, size)
+		if _, err := t.f.ReadAt(whole, 0); err != nil {
+			return 0, errors.Wrapf(err, "companion: reading transcript %s", t.path)
+		}
+		if json.Valid(whole) {
+			return size, nil
+		}
 	}
 	return nl + 1, nil
 }

@@ -96,11 +96,19 @@ func (s *State) Render(db string, budget int) Rendered {
 	fmt.Fprintf(&b, "Computed by strata from the raw transcript, not from a summary: what session %s implies at seq %d, where %s compacted it. Every line below is a fact of the raw log; none is a summarizer's words.\n", oneLine(s.Session), s.Boundary, s.Agent)
 	resume := fmt.Sprintf("strata resume --db %s --session %s", shell.Quote(db), shell.Quote(s.Session))
 	if s.Marker != 0 {
-		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s) prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",
-			resume, s.Marker, s.Marker, s.SHA256, s.Bytes, s.Events)
+		fmt.Fprintf(&b, "Every fact, unabridged: `%s --marker %d` (marker %d, sha256 %s) prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %s after the boundary.\n",
+			resume, s.Marker, s.Marker, s.SHA256, s.Bytes, rawEvents(s.Events))
 	} else {
 		fmt.Fprintf(&b, "No marker stands at the boundary; `%s` (sha256 %s) prints the whole context strata holds, %d bytes.\n", resume, s.SHA256, s.Bytes)
 	}
 	f := checkpoint.FitState(b.String(), &checkpoint.State{Claims: s.Claims, Rejected: s.Rejected}, budget)
 	return Rendered{Text: f.Text, Facts: f.Facts, Shown: f.Shown, Tokens: f.Tokens}
+}
+
+// rawEvents counts n raw events in words: "1 raw event", "3 raw events".
+func rawEvents(n int) string {
+	if n == 1 {
+		return "1 raw event"
+	}
+	return fmt.Sprintf("%d raw events", n)
 }

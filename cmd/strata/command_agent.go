@@ -144,9 +144,10 @@ func eventName(event, matcher string) string {
 // newAgentInstallCommand returns `strata NAME install`.
 func newAgentInstallCommand(a companion.Agent, t agentText) *cobra.Command {
 	o := &agentSettingsOptions{agent: a}
-	where := "the project and the home directory it is named from $HOME"
+	where, outside := "the home directory it is named from $HOME", "the home directory"
 	if t.env != "" {
 		where = fmt.Sprintf("the project or the home directory it is named from %s or $HOME", t.env)
+		outside = "the project and the home directory"
 	}
 	local := ""
 	if t.local != "" {
@@ -172,7 +173,7 @@ DB is the store. By default it is beside the settings, strata.db,
 %[6]s. --db DB chooses another: a file
 (inside %[7]s) or a postgres:// URL. A relative file is taken from the
 current directory, as every strata command takes it, not from --dir; a
-file outside the project and the home directory stands in the settings
+file outside %[10]s stands in the settings
 as its absolute path, and install warns that the hooks find it only
 where that path is. The hook makes the store at its first run and writes
 its log, strata.log, beside it; install adds both to the project's
@@ -195,7 +196,7 @@ replaced atomically, its mode kept; a link is followed. What install
 created (the file, the hooks object, an event's list) it notes in
 %[9]s, so that uninstall removes those too, and only those.`,
 			t.title, t.settings, t.user, t.events, t.name, named, where, local,
-			filepath.Join(a.Settings().Dir, companion.InstallRecordName)),
+			filepath.Join(a.Settings().Dir, companion.InstallRecordName), outside),
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("db") && o.db == "" {
@@ -259,15 +260,16 @@ func (o *agentSettingsOptions) install(out, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "warning: %s holds the URL's password: PGPASSWORD or ~/.pgpass keep it out of the settings\n", s.Shown)
 	}
 	if r.Machine != "" {
-		where, vars := "the project and the home directory", "$HOME"
-		if env := o.agent.Settings().ProjectEnv; env != "" {
-			vars = "$" + env + " and $HOME"
+		// An agent that names the project in no variable for its hooks
+		// (Codex) has a store inside the project named from $HOME only.
+		where, vars, why := "the home directory", "$HOME", ""
+		if env := o.agent.Settings().ProjectEnv; env != "" && !s.User {
+			where, vars = "the project and the home directory", "$"+env+" and $HOME"
+		} else if env == "" && !s.User {
+			why = fmt.Sprintf(" (%s names the project in no variable for its hooks)", o.agent.Title())
 		}
-		if s.User {
-			where, vars = "the home directory", "$HOME"
-		}
-		fmt.Fprintf(errOut, "warning: %s names the store by a path of this machine, %s: it is outside %s, which the hooks name from %s, so on another machine or checkout they find it only if that path is there\n",
-			s.Shown, r.Machine, where, vars)
+		fmt.Fprintf(errOut, "warning: %s names the store by a path of this machine, %s: it is outside %s, which the hooks name from %s%s, so on another machine or checkout they find it only if that path is there\n",
+			s.Shown, r.Machine, where, vars, why)
 	}
 	for _, e := range r.Elsewhere {
 		fmt.Fprintf(errOut, "warning: %s holds strata's hooks too: %s runs those as well at each compaction, and the state is injected twice; %s\n", e.Settings, o.agent.Title(), e.Remove)
@@ -565,6 +567,59 @@ type agentHookOptions struct {
 	companion.HookOptions
 }
 
+// hookActionsText says, for hook's help, what the hook does at each event
+// install writes, by the agent's Action for it.
+func hookActionsText(a companion.Agent) string {
+	title := a.Title()
+	inject := fmt.Sprintf(`import what %[1]s wrote since, make sure a marker
+stands at the boundary, and print on stdout the hook output that adds to
+the context the state the raw transcript implies at the boundary: the
+task and the user's newest request, every failure still standing by
+what failed, every call still open (UNRESOLVED), the plan's open items,
+every rejected, failed or superseded item with its reason, every active
+constraint, the earlier requests, every artifact, the failures since
+fixed — within --budget tokens, in that order, each class newest first,
+what does not fit counted — with the marker's id, the sha256 of
+its context and the strata resume command that prints it (the whole
+context: every raw event after the boundary too; its size is given), the
+store named by its absolute path. With no compaction boundary, what was
+read stays stored and nothing is printed (a log line, no failure). Which
+of these facts %[1]s's own summary does not mention (by id, key, file or
+command) is logged, and stored once as a system event after what the
+hook imported.`, title)
+	var b strings.Builder
+	for _, ev := range a.Settings().Events {
+		name := eventName(ev.Name, ev.Matcher)
+		switch a.Action(&companion.Input{HookEventName: ev.Name, Source: ev.Matcher}) {
+		case companion.ActionCompact:
+			fmt.Fprintf(&b, `%[1]s, before a compaction: import the transcript into the
+session of its session_id — only the records the store does not hold,
+read from the line after the last one it holds — and compact the
+session's head into one L1 node with the extractive summarizer, so that
+a marker stands where %[2]s is about to cut — unless the session's last
+event is strata's own: nothing new since the hook before, nothing
+compacted. Nothing is printed.`, name, title)
+		case companion.ActionCheck:
+			fmt.Fprintf(&b, `%[1]s: import what %[2]s wrote since and check
+%[2]s's summary of a compaction — the input's compact_summary, or the
+summary its transcript records — against the state the raw transcript
+implies at the compaction's boundary, once per compaction: which of its
+facts the summary does not mention (by id, key, file or command) is
+logged, and stored as a system event (status --json: summary_omitted).
+Nothing is compacted, nothing printed.`, name, title)
+		case companion.ActionInject:
+			fmt.Fprintf(&b, "%s, after a compaction: %s", name, inject)
+		case companion.ActionInjectOnce:
+			fmt.Fprintf(&b, `The first %[1]s after a compaction, once (the injection is
+stored, and a later %[1]s finds it and prints nothing): %[2]s`, name, inject)
+		default:
+			continue
+		}
+		b.WriteString("\n\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // newAgentHookCommand returns `strata NAME hook`.
 func newAgentHookCommand(a companion.Agent, t agentText) *cobra.Command {
 	o := &agentHookOptions{}
@@ -588,30 +643,7 @@ func newAgentHookCommand(a companion.Agent, t agentText) *cobra.Command {
 to the hook's stdin (session_id, transcript_path, cwd, hook_event_name,
 trigger or source) and act on the events install hooks (%[3]s).
 
-Before a compaction: import the transcript into the session of its
-session_id — only the records the store does not hold, read from the line
-after the last one it holds — and compact the session's head into one L1
-node with the extractive summarizer, so that a marker stands where
-%[1]s is about to cut — unless the session's last event is strata's own:
-nothing new since the hook before, nothing compacted. Nothing is printed.
-
-After a compaction: import what %[1]s wrote since, make sure a marker
-stands at the boundary, and print on stdout the hook output that adds to
-the context the state the raw transcript implies at the boundary: the
-task and the user's newest request, every failure still standing by
-what failed, every call still open (UNRESOLVED), the plan's open items,
-every rejected, failed or superseded item with its reason, every active
-constraint, the earlier requests, every artifact, the failures since
-fixed — within --budget tokens, in that order, each class newest first,
-what does not fit counted — with the marker's id, the sha256 of
-its context and the strata resume command that prints it (the whole
-context: every raw event after the boundary too; its size is given), the
-store named by its absolute path. With no compaction boundary, what was
-read stays stored and nothing is printed (a log line, no failure). Which
-of these facts %[1]s's own summary does not mention (by id, key, file or
-command) is logged, and stored once as a system event after what the
-hook imported.
-
+%[7]s
 Every other event and source: nothing (a log line, when the log's
 directory exists). The hook exits 0 whatever happens,
 so as never to break the session: a failure (bad input, a cwd missing
@@ -625,7 +657,7 @@ without it, %[4]s in %[5]s. The log is --log, else strata.log beside a
 file store, or in the project's %[6]s directory for a URL; past 1 MiB it
 is moved to strata.log.1. With no project to put them in, nothing is
 made and the line goes to stderr.`, t.title, t.doc, t.events,
-			filepath.Join(a.Settings().Dir, companion.StoreName), project, a.Settings().Dir),
+			filepath.Join(a.Settings().Dir, companion.StoreName), project, a.Settings().Dir, hookActionsText(a)),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				flagErr = errors.Newf("hook takes no arguments, got %q", args)

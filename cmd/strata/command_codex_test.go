@@ -128,6 +128,26 @@ func TestCodexInstall_Project(t *testing.T) {
 	}
 }
 
+// Codex names the project in no variable for its hooks, so a project
+// outside the home directory has its store, inside the project, named by
+// its absolute path: install warns that it is outside the home directory,
+// not "outside the project".
+func TestCodexInstall_ProjectOutsideHome(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	r := cli(t, "", "codex", "install", "--dir", dir)
+	wantCode(t, r, exitOK)
+	store := filepath.Join(dir, ".codex", "strata.db")
+	want := " names the store by a path of this machine, " + store +
+		": it is outside the home directory, which the hooks name from $HOME (Codex names the project in no variable for its hooks)"
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("install --dir %s: stderr\n%s\nwithout %q", dir, r.stderr, want)
+	}
+	if strings.Contains(r.stderr, "outside the project") {
+		t.Errorf("install: stderr says the store in the project is outside it:\n%s", r.stderr)
+	}
+}
+
 // `strata codex hook` on the inputs the real Codex 0.171.0 gave, against
 // its recorded rollout as the file stood at each: every run exits 0,
 // SessionStart(compact) prints the state naming the failed command and

@@ -198,8 +198,8 @@ func TestHook_Run(t *testing.T) {
 		t.Fatalf("the last event is %+v; want the check", last)
 	}
 
-	if want := fmt.Sprintf(") prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw events after the boundary.\n",
-		len(rc.Text()), len(rc.Events)); !strings.Contains(text, want) || len(rc.Events) == 0 {
+	if want := fmt.Sprintf(") prints the whole context, %d bytes: the summary nodes with every fact as their claims, then the %d raw event%s after the boundary.\n",
+		len(rc.Text()), len(rc.Events), map[bool]string{true: "s"}[len(rc.Events) != 1]); !strings.Contains(text, want) || len(rc.Events) == 0 {
 		t.Errorf("the injected state does not say what resume prints (%q):\n%s", want, text)
 	}
 

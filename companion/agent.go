@@ -91,9 +91,9 @@ const (
 	ActionInject
 	// ActionInjectOnce is ActionInject at the first hook after a
 	// compaction only, for an agent with no hook right after its
-	// compaction (Gemini CLI's BeforeAgent after a PreCompress): the
-	// injection is stored as a system event whose ref names the boundary,
-	// and a later hook finding it injects nothing.
+	// compaction (Gemini CLI's BeforeAgent after a compression its chat
+	// records): the injection is stored as a system event whose ref
+	// names the boundary, and a later hook finding it injects nothing.
 	ActionInjectOnce
 )
 

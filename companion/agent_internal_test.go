@@ -53,14 +53,17 @@ func (codexAgent) IsRecord(line []byte, ref string) bool {
 }
 func (codexAgent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
 
-// onceAgent has no hook right after its compaction and no record of one
-// (as Gemini CLI): it compacts at PreCompress and injects at the first
-// BeforeAgent after it.
+// onceAgent has no hook right after its compaction and its transcript no
+// record of one: it compacts at its PreCompact and injects at the first
+// BeforeAgent after it, once — ActionInjectOnce at the boundary the
+// compaction's hook compacted. (Gemini CLI records its compressions: its
+// adapter checks at PreCompress and compacts at the first BeforeAgent
+// after a recorded one, which companion/gemini's tests run.)
 type onceAgent struct{ testAgent }
 
 func (onceAgent) Action(in *Input) Action {
 	switch in.HookEventName {
-	case "PreCompress":
+	case "PreCompact":
 		return ActionCompact
 	case "BeforeAgent":
 		return ActionInjectOnce

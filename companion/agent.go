@@ -57,6 +57,14 @@ type Agent interface {
 	// whose transcript records no compaction returns false: its boundary
 	// is the head its pre-compaction hook compacted.
 	IsCompaction(e tier.Event) bool
+	// CompactionRecord names the agent's record of a compaction as the
+	// hook's log does ("compact_boundary"): "no_compact_boundary" when a
+	// hook finds none, "compact_boundary_not_written_yet" when it finds
+	// none after the head the compaction's hook compacted. "" for an
+	// agent whose transcript records none (IsCompaction is always false):
+	// its boundary is the head its pre-compaction hook compacted, which
+	// the log does not remark on.
+	CompactionRecord() string
 	// Preserved returns the ref of the first record the agent keeps
 	// verbatim in its context after its summary, as its record of the
 	// compaction (whose event is compaction, in t) says; "" when it

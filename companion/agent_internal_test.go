@@ -38,6 +38,7 @@ func (testAgent) IsRecord(line []byte, ref string) bool {
 	return json.Unmarshal(line, &r) == nil && r.UUID == ref
 }
 func (testAgent) IsCompaction(e tier.Event) bool { return transcript.IsClaudeCodeCompaction(e) }
+func (testAgent) CompactionRecord() string       { return "compact_boundary" }
 func (testAgent) Preserved(*TranscriptFile, tier.Event) (string, error) {
 	return "", nil
 }
@@ -52,6 +53,7 @@ func (codexAgent) IsRecord(line []byte, ref string) bool {
 	return bytes.Contains(line, []byte(JSONString(ref)))
 }
 func (codexAgent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
+func (codexAgent) CompactionRecord() string       { return "compacted" }
 
 // onceAgent has no hook right after its compaction and its transcript no
 // record of one: it compacts at its PreCompact and injects at the first
@@ -71,3 +73,4 @@ func (onceAgent) Action(in *Input) Action {
 	return ActionIgnore
 }
 func (onceAgent) IsCompaction(tier.Event) bool { return false }
+func (onceAgent) CompactionRecord() string     { return "" }

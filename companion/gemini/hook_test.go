@@ -2,8 +2,6 @@ package gemini_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/gemini"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -84,11 +83,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	}
 	run := func(event string, n int) *companion.Result {
 		t.Helper()
-		r, err := h.Run(context.Background(), c.input(event, n))
-		if err != nil {
-			t.Fatalf("%s on %d lines: %v", event, n, err)
-		}
-		return r
+		return hooktest.Run(t, h, c.input(event, n))
 	}
 	task := c.upTo(`"TASK-A`) + 1
 	compression := c.upTo("Summary of the conversation so far")
@@ -122,15 +117,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	if line := r.Line(); strings.Contains(line, "not found") || strings.Contains(line, "not_written") || strings.Contains(line, "compact_boundary") {
 		t.Errorf("the injection's log line %q names a state Gemini CLI's chat does not have", line)
 	}
-	var out struct {
-		HookSpecificOutput struct {
-			HookEventName, AdditionalContext string
-		}
-	}
-	if err := json.Unmarshal(r.Output, &out); err != nil || out.HookSpecificOutput.HookEventName != "BeforeAgent" {
-		t.Fatalf("output %q (%v): want BeforeAgent's hookSpecificOutput", r.Output, err)
-	}
-	ctx := out.HookSpecificOutput.AdditionalContext
+	ctx := hooktest.AdditionalContext(t, r.Output, gemini.EventBeforeAgent)
 	// The file Gemini CLI's write_file took as an absolute path is named
 	// relative to the project, the hook's cwd, as `strata import --dir`
 	// names it.

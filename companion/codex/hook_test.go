@@ -240,3 +240,36 @@ func TestHook_SummaryThatMentionsAll(t *testing.T) {
 		t.Fatalf("check %+v; want both facts mentioned", check)
 	}
 }
+
+// The hook's log names Codex's own record: PostCompact on the rollout as
+// it stood at PreCompact, its compacted record not there, says
+// "compacted_not_written_yet"; SessionStart(compact) with no compaction
+// at all says "no_compacted nothing_injected".
+func TestHook_LogNamesCompacted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	lines, runs := readRecorded(t, path)
+	var pre, post, start companion.Input
+	var at int
+	for _, hr := range runs {
+		switch hr.in.HookEventName {
+		case codex.EventPreCompact:
+			pre, at = hr.in, hr.lines
+		case codex.EventPostCompact:
+			post = hr.in
+		case codex.EventSessionStart:
+			if hr.in.Source == codex.SourceCompact {
+				start = hr.in
+			}
+		}
+	}
+	writeTo(t, path, lines[:at])
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db)
+	if r := hooktest.Run(t, h, start); !r.NoBoundary || !strings.HasSuffix(r.Line(), " no_compacted nothing_injected") {
+		t.Errorf("SessionStart(compact) before any compaction: %s", r.Line())
+	}
+	hooktest.Run(t, h, pre)
+	if r := hooktest.Run(t, h, post); !r.Unwritten || !strings.HasSuffix(r.Line(), " compacted_not_written_yet") || strings.Contains(r.Line(), "compact_boundary") {
+		t.Errorf("PostCompact before the compacted record: %s", r.Line())
+	}
+}

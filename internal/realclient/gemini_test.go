@@ -120,7 +120,9 @@ func TestGemini_RealClientCompresses(t *testing.T) {
 		t.Fatal("no model request of the agent's loop for the next prompt")
 	}
 	block := strataBlock(t, next.Last)
-	for _, want := range []string{"FAILED `" + failingCmd + "` (run_shell_command)", "artifact: " + filepath.Join(project, writtenFile), ccTask, "[pending] " + gmPlanItem} {
+	// The file write_file wrote by its absolute path is named relative to
+	// the project, the hook input's cwd.
+	for _, want := range []string{"FAILED `" + failingCmd + "` (run_shell_command)", "artifact: " + writtenFile, ccTask, "[pending] " + gmPlanItem} {
 		if !strings.Contains(block, want) {
 			t.Errorf("strata's block in the next model request does not name %q:\n%s", want, block)
 		}

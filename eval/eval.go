@@ -69,10 +69,10 @@ type Options struct {
 	Dir string
 	// CountOnly skips the resumes: only compactions, refusals and their
 	// prediction are counted (no state loss, divergence, fallbacks or
-	// context size). Each session is appended whole and compacted once,
-	// which makes the same compactions (their boundaries are seqs and
-	// turns, however events are batched) much faster. For checking the
-	// refusal rate over many spans.
+	// context size). Each session is appended whole (in calls of at most
+	// store.MaxAppendEvents) and compacted once, which makes the same
+	// compactions (their boundaries are seqs and turns, however events are
+	// batched) much faster. For checking the refusal rate over many spans.
 	CountOnly bool
 	// Verify runs store.Verify on every strata database after its run and
 	// makes any problem an error. (Naive databases fail Verify by design.)
@@ -493,7 +493,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 // runCountOnly appends the whole session, compacts as far as is due and
 // counts the compactions (Options.CountOnly).
 func (r *runner) runCountOnly(ctx context.Context) error {
-	if _, err := r.db.Append(r.s.ID, r.s.Events...); err != nil {
+	if err := appendAll(r.db, r.s.ID, r.s.Events); err != nil {
 		return err
 	}
 	var results []compaction.Result
@@ -511,6 +511,23 @@ func (r *runner) runCountOnly(ctx context.Context) error {
 	}
 	if r.comp != nil {
 		return r.audit()
+	}
+	return nil
+}
+
+// appendAll appends events to session in calls of at most
+// store.MaxAppendEvents, each ending between two source records: the
+// events of one ref go to the store in one call.
+func appendAll(db *store.DB, session string, events []tier.Event) error {
+	for len(events) > 0 {
+		n := min(len(events), store.MaxAppendEvents)
+		for n < len(events) && n > 1 && events[n].Ref != "" && events[n].Ref == events[n-1].Ref {
+			n--
+		}
+		if _, err := db.Append(session, events[:n]...); err != nil {
+			return err
+		}
+		events = events[n:]
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/eval"
 	"github.com/strata-go/strata/internal/dbtest"
+	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -411,4 +413,27 @@ func TestReadFiles_DropsRefs(t *testing.T) {
 		}
 	}
 	run(t, ss, eval.Options{Policy: compaction.Policy{EveryEvents: 2}, DropRates: []float64{0.5}, Retries: []int{0}})
+}
+
+// A session of more events than one store.Append takes is appended in
+// calls of store.MaxAppendEvents (CountOnly appends a session whole): it
+// is stored and compacted, not refused.
+func TestRun_CountOnlyOverOneAppend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends 100,001 events per arm")
+	}
+	n := store.MaxAppendEvents + 1
+	evs := make([]tier.Event, n)
+	for i := range evs {
+		evs[i] = tier.Event{Kind: tier.KindUser, Text: fmt.Sprintf("m%d", i)}
+	}
+	rep := run(t, []eval.Session{{ID: "long", Events: evs}}, eval.Options{
+		Policy: compaction.Policy{EveryEvents: n / 2}, DropRates: []float64{0}, Retries: []int{0},
+		CountOnly: true, Verify: true, Parallel: 1,
+	})
+	for _, a := range rep.Arms {
+		if a.Committed < 2 {
+			t.Errorf("arm %s: %d committed, want the two spans of %d events", a.Arm, a.Committed, n/2)
+		}
+	}
 }

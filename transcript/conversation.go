@@ -120,7 +120,8 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 	if raw[0] != '{' || json.Unmarshal(raw, &top) != nil {
 		return errors.Wrap(ErrBadRecord, "a record must be a JSON object (a message or a conversation) or an array of them")
 	}
-	if isMessage(top) || isStep(top) {
+	key, msgs := messagesOf(top)
+	if isMessage(top, key) || isStep(top) {
 		name := d.base
 		for _, k := range messageConversationKeys {
 			if id := idOf(top[k]); id != "" {
@@ -133,7 +134,6 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 		}
 		return d.message(raw)
 	}
-	key, msgs := messagesOf(top)
 	if key == "" {
 		d.loose(raw)
 		if d.seen == "" {
@@ -141,6 +141,49 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 		}
 		return nil
 	}
+	base := d.sh.line
+	if i := bytes.Index(raw, msgs); i >= 0 {
+		base += bytes.Count(raw[:i], []byte{'\n'})
+	}
+	if err := d.conversation(top, listed); err != nil {
+		return err
+	}
+	return eachElement(msgs, base, func(elem []byte, line int) error {
+		d.sh.line = line
+		return d.message(elem)
+	})
+}
+
+// bigValue maps a top-level object read member by member: a conversation
+// is entered and its messages are streamed from the input (d.list); a
+// message, or an object of no kind this package knows, is read again whole
+// and mapped as value maps it.
+func (d *Decoder) bigValue(vs *valueSource, o *bigObject, listed bool) error {
+	key := chooseList(func(k string) listKind {
+		if l := o.lists[k]; l != nil {
+			return listKind{list: true, message: l.message, empty: l.empty}
+		}
+		return listKind{}
+	})
+	if key == "" || isMessage(o.members, key) || isStep(o.members) {
+		raw, err := vs.raw(o)
+		if err != nil {
+			return err
+		}
+		return d.value(raw, listed)
+	}
+	if err := d.conversation(o.members, listed); err != nil {
+		return err
+	}
+	var err error
+	d.list, err = vs.list(o.lists[key])
+	return err
+}
+
+// conversation enters the conversation of the conversation object top —
+// its own id, else a name after the file — and maps its Anthropic system
+// prompt.
+func (d *Decoder) conversation(top map[string]json.RawMessage, listed bool) error {
 	d.nconv++
 	name := ""
 	for _, k := range idKeys {
@@ -158,7 +201,6 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 	if err := d.enter(name); err != nil {
 		return err
 	}
-	base := d.sh.line
 	if sys, ok := top["system"]; ok && d.f == Anthropic {
 		d.begin(sys)
 		known, err := d.stored(sys, "")
@@ -170,13 +212,7 @@ func (d *Decoder) value(raw []byte, listed bool) error {
 			d.an.content(tier.KindSystem, sys, 0, resultInfo{})
 		}
 	}
-	if i := bytes.Index(raw, msgs); i >= 0 {
-		base += bytes.Count(raw[:i], []byte{'\n'})
-	}
-	return eachElement(msgs, base, func(elem []byte, line int) error {
-		d.sh.line = line
-		return d.message(elem)
-	})
+	return nil
 }
 
 // numbered names the n-th conversation of a file that holds a list of
@@ -221,61 +257,68 @@ func (d *Decoder) message(raw []byte) error {
 
 // isMessage reports whether a JSON object is a message or an item: it has
 // a role (ShareGPT's "from", claude.ai's "sender"), or a type and no list
-// of messages.
-func isMessage(obj map[string]json.RawMessage) bool {
-	for _, k := range []string{"role", "from", "sender"} {
-		if _, ok := obj[k]; ok {
-			return true
-		}
+// of messages (list, messagesOf's key, is "").
+func isMessage(obj map[string]json.RawMessage, list string) bool {
+	if hasAny(obj, "role", "from", "sender") {
+		return true
 	}
-	if _, ok := obj["type"]; ok {
-		k, _ := messagesOf(obj)
-		return k == ""
-	}
-	return false
+	_, ok := obj["type"]
+	return ok && list == ""
 }
 
 // isStep reports whether a JSON object is an agent's step as trajectory
 // files give them: no role, and an action or an observation.
 func isStep(obj map[string]json.RawMessage) bool {
-	for _, k := range []string{"role", "from", "sender", "type"} {
-		if _, ok := obj[k]; ok {
-			return false
-		}
+	if hasAny(obj, "role", "from", "sender", "type") {
+		return false
 	}
-	_, action := obj["action"]
-	_, observation := obj["observation"]
-	return action || observation
+	return hasAny(obj, "action", "observation")
 }
 
-// messagesOf returns the first of messageKeys under which obj holds a list
-// with a message or a step in it, and the list; failing that, the first
-// that holds an empty list (a conversation without messages); else "".
-func messagesOf(obj map[string]json.RawMessage) (string, []byte) {
+// listKind is what a value under one of messageKeys is: a list or not, and
+// whether the list holds a message (or a step), or nothing.
+type listKind struct{ list, message, empty bool }
+
+// chooseList returns the first of messageKeys whose value (kind) is a list
+// with a message or a step in it; failing that, the first that is an empty
+// list (a conversation without messages); else "".
+func chooseList(kind func(key string) listKind) string {
 	empty := ""
 	for _, k := range messageKeys {
-		v := bytes.TrimSpace(obj[k])
-		if len(v) == 0 || v[0] != '[' {
-			continue
-		}
-		var elems []json.RawMessage
-		if json.Unmarshal(v, &elems) != nil {
-			continue
-		}
-		if len(elems) == 0 && empty == "" {
+		switch l := kind(k); {
+		case !l.list:
+		case l.message:
+			return k
+		case l.empty && empty == "":
 			empty = k
 		}
-		for _, e := range elems {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(e, &m) == nil && (isStep(m) || hasAny(m, "role", "from", "sender", "type")) {
-				return k, v
-			}
+	}
+	return empty
+}
+
+// messagesOf returns the key of obj's conversation (chooseList) and its
+// list; "" when obj holds none.
+func messagesOf(obj map[string]json.RawMessage) (string, []byte) {
+	key := chooseList(func(k string) listKind {
+		v := bytes.TrimSpace(obj[k])
+		var elems []json.RawMessage
+		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &elems) != nil {
+			return listKind{}
 		}
+		return listKind{list: true, message: slices.ContainsFunc(elems, holdsMessage), empty: len(elems) == 0}
+	})
+	if key == "" {
+		return "", nil
 	}
-	if empty != "" {
-		return empty, bytes.TrimSpace(obj[empty])
-	}
-	return "", nil
+	return key, bytes.TrimSpace(obj[key])
+}
+
+// holdsMessage reports whether an element of a list is a message or a
+// step: an object with a role, from, sender or type, or a step's action or
+// observation.
+func holdsMessage(elem json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(elem, &m) == nil && (isStep(m) || hasAny(m, "role", "from", "sender", "type"))
 }
 
 func hasAny(obj map[string]json.RawMessage, keys ...string) bool {

@@ -97,8 +97,10 @@ type Options struct {
 	// rejected keys under it are named relative to it. Empty means none,
 	// except for Claude Code, whose records carry their "cwd".
 	Dir string
-	// MaxRecordBytes bounds one line or one top-level JSON value; zero
-	// means DefaultMaxRecordBytes.
+	// MaxRecordBytes bounds one line, one top-level JSON value or element
+	// of a top-level array, or one message or other member of a
+	// conversation object read member by member (see Decoder); zero means
+	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
 }
 
@@ -264,11 +266,20 @@ func fieldSafe(s string) string {
 }
 
 // Decoder reads a transcript and returns its events one at a time. It holds
-// one record in memory (a JSONL line; for the array and object forms, the
-// whole document — and while it reads the first, the second, which says
-// whether the first is alone), the events it maps to, each session's open
-// calls, and the Claude Code records read before the first that names its
-// session.
+// one record in memory (a JSONL line, an element of a top-level array, a
+// top-level object), the events it maps to, each session's open calls, and
+// the Claude Code records read before the first that names its session.
+//
+// A top-level object over 1 MiB of an input that is an io.ReaderAt (an
+// *os.File, a *bytes.Reader, whose offset 0 is the input's first byte) is
+// read twice so that its messages are not held: first member by member,
+// its lists of messages only checked, then its list of messages again,
+// mapped a message at a time. Memory then follows one message, not the
+// conversation, and the conversation may be larger than
+// Options.MaxRecordBytes, which bounds each of its messages and other
+// members. The events, refs and lines are those of reading it whole. Of an
+// input read only forward, such an object is read whole, up to
+// MaxRecordBytes.
 //
 // # Conversations
 //
@@ -320,6 +331,7 @@ type Decoder struct {
 	sessions map[string]*builder // by session
 	order    []*builder          // the sessions in the order they first appear
 	outside  Report              // top-level values that are no message and no conversation
+	list     *elements           // the messages of a conversation object read member by member, being mapped
 	nconv    int                 // conversation objects so far
 
 	recognized int    // records of a kind the format knows (Options.Target's known ones too)
@@ -346,7 +358,8 @@ type source interface {
 }
 
 // NewDecoder returns a Decoder of r in format f. The only error is an
-// unknown format.
+// unknown format. When r is an io.ReaderAt, a large conversation object is
+// read from it again (see Decoder).
 func NewDecoder(f Format, r io.Reader, opts Options) (*Decoder, error) {
 	d := &Decoder{f: f, convs: map[string]*conversation{}, sessions: map[string]*builder{}}
 	if opts.File != "" {
@@ -393,6 +406,22 @@ func (d *Decoder) Next() (tier.Event, error) {
 		if d.done {
 			return tier.Event{}, io.EOF
 		}
+		if d.list != nil {
+			raw, line, err := d.list.next()
+			if err == io.EOF {
+				d.list = nil
+				continue
+			}
+			if err == nil {
+				d.sh.line = line
+				err = d.message(raw)
+			}
+			if err != nil {
+				d.err = err
+				return tier.Event{}, err
+			}
+			continue
+		}
 		raw, line, err := d.src.next()
 		switch {
 		case err == io.EOF:
@@ -401,6 +430,7 @@ func (d *Decoder) Next() (tier.Event, error) {
 		case err != nil: // the source's: a *LineError, or reading failed
 		default:
 			d.sh.line = line
+			vs, _ := d.src.(*valueSource)
 			switch {
 			case d.cc != nil:
 				err = d.cc.record(raw)
@@ -408,8 +438,12 @@ func (d *Decoder) Next() (tier.Event, error) {
 				err = d.cx.record(raw)
 			case d.gm != nil:
 				err = d.gm.record(raw)
+			case vs.big != nil:
+				big := vs.big
+				vs.big = nil
+				err = d.bigValue(vs, big, vs.listed)
 			default:
-				err = d.value(raw, d.src.(*valueSource).listed)
+				err = d.value(raw, vs.listed)
 			}
 			var le *LineError
 			if (errors.Is(err, ErrBadJSON) || errors.Is(err, ErrBadRecord) || errors.Is(err, ErrTooLarge)) && !errors.As(err, &le) {

@@ -4,8 +4,9 @@ import "github.com/strata-go/strata/backend"
 
 // PostgreSQL's schemes: a postgres:// or postgresql:// URL.
 func init() {
-	backend.Register("postgres", driver{})
-	backend.Register("postgresql", driver{})
+	for _, s := range schemes {
+		backend.Register(s, driver{})
+	}
 }
 
 // driver opens PostgreSQL databases for package backend's registry.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -107,7 +108,9 @@ func TestOpen_MigrationsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dbs[i], errs[i] = store.Open(url, store.Options{Create: true})
+			// The lock wait is the test's, not the default second: six
+			// openers queue behind one migration on a loaded machine.
+			dbs[i], errs[i] = store.Open(url, store.Options{Create: true, LockTimeout: time.Minute})
 		}()
 	}
 	wg.Wait()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,10 +75,24 @@ var (
 	_ backend.TableSizer = (*Backend)(nil)
 )
 
+// schemes are the URL schemes of a PostgreSQL database, in lower case: the
+// driver registers each, and IsURL knows a URL by them in any case, as
+// backend.Scheme reads a scheme.
+var schemes = []string{"postgres", "postgresql"}
+
 // IsURL reports whether s names a PostgreSQL database, as Open takes it: a
-// postgres:// or postgresql:// URL.
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+// postgres:// or postgresql:// URL, the scheme in any case
+// (PostgreSQL://…), as the backend registry finds its driver.
+func IsURL(s string) bool { return slices.Contains(schemes, backend.Scheme(s)) }
+
+// connString returns url with its scheme in lower case, where it is a URL:
+// pgx reads a URL only by a lower-case scheme.
+func connString(url string) string {
+	if !IsURL(url) {
+		return url
+	}
+	i := strings.Index(url, "://")
+	return strings.ToLower(url[:i]) + url[i:]
 }
 
 // Open connects to the PostgreSQL database that url names — a postgres://
@@ -98,7 +113,7 @@ func Open(url string, opts Options) (*Backend, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(connString(url))
 	if err != nil {
 		return nil, errors.WithHint(errors.Wrap(err, "postgres: the database URL"),
 			"give a URL such as postgres://USER@HOST:PORT/DATABASE?sslmode=disable")

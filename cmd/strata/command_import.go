@@ -234,7 +234,12 @@ func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCl
 		if err != nil {
 			return nil, "", errors.Wrap(err, "import: reading stdin")
 		}
-		return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, "stdin", nil
+		return func() (io.ReadCloser, error) {
+			return struct {
+				*bytes.Reader // an io.ReaderAt: a large conversation object is read again
+				io.Closer
+			}{bytes.NewReader(b), io.NopCloser(nil)}, nil
+		}, "stdin", nil
 	}
 	first := true
 	return func() (io.ReadCloser, error) {
@@ -248,8 +253,9 @@ func input(name string, stdin io.Reader, prog *progress) (open func() (io.ReadCl
 		first = false
 		return struct {
 			io.Reader
+			io.ReaderAt // a large conversation object is read again (transcript.NewDecoder)
 			io.Closer
-		}{prog.reader(f), f}, nil
+		}{prog.reader(f), f, f}, nil
 	}, name, nil
 }
 
@@ -351,6 +357,10 @@ type importer struct {
 	r     *replayer // replay's reports of the compactions, and its counts
 	files int       // files read whole and stored
 	known int
+	// The compactions made after the file's appends, by session, and the
+	// error that stopped a session's: reported after its line.
+	runs    map[string][]compaction.Result
+	runErrs map[string]error
 }
 
 func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) (*importer, error) {
@@ -359,19 +369,21 @@ func newImporter(db *store.DB, o *importOptions, out io.Writer, prog *progress) 
 		return nil, err
 	}
 	return &importer{o: o, db: db, comp: comp, out: out, prog: prog,
+		runs: map[string][]compaction.Result{}, runErrs: map[string]error{},
 		r: &replayer{ctx: context.Background(), db: db, out: out, json: o.json, prog: prog, sessions: map[string]bool{}}}, nil
 }
 
 // importBatch caps the events of one Append of import: a session's events
-// go to the store in batches as the file is decoded, so that import's
-// memory is bounded by a batch, not by the size of a conversation.
+// go to the store in batches as the file is decoded, each compacted as far
+// as is due once appended, so that import's memory is bounded by a batch,
+// not by the size of a conversation.
 const importBatch = 10_000
 
 // file stores the sessions of the file called name, leaving out the
 // records they hold already, and compacts each. The file is decoded twice:
 // first whole without storing anything, so that bad input stores nothing
 // of it, then again, appending each session's events in batches as they
-// are decoded. When an append is refused because another importer stored
+// are decoded and compacting after each. When an append is refused because another importer stored
 // records of the session meanwhile, the file is decoded again against
 // what is stored now (the records stored are left out by their refs).
 func (imp *importer) file(ctx context.Context, name string, stdin io.Reader) error {
@@ -481,7 +493,7 @@ func (imp *importer) stream(ctx context.Context, opener func() (io.ReadCloser, e
 		// A batch ends only between two source records: the events of
 		// one record are appended together (store.Append's refs).
 		if len(b.events) >= importBatch && e.Ref != b.events[len(b.events)-1].Ref {
-			if again, err := imp.flush(session, label, b, heads, retry); again || err != nil {
+			if again, err := imp.flush(ctx, session, label, b, heads, retry); again || err != nil {
 				return again, err
 			}
 		}
@@ -490,7 +502,7 @@ func (imp *importer) stream(ctx context.Context, opener func() (io.ReadCloser, e
 	}
 	ss := d.Sessions()
 	for _, s := range ss {
-		if again, err := imp.flush(s.ID, label, batches[s.ID], heads, retry); again || err != nil {
+		if again, err := imp.flush(ctx, s.ID, label, batches[s.ID], heads, retry); again || err != nil {
 			return again, err
 		}
 	}
@@ -502,8 +514,8 @@ func (imp *importer) stream(ctx context.Context, opener func() (io.ReadCloser, e
 	return false, nil
 }
 
-// flush appends b's pending events to session.
-func (imp *importer) flush(session, label string, b *batch, heads map[string]uint64, retry bool) (again bool, err error) {
+// flush appends b's pending events to session, and compacts it.
+func (imp *importer) flush(ctx context.Context, session, label string, b *batch, heads map[string]uint64, retry bool) (again bool, err error) {
 	if b == nil || len(b.events) == 0 {
 		return false, nil
 	}
@@ -527,11 +539,30 @@ func (imp *importer) flush(session, label string, b *batch, heads map[string]uin
 	imp.r.stored(len(b.events))
 	clear(b.events) // the batch's strings go with the events appended
 	b.events, b.lines = b.events[:0], b.lines[:0]
+	imp.compact(ctx, session)
 	return false, nil
 }
 
-// report prints what the file stored in session s, b its appends, and
-// compacts the session.
+// compact compacts session as far as is due, unless an earlier run of
+// this file failed, keeping the results for report. Then the pages of the
+// database file that the appends and the compaction read are handed back
+// (Snapshot.ReleaseMapped): what the import holds of the file is what one
+// batch reads, not the whole session.
+func (imp *importer) compact(ctx context.Context, session string) {
+	if imp.runErrs[session] != nil {
+		return
+	}
+	rs, err := imp.comp.Run(ctx, session)
+	imp.runs[session] = append(imp.runs[session], rs...)
+	imp.runErrs[session] = err
+	imp.db.View(func(s *store.Snapshot) error {
+		s.ReleaseMapped()
+		return nil
+	})
+}
+
+// report prints what the file stored in session s, b its appends, and the
+// compactions after them.
 func (imp *importer) report(ctx context.Context, label string, s transcript.Session, b *batch) error {
 	n := 0
 	if b != nil {
@@ -554,10 +585,9 @@ func (imp *importer) report(ctx context.Context, label string, s transcript.Sess
 		line = strings.TrimSuffix(jsonLine(j), "\n")
 	}
 	imp.prog.above(func() { fmt.Fprintln(imp.out, line) })
-	if n == 0 {
-		return nil
-	}
-	rs, err := imp.comp.Run(ctx, s.ID)
+	rs, err := imp.runs[s.ID], imp.runErrs[s.ID]
+	delete(imp.runs, s.ID)
+	delete(imp.runErrs, s.ID)
 	imp.r.reportRun(s.ID, rs)
 	if err != nil && ctx.Err() == nil {
 		err = errors.WithHint(err, imp.o.compactHint)

@@ -484,11 +484,11 @@ func TestImport_StaleDecodeIsDoneAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &batch{events: ss[0].Events, lines: ss[0].Lines}
-	again, err := stale.flush(ss[0].ID, file, b, heads, true)
+	again, err := stale.flush(context.Background(), ss[0].ID, file, b, heads, true)
 	if err != nil || !again {
 		t.Fatalf("a stale decode: again %v, %v; want to decode again", again, err)
 	}
-	_, err = stale.flush(ss[0].ID, file, b, heads, false)
+	_, err = stale.flush(context.Background(), ss[0].ID, file, b, heads, false)
 	if !errors.Is(err, store.ErrRefStored) || !strings.Contains(err.Error(), file+":2: ") {
 		t.Fatalf("a stale decode with no try left: %v, want the store's refusal on the record's line", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/strata-go/strata/internal/shell"
 	"github.com/strata-go/strata/store"
@@ -73,7 +72,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var ie *interruptError
 	if errors.As(context.Cause(ctx), &ie) {
 		code := 128 + int(ie.sig)
-		interrupted := fmt.Sprintf("interrupted by %s", unix.SignalName(ie.sig))
+		interrupted := fmt.Sprintf("interrupted by %s", signalName(ie.sig))
 		if err == nil || errors.Is(err, context.Canceled) || errors.As(err, new(*exitCodeError)) {
 			err = nil
 		}

@@ -20,7 +20,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/strata-go/strata/compaction"
@@ -146,7 +145,7 @@ func medianRate(dir string, peers []string, rounds int, n int, fn func(p bench.P
 			check(os.MkdirAll(d, 0o755))
 			p, err := bench.OpenPeer(name, d)
 			check(err)
-			syscall.Sync()
+			syncDisks()
 			took, err := fn(p)
 			check(err)
 			check(p.Close())
@@ -514,7 +513,7 @@ func dump(dir string) {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%v: %v\n%s", args, err, errb.String())
 		}
-		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
+		rss := maxRSS(cmd.ProcessState)
 		if b, err := os.ReadFile(timeOut); err == nil {
 			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
 				rss = v

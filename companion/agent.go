@@ -57,6 +57,14 @@ type Agent interface {
 	// whose transcript records no compaction returns false: its boundary
 	// is the head its pre-compaction hook compacted.
 	IsCompaction(e tier.Event) bool
+	// CompactionRecord names the agent's record of a compaction as the
+	// hook's log does ("compact_boundary"): "no_compact_boundary" when a
+	// hook finds none, "compact_boundary_not_written_yet" when it finds
+	// none after the head the compaction's hook compacted. "" for an
+	// agent whose transcript records none (IsCompaction is always false):
+	// its boundary is the head its pre-compaction hook compacted, which
+	// the log does not remark on.
+	CompactionRecord() string
 	// Preserved returns the ref of the first record the agent keeps
 	// verbatim in its context after its summary, as its record of the
 	// compaction (whose event is compaction, in t) says; "" when it
@@ -91,9 +99,9 @@ const (
 	ActionInject
 	// ActionInjectOnce is ActionInject at the first hook after a
 	// compaction only, for an agent with no hook right after its
-	// compaction (Gemini CLI's BeforeAgent after a PreCompress): the
-	// injection is stored as a system event whose ref names the boundary,
-	// and a later hook finding it injects nothing.
+	// compaction (Gemini CLI's BeforeAgent after a compression its chat
+	// records): the injection is stored as a system event whose ref
+	// names the boundary, and a later hook finding it injects nothing.
 	ActionInjectOnce
 )
 

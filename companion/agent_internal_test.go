@@ -38,6 +38,7 @@ func (testAgent) IsRecord(line []byte, ref string) bool {
 	return json.Unmarshal(line, &r) == nil && r.UUID == ref
 }
 func (testAgent) IsCompaction(e tier.Event) bool { return transcript.IsClaudeCodeCompaction(e) }
+func (testAgent) CompactionRecord() string       { return "compact_boundary" }
 func (testAgent) Preserved(*TranscriptFile, tier.Event) (string, error) {
 	return "", nil
 }
@@ -52,15 +53,19 @@ func (codexAgent) IsRecord(line []byte, ref string) bool {
 	return bytes.Contains(line, []byte(JSONString(ref)))
 }
 func (codexAgent) IsCompaction(e tier.Event) bool { return transcript.IsCodexCompaction(e) }
+func (codexAgent) CompactionRecord() string       { return "compacted" }
 
-// onceAgent has no hook right after its compaction and no record of one
-// (as Gemini CLI): it compacts at PreCompress and injects at the first
-// BeforeAgent after it.
+// onceAgent has no hook right after its compaction and its transcript no
+// record of one: it compacts at its PreCompact and injects at the first
+// BeforeAgent after it, once — ActionInjectOnce at the boundary the
+// compaction's hook compacted. (Gemini CLI records its compressions: its
+// adapter checks at PreCompress and compacts at the first BeforeAgent
+// after a recorded one, which companion/gemini's tests run.)
 type onceAgent struct{ testAgent }
 
 func (onceAgent) Action(in *Input) Action {
 	switch in.HookEventName {
-	case "PreCompress":
+	case "PreCompact":
 		return ActionCompact
 	case "BeforeAgent":
 		return ActionInjectOnce
@@ -68,3 +73,4 @@ func (onceAgent) Action(in *Input) Action {
 	return ActionIgnore
 }
 func (onceAgent) IsCompaction(tier.Event) bool { return false }
+func (onceAgent) CompactionRecord() string     { return "" }

@@ -62,7 +62,7 @@ func BenchmarkHook_PreCompact(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer t.Close()
-					im, _, err := importTranscript(h.db, testAgent{}, session, t, c.whole)
+					im, _, err := importTranscript(h.db, testAgent{}, session, t, "", c.whole)
 					if err != nil || im.Events == 0 {
 						b.Fatalf("import: %+v, %v", im, err)
 					}

@@ -52,7 +52,9 @@
 // Format names the transcript.Format its transcript is read in (a reader
 // of a new format is added to package transcript, each record's events
 // carrying the record's id as their ref); IsRecord tells a line of that
-// record; IsCompaction and Preserved find the agent's compaction;
+// record (or the adapter is a WholeReader, its transcript read whole at
+// every import); IsCompaction and Preserved find the agent's compaction,
+// and CompactionRecord names its record of one in the hook's log;
 // Settings says where its hooks file is and the events, matchers and
 // handler install writes. It is registered by one line in the CLI's list
 // of agents (cmd/strata's agents), which makes `strata NAME install`,

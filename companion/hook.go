@@ -78,7 +78,7 @@ type Result struct {
 	// NoBoundary says that the hook found no compaction boundary — no
 	// record of one in the transcript, and no compaction of the hook's
 	// in the store: what it imported stays stored (as the next
-	// compaction's hook would store it), nothing is injected.
+	// compaction's hook would store it), nothing is checked or injected.
 	NoBoundary bool
 	// Injected says that an ActionInjectOnce found the state at the
 	// boundary injected already: nothing is injected again.
@@ -95,7 +95,9 @@ type Result struct {
 // the agent wrote since and returns, as Result.Output, the state at the
 // boundary to add to the context. An ignored event's transcript is not
 // opened. A failure is an error naming what failed; the CLI logs it and
-// exits 0. Run is Input.OpenTranscript and RunTranscript.
+// exits 0. Files under the input's cwd are named relative to it in the
+// events' keys, for every agent (ImportTranscript). Run is
+// Input.OpenTranscript and RunTranscript.
 func (h *Hook) Run(ctx context.Context, in Input) (*Result, error) {
 	in.Action = h.agent.Action(&in)
 	if !in.Handled() {
@@ -123,7 +125,7 @@ func (h *Hook) RunTranscript(ctx context.Context, t *Transcript) (*Result, error
 	}
 	var at sessionState
 	var err error
-	if r.Import, at, err = importTranscript(h.db, h.agent, in.SessionID, t.file, false); err != nil {
+	if r.Import, at, err = importTranscript(h.db, h.agent, in.SessionID, t.file, ProjectDir("", in.Cwd), false); err != nil {
 		return r, errors.Wrapf(err, "importing transcript %s", in.TranscriptPath)
 	}
 	switch in.Action {
@@ -498,7 +500,10 @@ func markerAt(s *store.Snapshot, session string, boundary uint64) (uint64, error
 	return best.ID, nil
 }
 
-// Line summarizes the run as key=value fields for the hook's log.
+// Line summarizes the run as key=value fields for the hook's log. The
+// agent's record of a compaction is named as the agent names it
+// (Agent.CompactionRecord): "no_compact_boundary nothing_injected",
+// "no_compression nothing_checked".
 func (r *Result) Line() string {
 	in := &r.Input
 	var f []string
@@ -519,7 +524,7 @@ func (r *Result) Line() string {
 	read := fmt.Sprintf("read=%d..%d", im.From, im.To)
 	if im.Full {
 		read += " whole_file"
-		if im.Anchor != "" {
+		if im.NotFound {
 			read += " (record " + field(im.Anchor) + " not found)"
 		}
 	}
@@ -537,11 +542,22 @@ func (r *Result) Line() string {
 			f = append(f, fmt.Sprintf("refused=%s:%d..%d:%s", c.Depth, c.From, c.To, c.Refused.Reasons()))
 		}
 	}
-	if r.Unwritten {
-		f = append(f, "compact_boundary_not_written_yet")
+	record := ""
+	if r.Agent != nil {
+		record = r.Agent.CompactionRecord()
+	}
+	if r.Unwritten && record != "" {
+		f = append(f, record+"_not_written_yet")
 	}
 	if r.NoBoundary {
-		f = append(f, "no_compact_boundary nothing_injected")
+		if record == "" {
+			record = "compaction"
+		}
+		if in.Action == ActionCheck {
+			f = append(f, "no_"+record+" nothing_checked")
+		} else {
+			f = append(f, "no_"+record+" nothing_injected")
+		}
 	}
 	if r.Injected {
 		f = append(f, "injected_already")

@@ -86,13 +86,13 @@ func TestHook_InjectOnce(t *testing.T) {
 	if r := run("BeforeAgent"); r.Output != nil || !r.NoBoundary {
 		t.Fatalf("BeforeAgent before any compaction: %s", r.Line())
 	}
-	pre := run("PreCompress")
+	pre := run("PreCompact")
 	if len(pre.Compactions) == 0 {
-		t.Fatalf("PreCompress: %s", pre.Line())
+		t.Fatalf("PreCompact: %s", pre.Line())
 	}
 	first := run("BeforeAgent")
 	if first.Output == nil || first.State == nil || first.State.Boundary != pre.Compactions[0].To || first.Injected {
-		t.Fatalf("the first BeforeAgent after PreCompress: %s", first.Line())
+		t.Fatalf("the first BeforeAgent after PreCompact: %s", first.Line())
 	}
 	if again := run("BeforeAgent"); again.Output != nil || !again.Injected || !strings.Contains(again.Line(), "injected_already") {
 		t.Fatalf("BeforeAgent again: %s", again.Line())
@@ -101,9 +101,9 @@ func TestHook_InjectOnce(t *testing.T) {
 	if r := run("BeforeAgent"); r.Output != nil || !r.Injected {
 		t.Fatalf("BeforeAgent with new records, no compaction: %s", r.Line())
 	}
-	pre2 := run("PreCompress")
+	pre2 := run("PreCompact")
 	next := run("BeforeAgent")
 	if len(pre2.Compactions) == 0 || next.Output == nil || next.State.Boundary != pre2.Compactions[0].To || next.State.Boundary <= first.State.Boundary {
-		t.Fatalf("after the second PreCompress: %s; then %s", pre2.Line(), next.Line())
+		t.Fatalf("after the second PreCompact: %s; then %s", pre2.Line(), next.Line())
 	}
 }

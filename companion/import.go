@@ -41,6 +41,11 @@ type Import struct {
 	// was no anchor, or it was not found (a file rewritten).
 	Anchor string
 	Full   bool
+	// NotFound says the read searched the file for Anchor's record and
+	// did not find it (a file rewritten): it read the whole file. An
+	// agent whose every import reads the whole file (WholeReader) is
+	// searched for nothing.
+	NotFound bool
 	// Events were appended as seqs First..Last (0, 0 for none).
 	Events      int
 	First, Last uint64
@@ -63,16 +68,21 @@ type sessionState struct {
 // the file after the last one it holds when that record is found
 // (Agent.IsRecord), and the whole file otherwise (or when whole is set):
 // either way a record the session holds is left out (its events carry
-// its ref), so importing again adds nothing twice. The events are
-// appended in batches of at most store.MaxAppendEvents.
-func ImportTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, whole bool) (Import, error) {
-	im, _, err := importTranscript(db, a, session, t, whole)
+// its ref), so importing again adds nothing twice. Files under dir, the
+// project's directory, are named relative to it in the events' keys, as
+// `strata import --dir` names them (transcript.Options.Dir): the same
+// file gets the same key whatever part of the transcript is read; ""
+// leaves the directory to the records that name one (Claude Code's cwd,
+// Codex's session_meta). The events are appended in batches of at most
+// store.MaxAppendEvents.
+func ImportTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, dir string, whole bool) (Import, error) {
+	im, _, err := importTranscript(db, a, session, t, dir, whole)
 	return im, err
 }
 
 // importTranscript is ImportTranscript, returning the session as it left
 // it.
-func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, whole bool) (Import, sessionState, error) {
+func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, dir string, whole bool) (Import, sessionState, error) {
 	for try := 1; ; try++ {
 		var im Import
 		var ss []transcript.Session
@@ -83,7 +93,7 @@ func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, 
 				return err
 			}
 			at, im.Anchor, im.To = st, anchor, t.end
-			if anchor != "" && !whole {
+			if anchor != "" && !whole && !readsWhole(a) {
 				_, next, found, err := t.FindLast(JSONString(anchor), func(line []byte) bool { return a.IsRecord(line, anchor) })
 				if err != nil {
 					return err
@@ -91,12 +101,13 @@ func importTranscript(db *store.DB, a Agent, session string, t *TranscriptFile, 
 				if found {
 					im.From = next
 				}
+				im.NotFound = !found
 			}
 			im.Full = im.From == 0
 			if im.From >= im.To {
 				return nil // nothing written since
 			}
-			ss, im.Report, err = t.decode(a, im.From, tgt)
+			ss, im.Report, err = t.decode(a, im.From, dir, tgt)
 			return err
 		})
 		if err != nil {
@@ -215,32 +226,31 @@ func sessionTarget(s *store.Snapshot, session string) (t transcript.Target, st s
 	return t, st, anchor, nil
 }
 
-// A Directory is an Agent whose transcript names the directory the agent
-// works in only in records of their own (Codex's session_meta and
-// turn_context), not in every record: a read from the middle of the file
-// begins in the directory Dir returns, the one the records before offset
-// from name last ("" for none), so that it names the files under it as a
-// whole read does (transcript.Options.Dir).
-type Directory interface {
-	Dir(t *TranscriptFile, from int64) (string, error)
+// A WholeReader is an Agent whose transcript every import reads whole
+// when ReadsWhole says so (Gemini CLI's chat, whose "$set" history records
+// are read against every record before them): the import searches the
+// file for no record (IsRecord is not called), leaving out by their refs
+// the records the session holds.
+type WholeReader interface {
+	ReadsWhole() bool
+}
+
+// readsWhole reports whether a is a WholeReader that reads whole.
+func readsWhole(a Agent) bool {
+	w, ok := a.(WholeReader)
+	return ok && w.ReadsWhole()
 }
 
 // decode reads the transcript's records from offset from to its end,
-// every conversation into the session of target. A read from the middle
+// every conversation into the session of target, files under dir named
+// relative to it. A read from the middle
 // of the file in which no record is of a kind the format knows (only
 // new record types) stores nothing and is no error; a line error names the
 // line of the whole file.
-func (t *TranscriptFile) decode(a Agent, from int64, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
+func (t *TranscriptFile) decode(a Agent, from int64, dir string, target transcript.Target) ([]transcript.Session, transcript.Report, error) {
 	opts := transcript.Options{
-		File: t.path, MainSession: true,
+		File: t.path, MainSession: true, Dir: dir,
 		Target: func(string) (transcript.Target, error) { return target, nil },
-	}
-	if d, ok := a.(Directory); ok && from > 0 {
-		dir, err := d.Dir(t, from)
-		if err != nil {
-			return nil, transcript.Report{}, err
-		}
-		opts.Dir = dir
 	}
 	r := io.NewSectionReader(t.f, from, t.end-from)
 	ss, rep, err := transcript.Read(a.Format(), r, opts)

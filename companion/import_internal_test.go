@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -68,7 +69,7 @@ func importFile(t testing.TB, db *store.DB, session, path string, whole bool) Im
 		t.Fatal(err)
 	}
 	defer tf.Close()
-	im, _, err := importTranscript(db, testAgent{}, session, tf, whole)
+	im, _, err := importTranscript(db, testAgent{}, session, tf, "", whole)
 	if err != nil {
 		t.Fatalf("import %s: %v", path, err)
 	}
@@ -177,8 +178,18 @@ func TestImport_RewrittenFile(t *testing.T) {
 	grow(t, path, ls[:11])
 	grow(t, path, ls[12:18])
 	im := importFile(t, db, fixtureSession, path, false)
-	if !im.Full || im.Anchor != "a5" || im.From != 0 || im.Report.Known == 0 || im.Events == 0 || im.Report.OrphanResults != 0 {
+	if !im.Full || !im.NotFound || im.Anchor != "a5" || im.From != 0 || im.Report.Known == 0 || im.Events == 0 || im.Report.OrphanResults != 0 {
 		t.Fatalf("%+v: want the whole file read (a5 not found), the known records left out, the new ones stored, the refusal resolving the call the store holds open", im)
+	}
+	r := Result{Input: Input{HookEventName: "PreCompact", Action: ActionCompact}, Agent: testAgent{}, Import: im}
+	if !strings.Contains(r.Line(), " whole_file (record a5 not found) ") {
+		t.Errorf("the log line %q does not say the record was not found", r.Line())
+	}
+	// Read whole on purpose, nothing was searched for: the log says so.
+	im = importFile(t, db, fixtureSession, path, true)
+	r.Import = im
+	if !im.Full || im.NotFound || strings.Contains(r.Line(), "not found") {
+		t.Errorf("%+v, %q: a whole read asked for searches for no record", im, r.Line())
 	}
 }
 
@@ -201,7 +212,7 @@ func TestImport_SessionState(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tf.Close()
-		_, st, err := importTranscript(db, testAgent{}, fixtureSession, tf, false)
+		_, st, err := importTranscript(db, testAgent{}, fixtureSession, tf, "", false)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}

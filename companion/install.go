@@ -49,11 +49,8 @@ func FindSettings(a Agent, user bool, dir string) (*SettingsFile, error) {
 	s := &SettingsFile{Agent: a, User: user, Home: home}
 	switch {
 	case user:
-		s.Dir = filepath.Join(home, st.Dir)
-		if st.UserDir != nil {
-			s.Dir = st.UserDir(home, os.Getenv)
-		}
-		s.Path = filepath.Join(s.Dir, st.File)
+		s.Path = st.UserPath(home, os.Getenv)
+		s.Dir = filepath.Dir(s.Path)
 		s.Shown = s.Path
 		return s, nil
 	case dir == "":
@@ -70,6 +67,16 @@ func FindSettings(a Agent, user bool, dir string) (*SettingsFile, error) {
 	s.Dir = filepath.Join(s.Project, st.Dir)
 	s.Path = filepath.Join(s.Dir, st.File)
 	return s, nil
+}
+
+// UserPath returns the user's settings file, absolute: File in the
+// directory UserDir returns, or in Dir under home.
+func (st *Settings) UserPath(home string, getenv func(string) string) string {
+	dir := filepath.Join(home, st.Dir)
+	if st.UserDir != nil {
+		dir = st.UserDir(home, getenv)
+	}
+	return filepath.Join(dir, st.File)
 }
 
 // Beside returns the file name in the settings' directory, as output

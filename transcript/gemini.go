@@ -97,12 +97,21 @@ var geminiDone = map[string]bool{"success": true, "error": true, "cancelled": tr
 // harness's own fields after the command's output.
 const geminiShell = "run_shell_command"
 
-// The trailing fields Gemini CLI's shell tool writes after a command's
-// output, one a line, in this order: Exit Code, Signal, Background PIDs,
-// Process Group PGID (the ones after the exit code optional).
-var (
-	shellExitLine    = regexp.MustCompile(`^Exit Code: (-?[0-9]+)$`)
-	shellTrailerLine = regexp.MustCompile(`^(Signal: .*|Background PIDs: .*|Process Group PGID: [0-9]+)$`)
+// shellTrailer is the end of the result Gemini CLI's shell tool gives the
+// model for a command that exited with a code other than 0: its Exit Code
+// field, then only the fields it writes after that one, each at most once
+// and in its order — Signal, Background PIDs, Process Group PGID — and
+// nothing after them (Gemini CLI 0.61.0, packages/core/src/tools/shell.ts:
+// "Output: " and the command's output, then one a line, each only when
+// it applies, Error, Exit Code (only for a code other than 0), Signal,
+// Background PIDs, Process Group PGID).
+var shellTrailer = regexp.MustCompile(`\nExit Code: (-?[1-9][0-9]*)(\nSignal: [A-Za-z0-9]+)?(\nBackground PIDs: [0-9]+(, [0-9]+)*)?(\nProcess Group PGID: [0-9]+)?$`)
+
+// The tags Gemini CLI's shell tool wraps its result in, each on a line of
+// its own; a closing tag in the command's output is escaped.
+const (
+	untrustedOpen  = "<untrusted_context>\n"
+	untrustedClose = "\n</untrusted_context>"
 )
 
 // geminiReader maps the records of a Gemini CLI chat: one conversation,
@@ -585,25 +594,28 @@ func (r *geminiReader) resultText(raw json.RawMessage) (string, bool) {
 }
 
 // shellExit returns the exit code Gemini CLI's shell tool wrote after a
-// command's output: a result of its format ("Output: " first, within the
-// <untrusted_context> tags it wraps the result in) whose "Exit Code: N"
-// field is followed only by the tool's other fields (Signal, Background
-// PIDs, Process Group PGID). The tool writes the field only for a code
-// other than 0; Gemini CLI records such a call's status as "success".
+// command's output, read only from a result of the tool's exact layout:
+// "Output: " first, the Exit Code field anchored at the end by the fields
+// the tool writes after it (shellTrailer), the whole either within the
+// <untrusted_context> tags it wraps its result in or bare. Gemini CLI
+// records such a call's status as "success" and keeps the code nowhere
+// else. A command's output cannot hide or change the code of a command
+// that failed — the tool's own fields come after the output — but an
+// output whose last line is "Exit Code: N" (N ≠ 0) followed by what the
+// tool writes after a success reads as a failure: the text cannot tell
+// them apart (docs/importing.md).
 func shellExit(text string) (int, bool) {
-	t := strings.TrimSpace(text)
-	t = strings.TrimSpace(strings.TrimPrefix(t, "<untrusted_context>"))
-	t = strings.TrimSpace(strings.TrimSuffix(t, "</untrusted_context>"))
-	if !strings.HasPrefix(t, "Output:") {
+	body := text
+	if rest, ok := strings.CutPrefix(text, untrustedOpen); ok {
+		if body, ok = strings.CutSuffix(rest, untrustedClose); !ok {
+			return 0, false
+		}
+	}
+	if !strings.HasPrefix(body, "Output: ") {
 		return 0, false
 	}
-	lines := strings.Split(t, "\n")
-	i := len(lines) - 1
-	for i > 0 && shellTrailerLine.MatchString(lines[i]) {
-		i--
-	}
-	m := shellExitLine.FindStringSubmatch(lines[i])
-	if m == nil || i == 0 {
+	m := shellTrailer.FindStringSubmatch(body)
+	if m == nil {
 		return 0, false
 	}
 	code, err := strconv.Atoi(m[1])

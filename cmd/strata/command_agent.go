@@ -54,11 +54,26 @@ type agentText struct {
 	store       string // the store's default as the hooks name it
 }
 
+// userSettings returns the user's settings file of s as --user would
+// edit it, under "~/" when it is in the home directory (the path
+// Settings.UserDir gives from the environment, as Codex's $CODEX_HOME).
+func userSettings(s *companion.Settings) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "~/" + filepath.Join(s.Dir, s.File)
+	}
+	path := s.UserPath(home, os.Getenv)
+	if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
+		return "~/" + rel
+	}
+	return path
+}
+
 // textOf returns what the help of a's commands says of it.
 func textOf(a companion.Agent) agentText {
 	s := a.Settings()
 	t := agentText{title: a.Title(), name: a.Name(), doc: "docs/" + a.Name() + ".md",
-		settings: filepath.Join(s.Dir, s.File), user: "~/" + filepath.Join(s.Dir, s.File)}
+		settings: filepath.Join(s.Dir, s.File), user: userSettings(s)}
 	if s.LocalFile != "" {
 		t.local = filepath.Join(s.Dir, s.LocalFile)
 	}

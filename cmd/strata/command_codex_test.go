@@ -227,3 +227,19 @@ func TestCodexHook_Recorded(t *testing.T) {
 		t.Errorf("the log has no line of the bad input:\n%s", log)
 	}
 }
+
+// install --help names the file --user would edit: $CODEX_HOME/hooks.json
+// when CODEX_HOME is set, ~/.codex/hooks.json when it is not.
+func TestCodexInstall_HelpNamesUserFile(t *testing.T) {
+	home, codexHome := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", codexHome)
+	out := mustCLI(t, "codex", "install", "--help")
+	if want := filepath.Join(codexHome, "hooks.json"); !strings.Contains(out, want) || strings.Contains(out, "~/.codex/hooks.json") {
+		t.Errorf("install --help with CODEX_HOME=%s does not name %s alone:\n%s", codexHome, want, out)
+	}
+	t.Setenv("CODEX_HOME", "")
+	if out := mustCLI(t, "codex", "install", "--help"); !strings.Contains(out, "~/.codex/hooks.json") {
+		t.Errorf("install --help without CODEX_HOME does not name ~/.codex/hooks.json:\n%s", out)
+	}
+}

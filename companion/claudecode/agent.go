@@ -57,6 +57,9 @@ func (Agent) IsRecord(line []byte, ref string) bool {
 	return json.Unmarshal(line, &r) == nil && r.UUID == ref
 }
 
+// CompactionRecord implements companion.Agent: "compact_boundary", the subtype of the system record of its compaction.
+func (Agent) CompactionRecord() string { return "compact_boundary" }
+
 // IsCompaction implements companion.Agent: the event of a
 // compact_boundary record (transcript.IsClaudeCodeCompaction).
 func (Agent) IsCompaction(e tier.Event) bool { return transcript.IsClaudeCodeCompaction(e) }

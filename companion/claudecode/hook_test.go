@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/marker"
 	"github.com/strata-go/strata/store"
@@ -116,32 +117,6 @@ func newHook(t testing.TB, db *store.DB, opts companion.Options) *companion.Hook
 	return h
 }
 
-func run(t testing.TB, h *companion.Hook, in companion.Input) *companion.Result {
-	t.Helper()
-	r, err := h.Run(context.Background(), in)
-	if err != nil {
-		t.Fatalf("%s: %v", in.HookEventName, err)
-	}
-	return r
-}
-
-// additionalContext decodes SessionStart's output.
-func additionalContext(t testing.TB, out []byte) string {
-	t.Helper()
-	var o struct {
-		HookSpecificOutput struct {
-			HookEventName     string `json:"hookEventName"`
-			AdditionalContext string `json:"additionalContext"`
-		} `json:"hookSpecificOutput"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil || o.HookSpecificOutput.HookEventName != "SessionStart" {
-		t.Fatalf("output %s: %v", out, err)
-	}
-	return o.HookSpecificOutput.AdditionalContext
-}
-
 // TestHook_Run: PreCompact then SessionStart(compact) as Claude Code runs
 // them, the transcript growing between: a marker at the boundary, the
 // state there injected, the summary checked, and each hook run again
@@ -153,22 +128,22 @@ func TestHook_Run(t *testing.T) {
 	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 
 	c.write(t, path, 0, boundary)
-	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	pre := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
 	if pre.Output != nil || len(pre.Compactions) != 1 || !pre.Compactions[0].Committed() || pre.Compactions[0].To != pre.Import.Last {
 		t.Fatalf("PreCompact: %+v; want no output and a marker at the head", pre)
 	}
 	head := pre.Import.Last
-	if again := run(t, h, hookInput(path, claudecode.EventPreCompact)); again.Import.Events != 0 || len(again.Compactions) != 0 {
+	if again := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact)); again.Import.Events != 0 || len(again.Compactions) != 0 {
 		t.Fatalf("PreCompact again: %+v; want nothing", again)
 	}
 
 	c.write(t, path, boundary, len(c.lines))
-	start := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	start := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	st := start.State
 	if st == nil || st.Boundary != head || st.Marker != pre.Compactions[0].Marker || len(start.Compactions) != 0 {
 		t.Fatalf("SessionStart: state %+v compactions %+v; want the state at seq %d from PreCompact's marker", st, start.Compactions, head)
 	}
-	text := additionalContext(t, start.Output)
+	text := hooktest.AdditionalContext(t, start.Output, companion.EventSessionStart)
 	for _, want := range []string{
 		"## the task (the user's first request, seq 1), in the user's words:\n  Make the build pass.\n",
 		"## calls open at the boundary, no result (UNRESOLVED): 1\n- UNRESOLVED call toolu_serve (Bash), opened at seq",
@@ -203,7 +178,7 @@ func TestHook_Run(t *testing.T) {
 		t.Errorf("the injected state does not say what resume prints (%q):\n%s", want, text)
 	}
 
-	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	again := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if string(again.Output) != string(start.Output) || len(storetest.Events(t, db, session)) != len(evs) {
 		t.Fatalf("SessionStart again: output %s, %d events; want the same output, no event added", again.Output, len(storetest.Events(t, db, session)))
 	}
@@ -220,10 +195,10 @@ func TestHook_Run(t *testing.T) {
 		return n
 	}
 	before := markers()
-	if pre := run(t, h, hookInput(path, claudecode.EventPreCompact)); pre.Import.Events != 0 || len(pre.Compactions) != 0 {
+	if pre := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact)); pre.Import.Events != 0 || len(pre.Compactions) != 0 {
 		t.Fatalf("PreCompact after SessionStart, nothing new: %+v; want nothing imported or compacted", pre)
 	}
-	again = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	again = hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if string(again.Output) != string(start.Output) || again.Unwritten || len(storetest.Events(t, db, session)) != len(evs) || markers() != before {
 		t.Fatalf("SessionStart after PreCompact again: %s (line %q), %d events, %d markers; want the same output, nothing added",
 			again.Output, again.Line(), len(storetest.Events(t, db, session)), markers())
@@ -233,7 +208,7 @@ func TestHook_Run(t *testing.T) {
 	// by the next PreCompact, strata's check with them.
 	c.user("And the tests.")
 	c.write(t, path, len(c.lines)-1, len(c.lines))
-	next := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	next := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
 	if next.Import.Events != 1 || len(next.Compactions) != 1 || !next.Compactions[0].Committed() || next.Compactions[0].From != head+1 || next.Compactions[0].To != next.Import.Last {
 		t.Fatalf("PreCompact after a new record: %+v; want seq %d..%d compacted", next, head+1, next.Import.Last)
 	}
@@ -246,12 +221,12 @@ func TestHook_Run_WithoutPreCompact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, len(c.lines))
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := hooktest.Run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if len(r.Compactions) != 1 || !r.Compactions[0].Committed() || r.State.Marker != r.Compactions[0].Marker || r.Compactions[0].To != r.State.Boundary {
 		t.Fatalf("compactions %+v, state %+v; want a marker made at the boundary", r.Compactions, r.State)
 	}
 	_ = boundary
-	if !strings.Contains(additionalContext(t, r.Output), "UNRESOLVED call toolu_serve") {
+	if !strings.Contains(hooktest.AdditionalContext(t, r.Output, companion.EventSessionStart), "UNRESOLVED call toolu_serve") {
 		t.Fatal("the open call is not injected")
 	}
 }
@@ -276,12 +251,12 @@ func TestHook_Run_BoundaryNotWritten(t *testing.T) {
 			c.write(t, path, 0, len(c.lines))
 			db := dbtest.Open(t, store.Options{NoSync: true})
 			h := newHook(t, db, companion.Options{})
-			pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
-			r := run(t, h, hookInput(path, claudecode.EventSessionStart))
+			pre := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
+			r := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 			if !r.Unwritten || r.State.Boundary != pre.Import.Last || r.Check != nil || !strings.Contains(r.Line(), " compact_boundary_not_written_yet ") {
 				t.Fatalf("%+v, line %q; want the state at seq %d, PreCompact's head, and no check", r, r.Line(), pre.Import.Last)
 			}
-			if !strings.Contains(additionalContext(t, r.Output), "- FAILED `make build` (Bash) — once") {
+			if !strings.Contains(hooktest.AdditionalContext(t, r.Output, companion.EventSessionStart), "- FAILED `make build` (Bash) — once") {
 				t.Fatal("the failure is not injected")
 			}
 		})
@@ -297,7 +272,7 @@ func TestHook_Run_NoBoundary(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, boundary)
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := hooktest.Run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if !r.NoBoundary || r.Output != nil || r.State != nil || len(r.Compactions) != 0 || r.Import.Events == 0 ||
 		len(storetest.Events(t, db, session)) != r.Import.Events || !strings.HasSuffix(r.Line(), " no_compact_boundary nothing_injected") {
 		t.Fatalf("%+v, line %q; want the records imported, nothing else", r, r.Line())
@@ -314,9 +289,9 @@ func compacted(t *testing.T) (c *cc, boundary int, path string, db *store.DB, h 
 	db = dbtest.Open(t, store.Options{NoSync: true})
 	h = newHook(t, db, companion.Options{})
 	c.write(t, path, 0, boundary)
-	run(t, h, hookInput(path, claudecode.EventPreCompact))
+	hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, len(c.lines))
-	start = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	start = hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if start.Check == nil || start.Unwritten {
 		t.Fatalf("SessionStart: %q; want the summary checked", start.Line())
 	}
@@ -334,7 +309,7 @@ func TestHook_Run_BoundaryFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.write(t, path, boundary+2, len(c.lines))
-	again := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	again := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if string(again.Output) != string(start.Output) || again.Unwritten || again.NoBoundary || again.Check == nil ||
 		again.Check.Summary != start.Check.Summary || again.State.Boundary != start.State.Boundary || again.Import.Events != 0 {
 		t.Fatalf("SessionStart on the rewritten file: %q; want the boundary and summary of the store, the same output as %q", again.Line(), start.Line())
@@ -351,9 +326,9 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	h := newHook(t, db, companion.Options{})
 	c.write(t, path, 0, boundary)
-	pre := run(t, h, hookInput(path, claudecode.EventPreCompact))
+	pre := hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, boundary+1)
-	r := run(t, h, hookInput(path, claudecode.EventSessionStart))
+	r := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if r.Unwritten || r.Check != nil || r.State == nil || r.State.Boundary != pre.Import.Last || strings.Contains(r.Line(), "summary_seq=") {
 		t.Fatalf("%q; want the state at seq %d, no check", r.Line(), pre.Import.Last)
 	}
@@ -362,7 +337,7 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 		t.Fatalf("the last event is %+v; want the compaction's, no check after it", last)
 	}
 	c.write(t, path, boundary+1, len(c.lines))
-	r = run(t, h, hookInput(path, claudecode.EventSessionStart))
+	r = hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if r.Check == nil || r.Check.Summary != pre.Import.Last+2 || r.State.Boundary != pre.Import.Last {
 		t.Fatalf("with the summary written: %q; want it checked at seq %d", r.Line(), pre.Import.Last+2)
 	}
@@ -378,7 +353,7 @@ func TestHook_Run_SummaryNotWrittenYet(t *testing.T) {
 	if n := checks(); n != 1 {
 		t.Fatalf("%d checks stored, want 1", n)
 	}
-	run(t, h, hookInput(path, claudecode.EventSessionStart))
+	hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
 	if n := checks(); n != 1 {
 		t.Fatalf("run again: %d checks stored, want 1", n)
 	}
@@ -394,7 +369,7 @@ func TestHook_Run_NoSummaryRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), session+".jsonl")
 	c.write(t, path, 0, len(c.lines))
 	db := dbtest.Open(t, store.Options{NoSync: true})
-	r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
+	r := hooktest.Run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 	if r.Check != nil || r.State == nil || r.NoBoundary || r.Unwritten || len(r.Compactions) != 1 || r.Compactions[0].To != r.State.Boundary {
 		t.Fatalf("%q; want a marker at the boundary, no check", r.Line())
 	}
@@ -418,7 +393,7 @@ func TestHook_Run_BoundaryWalk(t *testing.T) {
 			path := filepath.Join(t.TempDir(), session+".jsonl")
 			c.write(t, path, 0, len(c.lines))
 			db := dbtest.Open(t, store.Options{NoSync: true})
-			r := run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
+			r := hooktest.Run(t, newHook(t, db, companion.Options{}), hookInput(path, claudecode.EventSessionStart))
 			var b, s store.RefSpan
 			if err := db.View(func(snap *store.Snapshot) error {
 				var err error
@@ -486,7 +461,7 @@ func TestHook_Run_Ignored(t *testing.T) {
 		{HookEventName: "SessionStart", Source: "resume", SessionID: session},
 		{HookEventName: "UserPromptSubmit", SessionID: session},
 	} {
-		r := run(t, h, in)
+		r := hooktest.Run(t, h, in)
 		if !r.Ignored || r.Output != nil || !strings.HasSuffix(r.Line(), " ignored") {
 			t.Errorf("%+v: %+v, line %q; want ignored", in, r, r.Line())
 		}

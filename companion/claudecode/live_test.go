@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/store/storetest"
@@ -137,14 +138,14 @@ func TestHook_LiveOrder(t *testing.T) {
 	session := pre.SessionID
 
 	writeLines(t, path, rec.lines[:rec.boundary])
-	r := run(t, h, pre)
+	r := hooktest.Run(t, h, pre)
 	if r.Output != nil || len(r.Compactions) == 0 || !r.Compactions[0].Committed() {
 		t.Fatalf("PreCompact: %s; want a marker at the head", r.Line())
 	}
 	head := r.Import.Last
 
-	r = run(t, h, start)
-	text := additionalContext(t, r.Output)
+	r = hooktest.Run(t, h, start)
+	text := hooktest.AdditionalContext(t, r.Output, companion.EventSessionStart)
 	if !r.Unwritten || r.State.Boundary != head || r.Check != nil {
 		t.Fatalf("SessionStart: %s; want the state at PreCompact's head %d, no check yet", r.Line(), head)
 	}
@@ -154,13 +155,13 @@ func TestHook_LiveOrder(t *testing.T) {
 		}
 	}
 
-	r = run(t, h, post)
+	r = hooktest.Run(t, h, post)
 	want := []string{"FAILED `ls /nonexistent/dir` (Bash)", "artifact migrations/003_down.sql"}
 	if r.Output != nil || r.Check == nil || r.Check.Summary != 0 || r.Check.Boundary != head || r.Check.Facts != 2 ||
 		strings.Join(r.Check.Unmentioned, "|") != strings.Join(want, "|") {
 		t.Fatalf("PostCompact: %s check %+v; want both facts unmentioned at seq %d", r.Line(), r.Check, head)
 	}
-	if again := run(t, h, post); again.Import.Events != 0 {
+	if again := hooktest.Run(t, h, post); again.Import.Events != 0 {
 		t.Fatalf("PostCompact again stored %d events", again.Import.Events)
 	}
 	checks := func() (out []companion.Check) {
@@ -180,7 +181,7 @@ func TestHook_LiveOrder(t *testing.T) {
 
 	// Claude Code appends the records; the next hook reads them.
 	writeLines(t, path, rec.lines[rec.boundary:])
-	r = run(t, h, pre)
+	r = hooktest.Run(t, h, pre)
 	if r.Check != nil || len(checks()) != 1 {
 		t.Fatalf("the next PreCompact: %s; want the summary PostCompact checked not checked again", r.Line())
 	}
@@ -204,10 +205,10 @@ func TestHook_LiveOrder_WithoutPostCompact(t *testing.T) {
 	pre, start := rec.inputs[0], rec.inputs[1]
 
 	writeLines(t, path, rec.lines[:rec.boundary])
-	head := run(t, h, pre).Import.Last
-	run(t, h, start)
+	head := hooktest.Run(t, h, pre).Import.Last
+	hooktest.Run(t, h, start)
 	writeLines(t, path, rec.lines[rec.boundary:])
-	r := run(t, h, start) // SessionStart again: the records are there
+	r := hooktest.Run(t, h, start) // SessionStart again: the records are there
 	evs := storetest.Events(t, db, pre.SessionID)
 	kept := seqOf(t, evs, tier.KindAssistant, "Done: wrote the down migration.")
 	if kept != head {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -221,8 +222,8 @@ func TestRealTranscripts_InjectedState(t *testing.T) {
 			pre, start := base, base
 			pre.HookEventName, pre.Trigger = claudecode.EventPreCompact, "auto"
 			start.HookEventName, start.Source = claudecode.EventSessionStart, claudecode.SourceCompact
-			run(t, h, pre)
-			r := run(t, h, start)
+			hooktest.Run(t, h, pre)
+			r := hooktest.Run(t, h, start)
 			text := r.Rendered.Text
 			if text == "" {
 				t.Errorf("%s: nothing injected", name)

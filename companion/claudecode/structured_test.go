@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/claudecode"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 )
@@ -37,10 +38,10 @@ func TestHook_SuccessfulResultIsNoRejection(t *testing.T) {
 	db := dbtest.Open(t, store.Options{NoSync: true})
 	h := newHook(t, db, companion.Options{DB: ".claude/strata.db"})
 	c.write(t, path, 0, boundary)
-	run(t, h, hookInput(path, claudecode.EventPreCompact))
+	hooktest.Run(t, h, hookInput(path, claudecode.EventPreCompact))
 	c.write(t, path, boundary, len(c.lines))
-	start := run(t, h, hookInput(path, claudecode.EventSessionStart))
-	text := additionalContext(t, start.Output)
+	start := hooktest.Run(t, h, hookInput(path, claudecode.EventSessionStart))
+	text := hooktest.AdditionalContext(t, start.Output, companion.EventSessionStart)
 	if strings.Contains(text, "deploy to production") || strings.Contains(text, "toolu_fetch") || strings.Contains(text, "example.com") {
 		t.Errorf("the injected state holds the successful fetch:\n%s", text)
 	}

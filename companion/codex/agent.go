@@ -1,14 +1,8 @@
 package codex
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/tier"
@@ -74,39 +68,8 @@ func (Agent) IsRecord(line []byte, ref string) bool {
 	return json.Unmarshal(line, &l) == nil && l.Type == "response_item" && l.Payload.ID == ref
 }
 
-// Dir implements companion.Directory: the cwd of the last session_meta or
-// turn_context line before offset from, which a read from there does not
-// see; "" when there is none. Codex names its working directory only in
-// those lines, and the files a patch writes are named relative to it.
-func (Agent) Dir(t *companion.TranscriptFile, from int64) (string, error) {
-	f, err := os.Open(t.Path())
-	if err != nil {
-		return "", errors.Wrap(err, "codex: reading the rollout's directory")
-	}
-	defer f.Close()
-	r := bufio.NewReader(io.NewSectionReader(f, 0, from))
-	dir := ""
-	for {
-		line, err := r.ReadBytes('\n')
-		if bytes.Contains(line, []byte(`"session_meta"`)) || bytes.Contains(line, []byte(`"turn_context"`)) {
-			var l struct {
-				Type    string `json:"type"`
-				Payload struct {
-					Cwd string `json:"cwd"`
-				} `json:"payload"`
-			}
-			if json.Unmarshal(line, &l) == nil && (l.Type == "session_meta" || l.Type == "turn_context") && l.Payload.Cwd != "" {
-				dir = l.Payload.Cwd
-			}
-		}
-		if err == io.EOF {
-			return dir, nil
-		}
-		if err != nil {
-			return "", errors.Wrapf(err, "codex: reading rollout %s", t.Path())
-		}
-	}
-}
+// CompactionRecord implements companion.Agent: "compacted", the type of the rollout line of its compaction.
+func (Agent) CompactionRecord() string { return "compacted" }
 
 // IsCompaction implements companion.Agent: the event of a compacted
 // record (transcript.IsCodexCompaction), whose summary follows it as the

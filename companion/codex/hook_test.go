@@ -3,7 +3,6 @@ package codex_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/codex"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/store/storetest"
@@ -120,32 +120,6 @@ func newHook(t testing.TB, db *store.DB) *companion.Hook {
 	return h
 }
 
-func run(t testing.TB, h *companion.Hook, in companion.Input) *companion.Result {
-	t.Helper()
-	r, err := h.Run(context.Background(), in)
-	if err != nil {
-		t.Fatalf("%s: %v", in.HookEventName, err)
-	}
-	return r
-}
-
-// additionalContext decodes SessionStart's output.
-func additionalContext(t testing.TB, out []byte) string {
-	t.Helper()
-	var o struct {
-		HookSpecificOutput struct {
-			HookEventName     string `json:"hookEventName"`
-			AdditionalContext string `json:"additionalContext"`
-		} `json:"hookSpecificOutput"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil || o.HookSpecificOutput.HookEventName != codex.EventSessionStart {
-		t.Fatalf("output %s: %v", out, err)
-	}
-	return o.HookSpecificOutput.AdditionalContext
-}
-
 // TestHook_LiveOrder drives the hook inputs Codex 0.171.0 gave, in the
 // order it ran them, against its recorded rollout as the file stood at
 // each (the recorded probe counts its lines): PreCompact compacts at the
@@ -170,7 +144,7 @@ func TestHook_LiveOrder(t *testing.T) {
 	var text string
 	for _, hr := range runs {
 		writeTo(t, path, lines[:hr.lines])
-		r := run(t, h, hr.in)
+		r := hooktest.Run(t, h, hr.in)
 		switch (codex.Agent{}).Action(&hr.in) {
 		case companion.ActionIgnore:
 			if !r.Ignored || r.Output != nil {
@@ -190,7 +164,7 @@ func TestHook_LiveOrder(t *testing.T) {
 				t.Errorf("PostCompact: the summary's unmentioned facts %q, want the failed ls and %s", c.Unmentioned, written)
 			}
 		case companion.ActionInject:
-			text = additionalContext(t, r.Output)
+			text = hooktest.AdditionalContext(t, r.Output, companion.EventSessionStart)
 			if r.State == nil || r.State.Boundary != head || r.Unwritten || r.NoBoundary {
 				t.Fatalf("SessionStart(compact): %s; want the state at the cut, seq %d", r.Line(), head)
 			}
@@ -220,9 +194,9 @@ func TestHook_LiveOrder(t *testing.T) {
 	before := len(storetest.Events(t, db, session))
 	added := 0
 	for _, hr := range runs[2:] {
-		added += run(t, h, hr.in).Import.Events
+		added += hooktest.Run(t, h, hr.in).Import.Events
 	}
-	if again := run(t, h, runs[4].in); again.Import.Events != 0 {
+	if again := hooktest.Run(t, h, runs[4].in); again.Import.Events != 0 {
 		t.Errorf("a hook run again stored %d events", again.Import.Events)
 	}
 	evs := storetest.Events(t, db, session)
@@ -258,11 +232,44 @@ func TestHook_SummaryThatMentionsAll(t *testing.T) {
 	var check *companion.Check
 	for _, hr := range runs[:3] {
 		writeTo(t, path, lines[:hr.lines])
-		if r := run(t, h, hr.in); r.Check != nil {
+		if r := hooktest.Run(t, h, hr.in); r.Check != nil {
 			check = r.Check
 		}
 	}
 	if check == nil || check.Facts != 2 || len(check.Unmentioned) != 0 {
 		t.Fatalf("check %+v; want both facts mentioned", check)
+	}
+}
+
+// The hook's log names Codex's own record: PostCompact on the rollout as
+// it stood at PreCompact, its compacted record not there, says
+// "compacted_not_written_yet"; SessionStart(compact) with no compaction
+// at all says "no_compacted nothing_injected".
+func TestHook_LogNamesCompacted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	lines, runs := readRecorded(t, path)
+	var pre, post, start companion.Input
+	var at int
+	for _, hr := range runs {
+		switch hr.in.HookEventName {
+		case codex.EventPreCompact:
+			pre, at = hr.in, hr.lines
+		case codex.EventPostCompact:
+			post = hr.in
+		case codex.EventSessionStart:
+			if hr.in.Source == codex.SourceCompact {
+				start = hr.in
+			}
+		}
+	}
+	writeTo(t, path, lines[:at])
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	h := newHook(t, db)
+	if r := hooktest.Run(t, h, start); !r.NoBoundary || !strings.HasSuffix(r.Line(), " no_compacted nothing_injected") {
+		t.Errorf("SessionStart(compact) before any compaction: %s", r.Line())
+	}
+	hooktest.Run(t, h, pre)
+	if r := hooktest.Run(t, h, post); !r.Unwritten || !strings.HasSuffix(r.Line(), " compacted_not_written_yet") || strings.Contains(r.Line(), "compact_boundary") {
+		t.Errorf("PostCompact before the compacted record: %s", r.Line())
 	}
 }

@@ -36,7 +36,7 @@ func importFile(t *testing.T, db *store.DB, path string) companion.Import {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	im, err := companion.ImportTranscript(db, codex.Agent{}, "s", f, false)
+	im, err := companion.ImportTranscript(db, codex.Agent{}, "s", f, rolloutDir(t, path), false)
 	if err != nil {
 		t.Fatalf("importing %s: %v", path, err)
 	}
@@ -143,4 +143,21 @@ func TestAgent_IsRecord(t *testing.T) {
 	if found == 0 || copies == 0 {
 		t.Errorf("%d items, %d copies in other lines: the rollout holds no case to check", found, copies)
 	}
+}
+
+// rolloutDir is the cwd of the first session_meta line of the rollout at
+// path (the test's own reading), "" when it has none: the project an
+// import names files relative to, as the hook's cwd would be.
+func rolloutDir(t *testing.T, path string) string {
+	t.Helper()
+	for _, l := range bytes.Split(readFile(t, path), []byte("\n")) {
+		var r struct {
+			Type    string
+			Payload struct{ Cwd string }
+		}
+		if json.Unmarshal(l, &r) == nil && r.Type == "session_meta" {
+			return r.Payload.Cwd
+		}
+	}
+	return ""
 }

@@ -58,11 +58,19 @@ func (Agent) Output(_ *companion.Input, text string) ([]byte, error) {
 // Format implements companion.Agent: transcript.Gemini.
 func (Agent) Format() transcript.Format { return transcript.Gemini }
 
-// IsRecord implements companion.Agent: never. A chat's "$set" history
-// records are read against every record before them (which messages
-// they drop, which they copy), so every import reads the whole chat,
-// leaving out the records the session holds.
+// IsRecord implements companion.Agent: never; the import does not ask
+// (ReadsWhole).
 func (Agent) IsRecord([]byte, string) bool { return false }
+
+// ReadsWhole implements companion.WholeReader: true. A chat's "$set"
+// history records are read against every record before them (which
+// messages they drop, which they copy), so every import reads the whole
+// chat, leaving out the records the session holds.
+func (Agent) ReadsWhole() bool { return true }
+
+// CompactionRecord implements companion.Agent: "compression", the
+// "$set" record of one.
+func (Agent) CompactionRecord() string { return "compression" }
 
 // IsCompaction implements companion.Agent: the event of a compression
 // (transcript.IsGeminiCompression).

@@ -2,8 +2,6 @@ package gemini_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/companion/gemini"
+	"github.com/strata-go/strata/companion/internal/hooktest"
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
 	"github.com/strata-go/strata/tier"
@@ -84,11 +83,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	}
 	run := func(event string, n int) *companion.Result {
 		t.Helper()
-		r, err := h.Run(context.Background(), c.input(event, n))
-		if err != nil {
-			t.Fatalf("%s on %d lines: %v", event, n, err)
-		}
-		return r
+		return hooktest.Run(t, h, c.input(event, n))
 	}
 	task := c.upTo(`"TASK-A`) + 1
 	compression := c.upTo("Summary of the conversation so far")
@@ -107,19 +102,26 @@ func TestHook_RecordedRun(t *testing.T) {
 		if r.Output != nil || len(r.Compactions) > 0 || r.Check != nil {
 			t.Fatalf("%s before the compression: output %s, %d compactions, check %v: want nothing", step.event, r.Output, len(r.Compactions), r.Check)
 		}
+		// The log names Gemini CLI's record, and no record searched for:
+		// the chat is read whole by design.
+		want := " no_compression nothing_checked"
+		if step.event == gemini.EventBeforeAgent {
+			want = " no_compression nothing_injected"
+		}
+		if line := r.Line(); !strings.HasSuffix(line, want) || !strings.Contains(line, " whole_file events=") || strings.Contains(line, "not found") {
+			t.Errorf("%s's log line %q: want the whole file read, and it to end %q", step.event, line, want)
+		}
 	}
 
 	r := run(gemini.EventBeforeAgent, next)
-	var out struct {
-		HookSpecificOutput struct {
-			HookEventName, AdditionalContext string
-		}
+	if line := r.Line(); strings.Contains(line, "not found") || strings.Contains(line, "not_written") || strings.Contains(line, "compact_boundary") {
+		t.Errorf("the injection's log line %q names a state Gemini CLI's chat does not have", line)
 	}
-	if err := json.Unmarshal(r.Output, &out); err != nil || out.HookSpecificOutput.HookEventName != "BeforeAgent" {
-		t.Fatalf("output %q (%v): want BeforeAgent's hookSpecificOutput", r.Output, err)
-	}
-	ctx := out.HookSpecificOutput.AdditionalContext
-	for _, want := range []string{"FAILED `ls /nonexistent/strata-dir` (run_shell_command)", "artifact: " + recordedCwd + "/migrations/003_down.sql",
+	ctx := hooktest.AdditionalContext(t, r.Output, gemini.EventBeforeAgent)
+	// The file Gemini CLI's write_file took as an absolute path is named
+	// relative to the project, the hook's cwd, as `strata import --dir`
+	// names it.
+	for _, want := range []string{"FAILED `ls /nonexistent/strata-dir` (run_shell_command)", "artifact: migrations/003_down.sql",
 		"[pending] Review the down migration", "TASK-A: write the down migration for the widgets table"} {
 		if !strings.Contains(ctx, want) {
 			t.Errorf("the injected state does not hold %q:\n%s", want, ctx)
@@ -128,7 +130,7 @@ func TestHook_RecordedRun(t *testing.T) {
 	if len(r.Compactions) == 0 || !r.Compactions[0].Committed() {
 		t.Errorf("compactions %v: want the compaction at the boundary", r.Compactions)
 	}
-	if r.Check == nil || !slices.Equal(r.Check.Unmentioned, []string{"FAILED `ls /nonexistent/strata-dir` (run_shell_command)", "artifact " + recordedCwd + "/migrations/003_down.sql"}) {
+	if r.Check == nil || !slices.Equal(r.Check.Unmentioned, []string{"FAILED `ls /nonexistent/strata-dir` (run_shell_command)", "artifact migrations/003_down.sql"}) {
 		t.Fatalf("check %+v: want the failure and the file, which the summary left out", r.Check)
 	}
 	// The summary stands for what came before the follow-up, which the

@@ -15,7 +15,6 @@ import (
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/internal/fakemodel"
 	"github.com/strata-go/strata/store"
-	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
 )
 
@@ -158,37 +157,22 @@ func checkCodexHooksRan(t *testing.T, stderr, logPath string) {
 // what a store holds, the rollout adds nothing.
 func checkCodexRollout(t *testing.T, s transcript.Session, rep transcript.Report, path string, raw []byte) {
 	t.Helper()
-	var users, failed, artifacts, systems []string
-	calls := 0
-	for _, e := range s.Events {
-		switch {
-		case e.Kind == tier.KindUser:
-			users = append(users, e.Text)
-		case e.Kind == tier.KindToolCall:
-			calls++
-		case e.Kind == tier.KindToolResult && e.Failed:
-			failed = append(failed, e.ID)
-		case e.Kind == tier.KindArtifact:
-			artifacts = append(artifacts, e.Key)
-		case e.Kind == tier.KindSystem:
-			systems = append(systems, e.Text)
-		}
+	r := classify(s.Events)
+	if r.calls != 2 || !slices.Equal(r.failed, []string{"call_strata_exec"}) || !slices.Equal(r.artifacts, []string{writtenFile}) || rep.Compactions != 1 {
+		t.Errorf("calls=%d failed=%q artifacts=%q compactions=%d, want 2, the exec_command, %s, 1 (%s)", r.calls, r.failed, r.artifacts, rep.Compactions, writtenFile, rep.String())
 	}
-	if calls != 2 || !slices.Equal(failed, []string{"call_strata_exec"}) || !slices.Equal(artifacts, []string{writtenFile}) || rep.Compactions != 1 {
-		t.Errorf("calls=%d failed=%q artifacts=%q compactions=%d, want 2, the exec_command, %s, 1 (%s)", calls, failed, artifacts, rep.Compactions, writtenFile, rep.String())
-	}
-	if !slices.Equal(users, []string{cxTask, cxFollowUp}) {
-		t.Errorf("user events %q, want the two prompts", users)
+	if !slices.Equal(r.users, []string{cxTask, cxFollowUp}) {
+		t.Errorf("user events %q, want the two prompts", r.users)
 	}
 	if rep.Skipped["hook_context"] == 0 {
 		t.Errorf("report %s: strata's injection, hook output in the rollout, was not read as such", rep.String())
 	}
 	summary := false
-	for _, s := range systems {
+	for _, s := range r.systems {
 		summary = summary || strings.Contains(s, omitsSummary)
 	}
 	if !summary {
-		t.Errorf("system events %q: none holds the compaction's summary", systems)
+		t.Errorf("system events %q: none holds the compaction's summary", r.systems)
 	}
 	db := dbtest.Open(t, store.Options{})
 	if _, err := db.Append(s.ID, s.Events...); err != nil {

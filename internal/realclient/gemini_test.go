@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/internal/fakemodel"
-	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
 )
 
@@ -121,7 +120,9 @@ func TestGemini_RealClientCompresses(t *testing.T) {
 		t.Fatal("no model request of the agent's loop for the next prompt")
 	}
 	block := strataBlock(t, next.Last)
-	for _, want := range []string{"FAILED `" + failingCmd + "` (run_shell_command)", "artifact: " + filepath.Join(project, writtenFile), ccTask, "[pending] " + gmPlanItem} {
+	// The file write_file wrote by its absolute path is named relative to
+	// the project, the hook input's cwd.
+	for _, want := range []string{"FAILED `" + failingCmd + "` (run_shell_command)", "artifact: " + writtenFile, ccTask, "[pending] " + gmPlanItem} {
 		if !strings.Contains(block, want) {
 			t.Errorf("strata's block in the next model request does not name %q:\n%s", want, block)
 		}
@@ -186,48 +187,35 @@ func checkGeminiLog(t *testing.T, path string) {
 	}
 }
 
-// checkGeminiChat reads the chat Gemini CLI recorded with the importer
-// and checks what it holds against what the script made Gemini CLI do:
-// three calls, the failed run_shell_command, the file write_file wrote,
+// checkGeminiChat reads the chat Gemini CLI recorded with the importer,
+// files named relative to the project as the hook names them (its
+// input's cwd), and checks what it holds against what the script made
+// Gemini CLI do: three calls, the failed run_shell_command, the file
+// write_file wrote,
 // one compression holding the script's summary, the three prompts as the
 // user's words (strata's injection not among them); read again against
 // a store holding it, it adds nothing.
 func checkGeminiChat(t *testing.T, path string, raw []byte, project string) []transcript.Session {
 	t.Helper()
-	ss, rep, err := transcript.Read(transcript.Gemini, bytes.NewReader(raw), transcript.Options{File: path})
+	ss, rep, err := transcript.Read(transcript.Gemini, bytes.NewReader(raw), transcript.Options{File: path, Dir: project})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ss) != 1 {
 		t.Fatalf("%d sessions, want the chat's one", len(ss))
 	}
-	var users, failed, artifacts, systems []string
-	calls := 0
-	for _, e := range ss[0].Events {
-		switch {
-		case e.Kind == tier.KindUser:
-			users = append(users, e.Text)
-		case e.Kind == tier.KindToolCall:
-			calls++
-		case e.Kind == tier.KindToolResult && e.Failed:
-			failed = append(failed, e.ID)
-		case e.Kind == tier.KindArtifact:
-			artifacts = append(artifacts, e.Key)
-		case e.Kind == tier.KindSystem:
-			systems = append(systems, e.Text)
-		}
+	r := classify(ss[0].Events)
+	if r.calls != 3 || !slices.Equal(r.failed, []string{"run_shell_command__strata_exec"}) || !slices.Equal(r.artifacts, []string{writtenFile}) || rep.Compactions != 1 {
+		t.Errorf("calls=%d failed=%q artifacts=%q compactions=%d, want 3, the run_shell_command, %s, 1 (%s)", r.calls, r.failed, r.artifacts, rep.Compactions, writtenFile, rep.String())
 	}
-	if calls != 3 || !slices.Equal(failed, []string{"run_shell_command__strata_exec"}) || !slices.Equal(artifacts, []string{filepath.Join(project, writtenFile)}) || rep.Compactions != 1 {
-		t.Errorf("calls=%d failed=%q artifacts=%q compactions=%d, want 3, the run_shell_command, %s, 1 (%s)", calls, failed, artifacts, rep.Compactions, writtenFile, rep.String())
-	}
-	if !slices.Equal(users, []string{ccTask, ccFollowUp, gmNext}) {
-		t.Errorf("user events %q, want the three prompts", users)
+	if !slices.Equal(r.users, []string{ccTask, ccFollowUp, gmNext}) {
+		t.Errorf("user events %q, want the three prompts", r.users)
 	}
 	if rep.Skipped["hook_context"] != 1 {
 		t.Errorf("report %s: want strata's injection skipped as the hook's context once", rep.String())
 	}
-	if !slices.ContainsFunc(systems, func(s string) bool { return strings.Contains(s, omitsSummary) }) {
-		t.Errorf("system events %q: none holds the compression's summary", systems)
+	if !slices.ContainsFunc(r.systems, func(s string) bool { return strings.Contains(s, omitsSummary) }) {
+		t.Errorf("system events %q: none holds the compression's summary", r.systems)
 	}
 	readAgainAddsNothing(t, transcript.Gemini, path, raw, ss[0])
 	return ss

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-go/strata/internal/dbtest"
 	"github.com/strata-go/strata/store"
+	"github.com/strata-go/strata/tier"
 	"github.com/strata-go/strata/transcript"
 )
 
@@ -112,4 +113,32 @@ func readAgainAddsNothing(t *testing.T, f transcript.Format, path string, raw []
 	if err != nil || len(again) != 1 || len(again[0].Events) != 0 {
 		t.Errorf("%s read again against the store: %v, %d sessions, want no event", path, err, len(again))
 	}
+}
+
+// readEvents is what a test reads of a session's events: the user's
+// words, the tool calls, the ids of the failed results, the artifacts'
+// keys and the system events' texts, in order.
+type readEvents struct {
+	users, failed, artifacts, systems []string
+	calls                             int
+}
+
+// classify sorts events by kind into a readEvents.
+func classify(events []tier.Event) readEvents {
+	var r readEvents
+	for _, e := range events {
+		switch {
+		case e.Kind == tier.KindUser:
+			r.users = append(r.users, e.Text)
+		case e.Kind == tier.KindToolCall:
+			r.calls++
+		case e.Kind == tier.KindToolResult && e.Failed:
+			r.failed = append(r.failed, e.ID)
+		case e.Kind == tier.KindArtifact:
+			r.artifacts = append(r.artifacts, e.Key)
+		case e.Kind == tier.KindSystem:
+			r.systems = append(r.systems, e.Text)
+		}
+	}
+	return r
 }

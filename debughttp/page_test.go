@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -506,18 +509,15 @@ func TestPage_LiveAgent(t *testing.T) {
 	eval[bool](t, ctx, "(location.hash = '#session="+agent+"', true)")
 	waitFor(t, ctx, "the agent's session again", textOf("#session-title")+" === '"+agent+"'")
 
-	// A refusal's item links to the events of its span that name it.
+	// A refusal's item links to the events of its span that name it. The
+	// click lands where the link was measured: the view is drawn whole
+	// first (its timeline, summaries and resumed context fill in above the
+	// refusals as their answers come).
 	r0 := refusals[0]
-	item := r0.Failures[0].Item
-	var naming []string
-	for _, e := range allEvents(t, db, agent) {
-		if e.Seq >= r0.From && e.Seq <= r0.To && (e.ID == item || e.Key == item) {
-			naming = append(naming, strconv.FormatUint(e.Seq, 10))
-		}
-	}
-	if len(naming) == 0 {
-		t.Fatalf("no event of seq %d..%d names %s", r0.From, r0.To, item)
-	}
+	item, naming := namingEvents(t, db, agent, r0)
+	waitFor(t, ctx, "the agent's session drawn whole", textOf("#session-title")+" === '"+agent+"' && "+
+		"document.getElementById('tl-where') !== null && "+textOf("#summaries h3")+".includes('root') && "+
+		"document.getElementById('context-text')?.dataset.text !== undefined")
 	if err := chromedp.Do(ctx, chromedp.Click("#refusal-"+strconv.FormatUint(r0.ID, 10)+" a.item")); err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,10 @@ func TestPage_LiveAgent(t *testing.T) {
 	}
 	waitFor(t, ctx, "the timeline at the head", textOf("#tl-nav")+".includes('following the head')")
 
-	// The agent appends: the head moves on the page.
+	// The agent appends: the head moves on the page, and the parts the
+	// append left as they were are not redrawn (a click on one while it is
+	// would be lost).
+	eval[bool](t, ctx, "(document.getElementById('refusal-"+strconv.FormatUint(r0.ID, 10)+"').strataKept = true)")
 	info, err := db.Info(agent)
 	if err != nil {
 		t.Fatal(err)
@@ -545,6 +548,9 @@ func TestPage_LiveAgent(t *testing.T) {
 	waitFor(t, ctx, "the appended event in the timeline, its controls escaped",
 		textOf("#ev-"+hs+" pre.text")+" === "+js(`Ship it.\x07 Now\u202e\r`)+" && "+
 			"[...document.querySelectorAll('#ev-"+hs+" .ctl')].map(e => e.textContent).join(' ') === "+js(`\x07 \u202e \r`))
+	if !eval[bool](t, ctx, "document.getElementById('refusal-"+strconv.FormatUint(r0.ID, 10)+"')?.strataKept === true") {
+		t.Error("the append redrew the refusals, which it left as they were")
+	}
 
 	// The agent compacts with a summarizer that keeps every fact: the page
 	// shows the new roots and the resume from the latest marker.
@@ -571,6 +577,88 @@ func TestPage_LiveAgent(t *testing.T) {
 	// The context text: the bytes resume gives, its controls escaped.
 	waitFor(t, ctx, "the context text", textOf("#context-text")+" === "+js(controlEscaped(string(rc.Text()))))
 	screenshot(t, ctx)
+}
+
+// namingEvents returns r's first failed item and the seqs of the events of
+// r's span that name it: what the refusal's link shows.
+func namingEvents(t *testing.T, db *store.DB, session string, r store.Refusal) (item string, seqs []string) {
+	t.Helper()
+	item = r.Failures[0].Item
+	for _, e := range allEvents(t, db, session) {
+		if e.Seq >= r.From && e.Seq <= r.To && (e.ID == item || e.Key == item) {
+			seqs = append(seqs, strconv.FormatUint(e.Seq, 10))
+		}
+	}
+	if len(seqs) == 0 {
+		t.Fatalf("no event of seq %d..%d names %s", r.From, r.To, item)
+	}
+	return item, seqs
+}
+
+// A refusal's link clicked while the poll's request for the window at the
+// head is on its way shows the events the refusal names: the page draws the
+// answer to the window asked for last, whichever answer arrives last.
+func TestPage_RefusalLinkWhileTheTimelineLoads(t *testing.T) {
+	ctx := newBrowser(t)
+	db := dbtest.Open(t, store.Options{NoSync: true})
+	const agent = "agent-1"
+	dbtest.ReplayIncident(t, db, agent, lossy(t, compaction.DropArtifacts))
+	var r0 store.Refusal
+	if err := db.View(func(s *store.Snapshot) error {
+		return s.Refusals(agent, func(r store.Refusal) error { r0 = r; return io.EOF })
+	}); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	if r0.ID == 0 {
+		t.Fatal("the lossy replay was never refused")
+	}
+	item, naming := namingEvents(t, db, agent, r0)
+
+	// The page's first request for a window without an item (the poll's, at
+	// the head) is held until the test lets it go.
+	mux := http.NewServeMux()
+	debughttp.Register(mux, db, debughttp.Options{})
+	held, release := make(chan struct{}), make(chan struct{})
+	var first, let sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path.Base(r.URL.Path) == "events" && !r.URL.Query().Has("item") {
+			hold := false
+			first.Do(func() { hold = true })
+			if hold {
+				close(held)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	letGo := func() { let.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before srv.Close, which waits for the held request
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+debughttp.DefaultPrefix+debughttp.PagePath+"#session="+agent)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the page never asked for its timeline")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#refusal-"+strconv.FormatUint(r0.ID, 10)+" a.item")); err != nil {
+		t.Fatal(err)
+	}
+	named := "[...document.querySelectorAll('#events [data-seq]')].map(e => e.dataset.seq).join(',') === " + js(strings.Join(naming, ","))
+	waitFor(t, ctx, "the events the refusal names", textOf("#tl-filter")+".includes("+js(item)+") && "+named)
+	// The held window at the head arrives after the item's; the poll that
+	// asked for it ends with the status.
+	letGo()
+	waitFor(t, ctx, "the poll that asked for the window at the head ended", textOf("#status")+".startsWith('live')")
+	if !eval[bool](t, ctx, "!document.getElementById('tl-filter').hidden && "+named) {
+		t.Errorf("the window at the head, asked for before the click, replaced the events the refusal names: %s",
+			eval[string](t, ctx, textOf("#tl-where")))
+	}
 }
 
 // realSessions are the recorded sessions the page is shown on: a long

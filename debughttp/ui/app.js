@@ -20,8 +20,10 @@ const state = {
   nodes: [],
   contextSHA: "",   // the sha256 of the context text shown
   // The timeline's window: from/to as asked (null: the head's end, followed
-  // live), the filters, and the answer.
-  tl: { from: null, to: null, q: "", marked: false, item: null, focus: 0, doc: null, head: -1 },
+  // live), the filters, the answer, and how many windows were asked for
+  // (only the last one asked is drawn).
+  tl: { from: null, to: null, q: "", marked: false, item: null, focus: 0, doc: null, head: -1, asked: 0 },
+  drawn: new Map(), // each part of the session view: the JSON it was drawn from
   open: new Set(),  // the ids of the <details> a person opened (or closed, with "!")
   timer: 0,
   busy: false,      // a poll is running
@@ -267,7 +269,7 @@ function select(id) {
   state.nodesKey = "";
   state.nodes = [];
   state.contextSHA = "";
-  state.tl = { from: null, to: null, q: "", marked: false, item: null, focus: 0, doc: null, head: -1 };
+  state.tl = { from: null, to: null, q: "", marked: false, item: null, focus: 0, doc: null, head: -1, asked: 0 };
   state.open.clear();
   setHash();
   drawSessions();
@@ -326,6 +328,7 @@ function drawSkeleton(d) {
     el("div", { id: "tl-nav", className: "tlnav" }),
     el("ol", { id: "events" }),
     el("div", { id: "tl-nav-bottom", className: "tlnav" }));
+  state.drawn.clear();
   document.getElementById("detail").replaceChildren(
     el("h2", { id: "session-title" }, shown(d.id)),
     el("p", { className: "facts", id: "session-head" }),
@@ -341,11 +344,33 @@ function drawSkeleton(d) {
     el("div", { id: "checkpoints" }));
 }
 
+// part draws one part of the session view when the data it is drawn from
+// changed since it was last drawn. A poll redraws nothing else: a part
+// replaced while a person clicks in it would lose the click (pressed on the
+// old element, released on its replacement).
+function part(id, data, draw) {
+  const key = JSON.stringify(data);
+  if (state.drawn.get(id) === key) return;
+  state.drawn.set(id, key);
+  draw();
+}
+
 // drawSession draws the parts of one session's document (the session
-// endpoint's JSON) into the skeleton.
+// endpoint's JSON) into the skeleton, each only when its data changed.
 function drawSession(d) {
   const info = d.info;
   const it = state.sessions.find((s) => s.id === d.id) || {};
+  part("session-head", [info, it.first_time, it.last_time], () => drawHead(info, it));
+  part("lineage", [info.fork, d.forks], () => drawLineage(info.fork, d.forks));
+  part("open-calls", d.open, () => drawOpenCalls(d.open));
+  part("frame", [info.head_seq, d.tiers, d.roots, d.tail], () => drawFrame(d));
+  part("resume", d.resume, () => drawResume(d.resume));
+  part("refusals", d.refusals, () => drawRefusals(d.refusals));
+  part("markers", d.markers, () => drawMarkers(d.markers));
+  part("checkpoints", d.checkpoints, () => drawCheckpoints(d.checkpoints));
+}
+
+function drawHead(info, it) {
   const facts = [
     "head seq " + num(info.head_seq), "turn " + num(info.turn), "frame version " + num(info.frame_version),
     "compacted to seq " + num(info.compacted_to),
@@ -354,21 +379,30 @@ function drawSession(d) {
   if (info.fold_refused_to) facts.push("fold refused to seq " + num(info.fold_refused_to));
   put(document.getElementById("session-head"), facts.join(" · "),
     it.first_time && it.last_time ? [" · ", timeEl(it.first_time, true), " – ", timeEl(it.last_time, true)] : null);
-  // Where a fork came from, and the forks of this session, each a link to
-  // its view.
+}
+
+// drawLineage shows where a fork came from, and the forks of this session,
+// each a link to its view.
+function drawLineage(f, forks) {
   const go = (id) => el("a", { href: "#", className: "session-link", onclick: (ev) => { ev.preventDefault(); select(id); } }, shown(id));
-  const f = info.fork;
   const lineage = document.getElementById("lineage");
-  lineage.hidden = !f && d.forks.length === 0;
+  lineage.hidden = !f && forks.length === 0;
   put(lineage,
     f ? ["fork of ", go(f.parent), " at seq " + num(f.fork_seq) + ", " + forkPoint(f)] : null,
-    f && d.forks.length ? " · " : null,
-    d.forks.length ? [plural(d.forks.length, "fork") + ": ", d.forks.map((id, i) => [i ? ", " : "", go(id)])] : null);
-  document.getElementById("open-calls").replaceChildren(d.open.length === 0 ? "" :
-    el("p", { className: "opens" }, el("span", { className: "badge open" }, plural(d.open.length, "open call")), " at the head: ",
-      d.open.map((o, i) => [i ? ", " : "", el("code", {}, shown(o.name ? o.name + " " + o.id : o.id)), " ", o.seq ? seqLink(o.seq) : ""])));
+    f && forks.length ? " · " : null,
+    forks.length ? [plural(forks.length, "fork") + ": ", forks.map((id, i) => [i ? ", " : "", go(id)])] : null);
+}
 
-  // The frame: nodes per depth, then the roots and the tail along the log.
+function drawOpenCalls(open) {
+  document.getElementById("open-calls").replaceChildren(open.length === 0 ? "" :
+    el("p", { className: "opens" }, el("span", { className: "badge open" }, plural(open.length, "open call")), " at the head: ",
+      open.map((o, i) => [i ? ", " : "", el("code", {}, shown(o.name ? o.name + " " + o.id : o.id)), " ", o.seq ? seqLink(o.seq) : ""])));
+}
+
+// drawFrame shows the frame: nodes per depth, then the roots and the tail
+// along the log.
+function drawFrame(d) {
+  const info = d.info;
   const tiers = el("div", { className: "tiers" },
     d.tiers.map((t) => [
       el("span", { className: "depth" }, "L" + t.depth),
@@ -396,10 +430,11 @@ function drawSession(d) {
   }
   document.getElementById("frame").replaceChildren(section("frame-s", "Frame", plural(d.roots.length, "root"),
     el("div", { className: "card" }, tiers, segs.length ? el("div", { className: "bar" }, segs) : null)));
+}
 
-  // The resumed context: where it comes from, and its text as the agent
-  // gets it.
-  const r = d.resume;
+// drawResume shows the resumed context: where it comes from, and its text
+// as the agent gets it (loadContext fills it in).
+function drawResume(r) {
   const source = r.source === "marker" ? "marker " + r.marker : "checkpoint " + r.checkpoint;
   const pre = document.getElementById("context-text") || el("pre", { id: "context-text", className: "context" });
   document.getElementById("resume").replaceChildren(section("resume-s", "Resumed context", null, el("div", { className: "card" },
@@ -411,10 +446,11 @@ function drawSession(d) {
       el("dt", {}, "raw"), el("dd", {}, plural(r.events, "event") + " up to head seq " + num(r.head_seq) + " · " + plural(r.bytes, "byte"))),
     el("p", { className: "note" }, "The text below is what an agent resuming now is handed, byte for byte (resume?format=text)."),
     pre)));
+}
 
-  // Refused compactions, newest first; each item a link to the events of
-  // the span that name it.
-  const rf = d.refusals;
+// drawRefusals shows the refused compactions, newest first; each item a
+// link to the events of the span that name it.
+function drawRefusals(rf) {
   document.getElementById("refusals").replaceChildren(section("refusals-s", "Refused compactions", num(rf.total),
     rf.total > rf.shown.length ? el("p", { className: "note" }, "the last " + num(rf.shown.length) + " of " + num(rf.total)) : null,
     table([["#", "num"], ["depth"], ["span"], ["summarizer"], ["attempt", "num"], ["fell back to"], ["what it left out"]],
@@ -427,10 +463,11 @@ function drawSession(d) {
             onclick: (ev) => { ev.preventDefault(); filterItem(f.item, x.from, x.to); } }, el("code", {}, shown(f.item))),
           f.detail ? [" — ", shown(f.detail)] : "")))))),
       "none: every compaction asked for was committed")));
+}
 
-  // Markers and checkpoints: the current ones; the invalidated ones — the
-  // history of folds and re-compactions — on demand.
-  const mk = d.markers;
+// drawMarkers and drawCheckpoints show the current ones; the invalidated
+// ones — the history of folds and re-compactions — on demand.
+function drawMarkers(mk) {
   const markerRow = (m) => el("tr", {},
     td(num(m.id), "num"), td(el("a", { href: "#node-" + m.node, onclick: (ev) => { ev.preventDefault(); showNode(m.node); } }, "#" + m.node), "num"),
     td("L" + m.depth), td(num(m.boundary), "num"),
@@ -445,7 +482,9 @@ function drawSession(d) {
     mk.invalid ? details("marker-history", false,
       "history: " + plural(mk.invalid, "marker") + " invalidated as the frame changed (folds, re-compactions)",
       () => historyBox("markers", mk, oldM, (all) => table(mHead, all.map(markerRow), ""))) : null));
-  const ck = d.checkpoints;
+}
+
+function drawCheckpoints(ck) {
   const ckRow = (c) => el("tr", {},
     td(num(c.id), "num"), td(c.seq ? seqLink(c.seq, num(c.seq)) : "0", "num"), td((c.prefix || []).length ? "nodes " + c.prefix.join(", ") : "none"),
     td(el("span", { className: "badge " + (c.status === "valid" ? "valid" : "stale") }, c.status)), td(shown(c.why)), td(shown(c.reason || "")));
@@ -568,10 +607,13 @@ const following = () => state.tl.from === null && state.tl.to === null && !state
 async function loadTimeline() {
   const tl = state.tl;
   const id = state.session;
+  const asked = ++tl.asked;
   const params = { session: id, q: tl.q, marked: tl.marked ? 1 : null, from: tl.from, to: tl.to };
   if (tl.item) Object.assign(params, { item: tl.item.item, from: tl.item.from, to: tl.item.to, limit: 1000 });
   const text = await get("events?" + q(params));
-  if (id !== state.session) return;
+  // An answer to an earlier request (a poll's window at the head, asked
+  // before a click asked for another) would overwrite the window asked for.
+  if (id !== state.session || tl !== state.tl || asked !== tl.asked) return;
   tl.doc = JSON.parse(text);
   tl.head = tl.doc.head_seq;
   drawTimeline();

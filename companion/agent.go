@@ -145,6 +145,12 @@ type Settings struct {
 	// Comments says the agent reads the file with comments and trailing
 	// commas (JSONC); without it a file holding them is refused.
 	Comments bool
+	// Members are the top-level members the agent allows in the file,
+	// nil for any: the agent refuses the whole file, its hooks unrun,
+	// when it holds another (Codex: "hooks" and "description"). Install,
+	// uninstall and status refuse such a file (a *SyntaxError at the
+	// member) rather than edit hooks the agent will not run.
+	Members []string
 	// Events are the hook events strata's hook runs on, each with the
 	// matcher of its group ("" for none), in the order install writes
 	// them.

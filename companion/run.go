@@ -148,6 +148,13 @@ func (o *HookOptions) hook(ctx context.Context, a Agent, in Input, inErr, usage 
 		return failed("(setting up)", err)
 	}
 	r, err := h.RunTranscript(ctx, t)
+	// A store this hook made and stored nothing in (the import failed, or
+	// the transcript held nothing to store) goes again: the store exists
+	// once a hook has stored something, so that status's "none yet" means
+	// no hook has.
+	if _, derr := st.DropEmpty(); derr != nil && err == nil {
+		err = errors.Wrap(derr, "removing the empty store")
+	}
 	if cerr := st.Close(); err == nil && cerr != nil {
 		err = errors.Wrap(cerr, "closing the store")
 	}

@@ -50,8 +50,10 @@ func IsStrataHook(a Agent, command string) bool {
 // StrataHooks returns strata's hooks in a settings text of agent a (file
 // names it in errors): every hook handler whose command is strata's hook
 // (IsStrataHook), under any event. A text that is not JSON as the agent
-// reads it (Settings.Comments), or whose hooks are not of the kinds the
-// agent reads, is an error at its line and column (a *SyntaxError).
+// reads it (Settings.Comments), whose hooks are not of the kinds the
+// agent reads, or that holds a top-level member the agent refuses
+// (Settings.Members), is an error at its line and column (a
+// *SyntaxError).
 func StrataHooks(a Agent, file string, text []byte) ([]SettingsHook, error) {
 	h, err := parseHooks(a, file, text)
 	if err != nil {
@@ -199,7 +201,8 @@ type strataHookEntry struct {
 // parseHooks parses a settings text of agent a. A text that is not JSON
 // as the agent reads it, or whose root, hooks or the lists of strata's
 // events are of another kind than the agent reads, or that names one of
-// them twice, is an error at its line and column.
+// them twice, or whose root has a member the agent does not allow
+// (Settings.Members), is an error at its line and column.
 func parseHooks(a Agent, file string, text []byte) (*hooksText, error) {
 	s := a.Settings()
 	if !s.Comments {
@@ -232,6 +235,16 @@ func parseHooks(a Agent, file string, text []byte) (*hooksText, error) {
 	var ok bool
 	if h.root, ok = tree.Value.(*hujson.Object); !ok {
 		return nil, syntaxErrorAt(file, text, tree.StartOffset, "the settings are %s, not an object", kindName(tree.Value))
+	}
+	if s.Members != nil {
+		for _, m := range h.root.Members {
+			if name := memberName(m); !slices.Contains(s.Members, name) {
+				return nil, errors.WithHintf(syntaxErrorAt(file, text, m.Name.StartOffset,
+					"top-level member %q: %s will not read this file: it refuses a file with a top-level member other than %s, and runs none of its hooks",
+					name, a.Title(), strings.Join(s.Members, " and ")),
+					"take %q out of the file: %s runs none of its hooks until then; then run the command again", name, a.Title())
+			}
+		}
 	}
 	m, err := onlyMember(file, text, h.root, "hooks")
 	if err != nil || m == nil {

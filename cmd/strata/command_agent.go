@@ -393,7 +393,7 @@ type agentStatusOptions struct {
 // newAgentStatusCommand returns `strata NAME status`.
 func newAgentStatusCommand(a companion.Agent, t agentText) *cobra.Command {
 	o := &agentStatusOptions{agentSettingsOptions: agentSettingsOptions{agent: a}}
-	others := "~/" + filepath.Join(a.Settings().Dir, a.Settings().File)
+	others := t.user
 	if t.local != "" {
 		others = "the project's " + t.local + ", " + others
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strata-go/strata/companion"
 	"github.com/strata-go/strata/tier"
 )
 
@@ -314,13 +315,12 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 		made  bool   // setup ran a hook that made the store
 		want  string // its parts, between " … ", in the line; DIR the project
 		never string // what the line must not hold
-		store bool   // the hook made the store before it failed: the transcript opened
 	}{
 		{name: "bad stdin", want: "FAILED reading the hook input: not a JSON object",
 			stdin: func(string) string { return "PreCompact, please" }},
 		{name: "empty stdin", want: "FAILED reading the hook input",
 			stdin: func(string) string { return "" }},
-		{name: "garbage transcript", want: "PreCompact FAILED on ", store: true,
+		{name: "garbage transcript", want: "PreCompact FAILED on ",
 			stdin: func(dir string) string {
 				p := filepath.Join(dir, "garbage.jsonl")
 				os.WriteFile(p, []byte("\x00\x01 not a transcript\n{\"half\": \n"), 0o600)
@@ -409,10 +409,54 @@ func TestClaudeCodeHook_Failures(t *testing.T) {
 			if c.never != "" && strings.Contains(log[0], c.never) {
 				t.Errorf("log %q holds %q", log, c.never)
 			}
-			if _, err := os.Stat(filepath.Join(dir, ".claude", "strata.db")); !c.made && !c.store && c.setup == nil && err == nil {
-				t.Error("a hook that failed made the store")
+			if _, err := os.Stat(filepath.Join(dir, ".claude", "strata.db")); !c.made && c.setup == nil && !os.IsNotExist(err) {
+				t.Errorf("a hook that failed left a store: %v", err)
 			}
 		})
+	}
+}
+
+// The store is there once a hook has stored something: a hook that made
+// it and stored nothing — a transcript that does not parse, one that
+// holds no record — removes it again, so status says "none yet"; the
+// next hook with records to store makes it.
+func TestClaudeCodeHook_StoreOnceStored(t *testing.T) {
+	lines := ccLines(t, ccFixture)
+	b := ccBoundary(t, lines)
+	dir := t.TempDir()
+	t.Setenv("CLAUDE_PROJECT_DIR", dir)
+	db := filepath.Join(dir, ".claude", "strata.db")
+	mustCLI(t, "claude-code", "install", "--dir", dir)
+	for _, tc := range []struct{ name, text, log string }{
+		{"garbage", "\x00\x01 not a transcript\n{\"half\": \n", "PreCompact FAILED on "},
+		{"empty", "", "PreCompact "},
+	} {
+		p := filepath.Join(dir, tc.name+".jsonl")
+		if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, cli(t, ccInput("PreCompact", ccFixtureSession, p, dir), "claude-code", "hook"), exitOK, tc.name)
+		if log := ccLog(t, filepath.Join(dir, ".claude", companion.LogName)); !strings.Contains(log[len(log)-1], tc.log) {
+			t.Errorf("%s transcript: log %q, want a last line holding %q", tc.name, log, tc.log)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("a hook on the %s transcript left a store: %v", tc.name, err)
+		}
+		if out := mustCLI(t, "claude-code", "status", "--dir", dir); !strings.Contains(out, "none yet") {
+			t.Errorf("status after a hook that stored nothing:\n%s", out)
+		}
+	}
+	p := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines[:b], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, cli(t, ccInput("PreCompact", ccFixtureSession, p, dir), "claude-code", "hook"), exitOK, "PreCompact")
+	var st companion.Status
+	if err := json.Unmarshal([]byte(mustCLI(t, "claude-code", "status", "--dir", dir, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.StoreExists || len(st.Sessions) != 1 || st.Sessions[0].ID != ccFixtureSession {
+		t.Errorf("after a hook that stored the session: %+v", st)
 	}
 }
 

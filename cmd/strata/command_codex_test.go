@@ -228,18 +228,61 @@ func TestCodexHook_Recorded(t *testing.T) {
 	}
 }
 
-// install --help names the file --user would edit: $CODEX_HOME/hooks.json
-// when CODEX_HOME is set, ~/.codex/hooks.json when it is not.
+// The help of install, uninstall and status names the file --user would
+// edit: $CODEX_HOME/hooks.json when CODEX_HOME is set, ~/.codex/hooks.json
+// when it is not.
 func TestCodexInstall_HelpNamesUserFile(t *testing.T) {
 	home, codexHome := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
-	t.Setenv("CODEX_HOME", codexHome)
-	out := mustCLI(t, "codex", "install", "--help")
-	if want := filepath.Join(codexHome, "hooks.json"); !strings.Contains(out, want) || strings.Contains(out, "~/.codex/hooks.json") {
-		t.Errorf("install --help with CODEX_HOME=%s does not name %s alone:\n%s", codexHome, want, out)
+	for _, command := range []string{"install", "uninstall", "status"} {
+		t.Setenv("CODEX_HOME", codexHome)
+		out := mustCLI(t, "codex", command, "--help")
+		if want := filepath.Join(codexHome, "hooks.json"); !strings.Contains(out, want) || strings.Contains(out, "~/.codex/hooks.json") {
+			t.Errorf("%s --help with CODEX_HOME=%s does not name %s alone:\n%s", command, codexHome, want, out)
+		}
+		t.Setenv("CODEX_HOME", "")
+		if out := mustCLI(t, "codex", command, "--help"); !strings.Contains(out, "~/.codex/hooks.json") {
+			t.Errorf("%s --help without CODEX_HOME does not name ~/.codex/hooks.json:\n%s", command, out)
+		}
 	}
-	t.Setenv("CODEX_HOME", "")
-	if out := mustCLI(t, "codex", "install", "--help"); !strings.Contains(out, "~/.codex/hooks.json") {
-		t.Errorf("install --help without CODEX_HOME does not name ~/.codex/hooks.json:\n%s", out)
+}
+
+// Codex refuses a hooks.json with a top-level member other than hooks and
+// description, and runs none of its hooks: install, uninstall and status
+// refuse it at the member, naming the rule, with a hint, and leave it as
+// it is. The members Codex allows are fine.
+func TestCodexInstall_RefusesOtherMembers(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".codex", "hooks.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := "{\"hooks\": {}, \"x\": 1}\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, command := range []string{"install", "uninstall", "status"} {
+		r := cli(t, "", "codex", command, "--dir", dir)
+		wantCode(t, r, exitError, command)
+		for _, want := range []string{"Error: " + path + ":1:15: top-level member \"x\": Codex will not read this file",
+			"other than hooks and description", "Hint: take \"x\" out of the file"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: stderr\n%s\nwant %q", command, r.stderr, want)
+			}
+		}
+		if got := string(readBytes(t, path)); got != text {
+			t.Errorf("%s changed the file to %q", command, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".codex", companion.InstallRecordName)); !os.IsNotExist(err) {
+		t.Errorf("a refused install wrote its record: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("{\"description\": \"mine\", \"hooks\": {}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "codex", "install", "--dir", dir)
+	if got := codexHooks(t, readBytes(t, path)); len(got) != 3 {
+		t.Errorf("install beside description: strata's hooks %q", got)
 	}
 }

@@ -112,6 +112,9 @@ var docSandboxFiles = map[string]string{
 	"home/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl": "transcript/testdata/claude-code/session.jsonl",
 	// The input Claude Code gives its SessionStart hook after compacting
 	// that session (docs/claude-code.md).
+	// A project whose hooks.json Codex refuses: a top-level member other
+	// than hooks and description (docs/codex.md).
+	"app/.codex/hooks.json": `={"hooks": {}, "x": 1}`,
 	"sessionstart.json": `={"session_id":"7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41","transcript_path":"~/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl","cwd":"/home/dev/app","hook_event_name":"SessionStart","source":"compact"}`,
 }
 

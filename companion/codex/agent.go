@@ -88,11 +88,13 @@ func (Agent) Settings() *companion.Settings { return settings }
 
 // settings is Codex's (Agent.Settings). Codex sets no variable naming the
 // project for its hooks: a hook runs in the session's directory, which
-// its input's cwd names.
+// its input's cwd names. It refuses a hooks.json with a top-level member
+// other than hooks and description, every hook in it unrun.
 var settings = &companion.Settings{
 	Dir:     ".codex",
 	UserDir: UserDir,
 	File:    "hooks.json",
+	Members: []string{"hooks", "description"},
 	Events:  HookEvents,
 	Handler: companion.CommandHandler(HookTimeout),
 }

@@ -115,7 +115,7 @@ var docSandboxFiles = map[string]string{
 	// A project whose hooks.json Codex refuses: a top-level member other
 	// than hooks and description (docs/codex.md).
 	"app/.codex/hooks.json": `={"hooks": {}, "x": 1}`,
-	"sessionstart.json": `={"session_id":"7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41","transcript_path":"~/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl","cwd":"/home/dev/app","hook_event_name":"SessionStart","source":"compact"}`,
+	"sessionstart.json":     `={"session_id":"7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41","transcript_path":"~/.claude/projects/-home-me-app/7f3c2a10-5b1e-4c8e-9d2a-1f0e6b7a9c41.jsonl","cwd":"/home/dev/app","hook_event_name":"SessionStart","source":"compact"}`,
 }
 
 // TestDocs_Examples runs every documented example command (see above).

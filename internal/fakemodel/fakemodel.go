@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -184,7 +186,7 @@ func sinceAssistant(l []any) string {
 }
 
 // allText returns the strings of a decoded JSON value, each on a line of
-// its own.
+// its own, an object's members in the order of their names.
 func allText(v any) string {
 	var b strings.Builder
 	var walk func(v any)
@@ -198,8 +200,8 @@ func allText(v any) string {
 				walk(e)
 			}
 		case map[string]any:
-			for _, e := range x {
-				walk(e)
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k])
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,7 +103,7 @@ func TestServer_ResponsesStream(t *testing.T) {
 	if u["input_tokens"] != float64(400000) {
 		t.Errorf("usage %v", u)
 	}
-	if r := srv.Requests()[0]; !strings.Contains(r.LastUser, "\ngo\n") {
+	if r := srv.Requests()[0]; !slices.Contains(strings.Split(r.LastUser, "\n"), "go") {
 		t.Errorf("LastUser %q", r.LastUser)
 	}
 }

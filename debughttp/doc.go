@@ -48,11 +48,16 @@
 //     (counted; the last 50 listed, all with history=all, with the failures
 //     each names), the latest resume's source, reason and sha256 (its nodes
 //     and events counted, not included), the calls open at its head,
-//     and its forks (a fork's origin is its info's fork).
+//     and its forks (a fork's origin is its info's fork; forks_error says
+//     why they are unknown when another session's origin is damaged).
 //
 //   - {prefix}/sessions — the session list the page filters: each session's
 //     info, the times of its first and last events and how many calls are
 //     open at its head.
+//
+// The index and the session list give a session whose records are damaged
+// as its id and "damage", the error reading it, and list the others whole:
+// one session's damage is its own.
 //
 //   - {prefix}/events?session=ID — a window of the session's events, the
 //     page's timeline: &from=SEQ&to=SEQ the range (default the whole log),

@@ -297,8 +297,27 @@ const (
 type indexDoc struct {
 	Handler       string            `json:"handler"`
 	FormatVersion int               `json:"format_version"`
-	Sessions      []store.Info      `json:"sessions"`
+	Sessions      []listed          `json:"sessions"`
 	Endpoints     map[string]string `json:"endpoints"`
+}
+
+// listed is a session as the index and the session list show it: its
+// info, or for a session whose records are damaged its id and Damage, the
+// error reading it. One session's damage is its own: the others are
+// listed whole.
+type listed struct {
+	store.Info
+	Damage string `json:"damage,omitempty"`
+}
+
+// ownDamage returns err, or nil and it as a damaged session's listing when
+// err is damage found reading session id.
+func ownDamage(id string, it *listed, err error) error {
+	if !errors.Is(err, store.ErrCorrupt) {
+		return err
+	}
+	*it = listed{Info: store.Info{Session: id}, Damage: err.Error()}
+	return nil
 }
 
 // index lists the sessions and the endpoints.
@@ -311,7 +330,7 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 	if err != nil {
 		return err
 	}
-	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []store.Info{}, Endpoints: map[string]string{
+	doc := indexDoc{Handler: HandlerVersion, FormatVersion: format, Sessions: []listed{}, Endpoints: map[string]string{
 		"dump":     h.prefix + "/dump?format=json|text|dot&raw=1&session=ID&from=SEQ&to=SEQ",
 		"stats":    h.prefix + "/stats?session=ID",
 		"resume":   h.prefix + "/resume?session=ID&marker=ID|latest&format=json|text",
@@ -323,11 +342,12 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		"page":     h.prefix + PagePath,
 	}}
 	for _, id := range ids {
-		info, err := s.Info(id)
-		if err != nil {
+		var it listed
+		it.Info, err = s.Info(id)
+		if err := ownDamage(id, &it, err); err != nil {
 			return err
 		}
-		doc.Sessions = append(doc.Sessions, info)
+		doc.Sessions = append(doc.Sessions, it)
 	}
 	// The endpoints' & left alone: the index is read by people.
 	var b bytes.Buffer

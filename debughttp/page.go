@@ -118,6 +118,9 @@ type sessionDoc struct {
 	// Forks are the sessions forked from this one (their origin is their
 	// info's fork), in byte order: while one stays, prune keeps this one.
 	Forks []string `json:"forks"`
+	// ForksError says why Forks could not be listed: another session's
+	// origin is damaged. Forks is then empty.
+	ForksError string `json:"forks_error,omitempty"`
 }
 
 // rootDoc is a root of the frame.
@@ -299,11 +302,16 @@ func serveSession(r *response, s *store.Snapshot, q url.Values) error {
 	}
 	slices.SortFunc(doc.Open, func(a, b tier.Open) int { return cmp.Compare(a.Seq, b.Seq) })
 
-	forks, err := s.Forks()
-	if err != nil {
+	// The forks are read from every session's origin: another session's
+	// damage leaves them unknown, said so, not this view failed.
+	switch forks, err := s.Forks(); {
+	case err == nil:
+		doc.Forks = append([]string{}, forks[id]...)
+	case errors.Is(err, store.ErrCorrupt):
+		doc.Forks, doc.ForksError = []string{}, err.Error()
+	default:
 		return err
 	}
-	doc.Forks = append([]string{}, forks[id]...)
 
 	ctx, err := s.Resume(id, store.Latest)
 	if err != nil {

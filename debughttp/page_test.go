@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/strata-go/strata/compaction"
 	"github.com/strata-go/strata/debughttp"
@@ -73,7 +74,8 @@ type sessionDoc struct {
 		Head       uint64  `json:"head_seq"`
 		Events     int     `json:"events"`
 	} `json:"resume"`
-	Forks []string `json:"forks"`
+	Forks      []string `json:"forks"`
+	ForksError string   `json:"forks_error"`
 }
 
 // lossy returns the lossy summarizer dropping classes.
@@ -531,8 +533,20 @@ func TestPage_LiveAgent(t *testing.T) {
 
 	// The agent appends: the head moves on the page, and the parts the
 	// append left as they were are not redrawn (a click on one while it is
-	// would be lost).
-	eval[bool](t, ctx, "(document.getElementById('refusal-"+strconv.FormatUint(r0.ID, 10)+"').strataKept = true)")
+	// would be lost, a text opened in it closed): the refusals, another
+	// session's row, the timeline's events before the new one.
+	eval[bool](t, ctx, "(document.getElementById('filter').value = '', document.getElementById('filter').dispatchEvent(new Event('input')), true)")
+	waitFor(t, ctx, "the whole list", "document.querySelectorAll('#sessions li').length === 3")
+	kept := []string{
+		"document.getElementById('refusal-" + strconv.FormatUint(r0.ID, 10) + "')",
+		"document.querySelector('#sessions [data-session=old-chat]')",
+		"document.getElementById('ev-" + eval[string](t, ctx, "document.querySelector('#events > li.event:last-child').dataset.seq") + "')",
+	}
+	for _, e := range kept {
+		if !eval[bool](t, ctx, "(("+e+").strataKept = true)") {
+			t.Fatalf("%s: not there", e)
+		}
+	}
 	info, err := db.Info(agent)
 	if err != nil {
 		t.Fatal(err)
@@ -548,8 +562,10 @@ func TestPage_LiveAgent(t *testing.T) {
 	waitFor(t, ctx, "the appended event in the timeline, its controls escaped",
 		textOf("#ev-"+hs+" pre.text")+" === "+js(`Ship it.\x07 Now\u202e\r`)+" && "+
 			"[...document.querySelectorAll('#ev-"+hs+" .ctl')].map(e => e.textContent).join(' ') === "+js(`\x07 \u202e \r`))
-	if !eval[bool](t, ctx, "document.getElementById('refusal-"+strconv.FormatUint(r0.ID, 10)+"')?.strataKept === true") {
-		t.Error("the append redrew the refusals, which it left as they were")
+	for _, e := range kept {
+		if !eval[bool](t, ctx, "("+e+")?.strataKept === true") {
+			t.Errorf("the append redrew %s, which it left as it was", e)
+		}
 	}
 
 	// The agent compacts with a summarizer that keeps every fact: the page
@@ -780,5 +796,117 @@ func TestPage_Forks(t *testing.T) {
 	if eval[bool](t, ctx, "document.getElementById('lineage').hidden") {
 		t.Error("the lineage of a fork is hidden")
 	}
+	screenshot(t, ctx)
+}
+
+// damagedSibling returns a database of sessions "a" and "c", whole, and "b",
+// whose state record is damaged (its bytes overwritten in the file),
+// opened read-only.
+func damagedSibling(t *testing.T) *store.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "damaged.db")
+	db, err := store.Open(path, store.Options{Create: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := db.Append(id, tier.Event{Kind: tier.KindUser, Text: "Task of " + id + "."},
+			tier.Event{Kind: tier.KindAssistant, Text: "On it."}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The file's layout (backend/boltfile): a session's bucket "s/ID", its
+	// state record under the key 0xFF.
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("s/b")).Put([]byte{0xFF}, []byte("not a state record"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// One session's damage is its own: the list names the damaged session as
+// damaged and lists the others whole; another session's view is served,
+// its forks said to be unknown; the damaged session's own view is the
+// damage.
+func TestHandler_DamagedSessionIsItsOwn(t *testing.T) {
+	t.Parallel()
+	base := serve(t, damagedSibling(t), debughttp.Options{}).URL + debughttp.DefaultPrefix
+	resp, body := get(t, http.MethodGet, base+"/sessions")
+	var list struct {
+		Sessions []struct {
+			ID     string `json:"id"`
+			Head   uint64 `json:"head_seq"`
+			Damage string `json:"damage"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK || len(list.Sessions) != 3 {
+		t.Fatalf("sessions: %s %s", resp.Status, body)
+	}
+	for _, it := range list.Sessions {
+		if damaged := it.ID == "b"; damaged != (it.Damage != "") || !damaged && it.Head != 2 || damaged && it.Head != 0 {
+			t.Errorf("sessions: %+v; want only b damaged, the others whole", it)
+		}
+	}
+	if d := list.Sessions[1].Damage; !strings.Contains(d, `session "b" state`) {
+		t.Errorf("b's damage %q does not name the record", d)
+	}
+	resp, body = get(t, http.MethodGet, base+"/session?session=a")
+	var doc sessionDoc
+	if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("session a: %s %s", resp.Status, body)
+	}
+	if doc.Info.Head != 2 || doc.Forks == nil || len(doc.Forks) != 0 || !strings.Contains(doc.ForksError, `session "b" state`) {
+		t.Errorf("session a: head %d, forks %v, forks_error %q; want its view, the forks unknown for b's damage", doc.Info.Head, doc.Forks, doc.ForksError)
+	}
+	resp, body = get(t, http.MethodGet, base+"/session?session=b")
+	var e struct {
+		Damaged bool `json:"damaged"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != http.StatusInternalServerError || !e.Damaged {
+		t.Errorf("session b: %s %s; want 500, damaged", resp.Status, body)
+	}
+}
+
+// The page in a real browser beside a damaged session: the list marks it
+// damaged, another session's view is whole but for its forks, and the
+// damaged session's view says what is damaged.
+func TestPage_DamagedSession(t *testing.T) {
+	ctx := newBrowser(t)
+	srv := serve(t, damagedSibling(t), debughttp.Options{})
+	page := srv.URL + debughttp.DefaultPrefix + debughttp.PagePath
+	if err := chromedp.Do(ctx, chromedp.Navigate(page+"#session=a")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "a's view beside b's damage", textOf("#session-title")+" === 'a' && "+
+		textOf("#session-head")+".includes('head seq 2') && "+
+		textOf("#lineage")+".startsWith('forks unknown: ') && "+textOf("#lineage")+".includes('session \"b\" state') && "+
+		textOf("#count")+" === '3 sessions' && "+
+		textOf("#sessions [data-session=b]")+" === 'b damaged' && "+
+		textOf("#sessions [data-session=c]")+".includes('2 events')")
+	if err := chromedp.Do(ctx, chromedp.Click("#sessions [data-session=b]")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "b's view: the damage", textOf("#session-error")+".startsWith('Session \"b\": 500') && "+
+		textOf("#session-error")+".includes('damaged')")
+	if err := chromedp.Do(ctx, chromedp.Click("#sessions [data-session=c]")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "c's view after b's", textOf("#session-title")+" === 'c' && "+textOf("#session-head")+".includes('head seq 2')")
 	screenshot(t, ctx)
 }

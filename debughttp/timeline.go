@@ -68,9 +68,10 @@ type sessionListDoc struct {
 
 // sessionItem is one session of the list: its info, the times of its first
 // and last events ("" when they carry none), and how many calls and
-// resources are open at its head.
+// resources are open at its head; of a damaged session, its id and damage
+// alone.
 type sessionItem struct {
-	store.Info
+	listed
 	FirstTime string `json:"first_time,omitempty"`
 	LastTime  string `json:"last_time,omitempty"`
 	Open      int    `json:"open"`
@@ -97,27 +98,36 @@ func serveSessions(r *response, s *store.Snapshot, _ url.Values) error {
 	}
 	doc := sessionListDoc{Sessions: make([]sessionItem, 0, len(ids))}
 	for _, id := range ids {
-		info, err := s.Info(id)
-		if err != nil {
+		it, err := listItem(s, id)
+		if err := ownDamage(id, &it.listed, err); err != nil {
 			return err
 		}
-		it := sessionItem{Info: info}
-		if info.Head > 0 {
-			if it.FirstTime, err = eventTime(s, id, 1); err != nil {
-				return err
-			}
-			if it.LastTime, err = eventTime(s, id, info.Head); err != nil {
-				return err
-			}
-		}
-		l, err := s.Ledger(id)
-		if err != nil {
-			return err
-		}
-		it.Open = len(l.Open)
 		doc.Sessions = append(doc.Sessions, it)
 	}
 	return r.json(doc)
+}
+
+// listItem reads what the list shows of session id.
+func listItem(s *store.Snapshot, id string) (sessionItem, error) {
+	info, err := s.Info(id)
+	if err != nil {
+		return sessionItem{}, err
+	}
+	it := sessionItem{listed: listed{Info: info}}
+	if info.Head > 0 {
+		if it.FirstTime, err = eventTime(s, id, 1); err != nil {
+			return sessionItem{}, err
+		}
+		if it.LastTime, err = eventTime(s, id, info.Head); err != nil {
+			return sessionItem{}, err
+		}
+	}
+	l, err := s.Ledger(id)
+	if err != nil {
+		return sessionItem{}, err
+	}
+	it.Open = len(l.Open)
+	return it, nil
 }
 
 // eventDoc is one event of the timeline: the event format's fields

@@ -28,6 +28,7 @@ const state = {
   timer: 0,
   busy: false,      // a poll is running
   again: false,     // poll again as soon as it ends
+  reading: "",      // the session whose document a poll is reading
 };
 
 // el makes an element: attrs are set as properties (className, title, ...),
@@ -49,6 +50,26 @@ function el(tag, attrs, ...children) {
 // put replaces e's children with children, flattened as el flattens them.
 function put(e, ...children) {
   e.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+// keep draws list's children from items, [data, make] pairs in order: a
+// child drawn from the same data stays the same element, where it was or
+// moved, and only the others are made anew (make()). What a person opened
+// in a kept child stays open, and a click on it is not lost (pressed on the
+// old element, released on its replacement).
+function keep(list, items) {
+  const old = new Map();
+  for (const c of list.children) old.set(c.strataData, c);
+  let at = list.firstElementChild;
+  for (const [data, make] of items) {
+    const key = JSON.stringify(data);
+    let c = old.get(key);
+    if (c) old.delete(key);
+    else { c = make(); c.strataData = key; }
+    if (c === at) at = at.nextElementSibling;
+    else list.insertBefore(c, at);
+  }
+  for (const c of old.values()) c.remove();
 }
 
 const num = (n) => Number(n).toLocaleString("en-US");
@@ -116,7 +137,7 @@ function setHash() {
 }
 
 class HTTPError extends Error {
-  constructor(status, message) { super(message); this.status = status; }
+  constructor(status, message, damaged) { super(message); this.status = status; this.damaged = damaged; }
 }
 
 // get fetches an endpoint below the prefix and returns its body as text.
@@ -126,9 +147,9 @@ async function get(path) {
   const resp = await fetch(new URL(path, api), { headers, cache: "no-store" });
   const text = await resp.text();
   if (!resp.ok) {
-    let msg = text;
-    try { msg = JSON.parse(text).error || text; } catch (_) { /* not JSON: as it is */ }
-    throw new HTTPError(resp.status, resp.status + " " + resp.statusText + ": " + msg);
+    let msg = text, damaged = false;
+    try { const e = JSON.parse(text); msg = e.error || text; damaged = e.damaged === true; } catch (_) { /* not JSON: as it is */ }
+    throw new HTTPError(resp.status, resp.status + " " + resp.statusText + ": " + msg, damaged);
   }
   return text;
 }
@@ -171,7 +192,9 @@ async function poll() {
     }
     const id = state.session;
     if (id) {
+      state.reading = id;
       const text = await get("session?" + q({ session: id }));
+      state.reading = "";
       if (id === state.session && text !== state.sessionText) {
         const d = JSON.parse(text);
         const fresh = !state.doc || state.doc.id !== id;
@@ -198,7 +221,8 @@ async function poll() {
     if (e instanceof HTTPError && e.status === 401) {
       askToken(state.token ? "the token was refused" : "");
     }
-    if (e instanceof HTTPError && e.status === 404 && state.session) {
+    // The selected session is not there, or is damaged: its view says so.
+    if (e instanceof HTTPError && (e.status === 404 || e.damaged) && state.session && state.reading === state.session) {
       state.sessionText = "";
       state.doc = null;
       drawError("Session " + JSON.stringify(state.session) + ": " + e.message);
@@ -236,22 +260,26 @@ function drawSessions() {
   const filtered = search || refused || open || recent;
   document.getElementById("count").textContent =
     plural(state.sessions.length, "session") + (filtered ? ", " + num(shownList.length) + " match" : "");
-  const items = shownList.map((s) => {
-    const tail = s.head_seq - s.compacted_to;
-    const b = el("button", { type: "button", dataset: { session: s.id } },
-      el("span", { className: "id" }, shown(s.id)),
+  const items = shownList.map((s) => [[s, s.id === state.session], () => sessionRow(s)]);
+  keep(document.getElementById("sessions"), items);
+}
+
+// sessionRow is one session's row of the list; a damaged session's says so
+// (the error in its title) and nothing else.
+function sessionRow(s) {
+  const tail = s.head_seq - s.compacted_to;
+  const b = el("button", { type: "button", dataset: { session: s.id } }, el("span", { className: "id" }, shown(s.id)),
+    s.damage ? [" ", el("span", { className: "badge invalid", title: s.damage }, "damaged")] : [
       el("span", { className: "counts" },
         plural(s.head_seq, "event") + " · " + plural(s.turn, "turn") + " · " + plural(s.roots, "root") +
         (tail > 0 && s.roots > 0 ? " · tail " + num(tail) : "")),
       s.last_time ? el("span", { className: "when" }, "last ", timeEl(s.last_time, true)) : null,
       s.refused_to > s.compacted_to ? [" ", el("span", { className: "badge refused",
         title: "the compaction of seq " + (s.compacted_to + 1) + ".." + s.refused_to + " was refused" }, "refused")] : null,
-      s.open > 0 ? [" ", el("span", { className: "badge open", title: "calls or resources open at the head" }, num(s.open) + " open")] : null);
-    b.setAttribute("aria-current", s.id === state.session ? "true" : "false");
-    b.addEventListener("click", () => select(s.id));
-    return el("li", {}, b);
-  });
-  document.getElementById("sessions").replaceChildren(...items);
+      s.open > 0 ? [" ", el("span", { className: "badge open", title: "calls or resources open at the head" }, num(s.open) + " open")] : null]);
+  b.setAttribute("aria-current", s.id === state.session ? "true" : "false");
+  b.addEventListener("click", () => select(s.id));
+  return el("li", {}, b);
 }
 
 // timeEl shows an RFC 3339 time in the browser's zone: the time of day, and
@@ -361,7 +389,7 @@ function drawSession(d) {
   const info = d.info;
   const it = state.sessions.find((s) => s.id === d.id) || {};
   part("session-head", [info, it.first_time, it.last_time], () => drawHead(info, it));
-  part("lineage", [info.fork, d.forks], () => drawLineage(info.fork, d.forks));
+  part("lineage", [info.fork, d.forks, d.forks_error], () => drawLineage(info.fork, d.forks, d.forks_error));
   part("open-calls", d.open, () => drawOpenCalls(d.open));
   part("frame", [info.head_seq, d.tiers, d.roots, d.tail], () => drawFrame(d));
   part("resume", d.resume, () => drawResume(d.resume));
@@ -382,15 +410,16 @@ function drawHead(info, it) {
 }
 
 // drawLineage shows where a fork came from, and the forks of this session,
-// each a link to its view.
-function drawLineage(f, forks) {
+// each a link to its view, or why they are unknown.
+function drawLineage(f, forks, forksError) {
   const go = (id) => el("a", { href: "#", className: "session-link", onclick: (ev) => { ev.preventDefault(); select(id); } }, shown(id));
   const lineage = document.getElementById("lineage");
-  lineage.hidden = !f && forks.length === 0;
+  lineage.hidden = !f && forks.length === 0 && !forksError;
   put(lineage,
     f ? ["fork of ", go(f.parent), " at seq " + num(f.fork_seq) + ", " + forkPoint(f)] : null,
-    f && forks.length ? " · " : null,
-    forks.length ? [plural(forks.length, "fork") + ": ", forks.map((id, i) => [i ? ", " : "", go(id)])] : null);
+    f && (forks.length || forksError) ? " · " : null,
+    forks.length ? [plural(forks.length, "fork") + ": ", forks.map((id, i) => [i ? ", " : "", go(id)])] : null,
+    forksError ? el("span", { className: "invalid" }, "forks unknown: " + forksError) : null);
 }
 
 function drawOpenCalls(open) {
@@ -695,17 +724,21 @@ function drawTimeline() {
     const r = roots.find((x) => x.from <= e.seq && e.seq <= x.to) || null;
     if (cover === undefined || r !== cover) {
       cover = r;
-      items.push(el("li", { className: "rule" }, r ?
+      items.push([["rule", e.seq, r], () => el("li", { className: "rule" }, r ?
         ["covered by ", el("a", { href: "#node-" + r.node, onclick: (ev) => { ev.preventDefault(); showNode(r.node); } }, "L" + r.depth + " #" + r.node), " (" + seqs(r.from, r.to) + ")"] :
-        "uncompacted tail: raw in the resumed context"));
+        "uncompacted tail: raw in the resumed context")]);
     }
     if (e.time && e.time.slice(0, 10) !== day) {
       day = e.time.slice(0, 10);
-      items.push(el("li", { className: "day" }, new Date(e.time).toLocaleDateString("en-GB", { dateStyle: "full" })));
+      const t = e.time;
+      items.push([["day", e.seq, day], () => el("li", { className: "day" }, new Date(t).toLocaleDateString("en-GB", { dateStyle: "full" }))]);
     }
-    items.push(eventItem(e, results.get(e.seq)));
+    const result = results.get(e.seq);
+    items.push([["event", e, result || null], () => eventItem(e, result)]);
   }
-  document.getElementById("events").replaceChildren(...items);
+  // A window that follows the head gains the new events and keeps the
+  // others' elements: a text a person opened stays open.
+  keep(document.getElementById("events"), items);
   if (state.tl.focus) {
     const f = document.getElementById("ev-" + state.tl.focus);
     if (f) { f.scrollIntoView({ block: "center" }); flash(f); }

@@ -47,7 +47,7 @@
 //	                                       user's words)
 //	Gemini CLI toolCalls                  → tool_call and tool_result, ok:false on a status other
 //	                                       than success, a response's error, or the shell tool's
-//	                                       Exit Code field ≠ 0
+//	                                       Exit Code field ≠ 0 or Signal field
 //	Gemini CLI compression ($set history) → a system event (GeminiCompressed), the summary → system
 //	Gemini CLI <hook_context> parts       → nothing (skipped: a hook's context, strata's among it)
 //	an agent's step (action, observation) → assistant text, tool_call "step-N" named after the

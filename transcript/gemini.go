@@ -98,14 +98,15 @@ var geminiDone = map[string]bool{"success": true, "error": true, "cancelled": tr
 const geminiShell = "run_shell_command"
 
 // shellTrailer is the end of the result Gemini CLI's shell tool gives the
-// model for a command that exited with a code other than 0: its Exit Code
+// model for a command that failed: its Exit Code field (written only for a
+// code other than 0) or, for a command terminated by a signal, its Signal
 // field, then only the fields it writes after that one, each at most once
 // and in its order — Signal, Background PIDs, Process Group PGID — and
 // nothing after them (Gemini CLI 0.61.0, packages/core/src/tools/shell.ts:
 // "Output: " and the command's output, then one a line, each only when
 // it applies, Error, Exit Code (only for a code other than 0), Signal,
 // Background PIDs, Process Group PGID).
-var shellTrailer = regexp.MustCompile(`\nExit Code: (-?[1-9][0-9]*)(\nSignal: [A-Za-z0-9]+)?(\nBackground PIDs: [0-9]+(, [0-9]+)*)?(\nProcess Group PGID: [0-9]+)?$`)
+var shellTrailer = regexp.MustCompile(`\n(?:Exit Code: -?[1-9][0-9]*(?:\nSignal: [A-Za-z0-9]+)?|Signal: [A-Za-z0-9]+)(?:\nBackground PIDs: [0-9]+(?:, [0-9]+)*)?(?:\nProcess Group PGID: [0-9]+)?$`)
 
 // The tags Gemini CLI's shell tool wraps its result in, each on a line of
 // its own; a closing tag in the command's output is escaped.
@@ -431,9 +432,7 @@ func (r *geminiReader) call(raw []byte, m *geminiMessage, i int) error {
 	text, errored := r.resultText(c.Result)
 	info := resultInfo{failed: c.Status != "success" || errored, rejected: c.Status == "cancelled"}
 	if c.Name == geminiShell && !info.failed {
-		if code, ok := shellExit(text); ok && code != 0 {
-			info.failed = true
-		}
+		info.failed = shellFailed(text)
 	}
 	if normalizeTool(c.Name) == "replace" {
 		if p := str(args(input)["file_path"]); p != "" {
@@ -593,31 +592,24 @@ func (r *geminiReader) resultText(raw json.RawMessage) (string, bool) {
 	return strings.Join(out, "\n"), errored
 }
 
-// shellExit returns the exit code Gemini CLI's shell tool wrote after a
-// command's output, read only from a result of the tool's exact layout:
-// "Output: " first, the Exit Code field anchored at the end by the fields
+// shellFailed reports whether Gemini CLI's shell tool wrote, after a
+// command's output, that the command failed: a non-zero Exit Code or the
+// Signal that terminated it. It reads only a result of the tool's exact
+// layout: "Output: " first, the field anchored at the end by the fields
 // the tool writes after it (shellTrailer), the whole either within the
 // <untrusted_context> tags it wraps its result in or bare. Gemini CLI
 // records such a call's status as "success" and keeps the code nowhere
-// else. A command's output cannot hide or change the code of a command
-// that failed — the tool's own fields come after the output — but an
-// output whose last line is "Exit Code: N" (N ≠ 0) followed by what the
-// tool writes after a success reads as a failure: the text cannot tell
-// them apart (docs/importing.md).
-func shellExit(text string) (int, bool) {
+// else. A command's output cannot hide a failure — the tool's own fields
+// come after the output — but an output whose last line is "Exit Code: N"
+// (N ≠ 0) or "Signal: S", followed by what the tool writes after a
+// success, reads as a failure: the text cannot tell them apart
+// (docs/importing.md).
+func shellFailed(text string) bool {
 	body := text
 	if rest, ok := strings.CutPrefix(text, untrustedOpen); ok {
 		if body, ok = strings.CutSuffix(rest, untrustedClose); !ok {
-			return 0, false
+			return false
 		}
 	}
-	if !strings.HasPrefix(body, "Output: ") {
-		return 0, false
-	}
-	m := shellTrailer.FindStringSubmatch(body)
-	if m == nil {
-		return 0, false
-	}
-	code, err := strconv.Atoi(m[1])
-	return code, err == nil
+	return strings.HasPrefix(body, "Output: ") && shellTrailer.MatchString(body)
 }

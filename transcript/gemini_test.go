@@ -22,7 +22,7 @@ import (
 // geminiCounts is what a Gemini CLI chat says, read here without the
 // package: the tool calls that ran, those a structured field marks failed
 // (a status other than success, an error in the function response, the
-// shell tool's exit code), the files the successful write_file and
+// shell tool's exit code or signal), the files the successful write_file and
 // replace calls name, the items of write_todos calls, the user's
 // messages (their own records, not Gemini CLI's context) and the
 // compressions' summaries (user messages only a "$set" history holds).
@@ -30,7 +30,7 @@ type geminiCounts struct {
 	calls, failures, files, planItems, userWords, summaries int
 }
 
-var exitCodeLine = regexp.MustCompile(`\nExit Code: ([0-9]+)\n(Signal: .*\n)?(Process Group PGID: [0-9]+\n)?</untrusted_context>$`)
+var exitCodeLine = regexp.MustCompile(`\n(Exit Code: [1-9][0-9]*\n(Signal: .*\n)?|Signal: .*\n)(Process Group PGID: [0-9]+\n)?</untrusted_context>$`)
 
 func readGeminiCounts(t *testing.T, raw []byte) geminiCounts {
 	t.Helper()
@@ -103,7 +103,7 @@ func readGeminiCounts(t *testing.T, raw []byte) geminiCounts {
 		failed := tc.Status != "success"
 		for _, r := range tc.Result {
 			out, _ := r.FunctionResponse.Response["output"].(string)
-			if m := exitCodeLine.FindStringSubmatch(out); tc.Name == "run_shell_command" && m != nil && m[1] != "0" {
+			if tc.Name == "run_shell_command" && exitCodeLine.MatchString(out) {
 				failed = true
 			}
 			if r.FunctionResponse.Response["error"] != nil {

@@ -56,8 +56,8 @@
 //     open at its head.
 //
 // The index and the session list give a session whose records are damaged
-// as its id and "damage", the error reading it, and list the others whole:
-// one session's damage is its own.
+// as its id and "damage", the error reading it, and no other field, and
+// list the others whole: one session's damage is its own.
 //
 //   - {prefix}/events?session=ID — a window of the session's events, the
 //     page's timeline: &from=SEQ&to=SEQ the range (default the whole log),

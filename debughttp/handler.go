@@ -303,10 +303,12 @@ type indexDoc struct {
 
 // listed is a session as the index and the session list show it: its
 // info, or for a session whose records are damaged its id and Damage, the
-// error reading it. One session's damage is its own: the others are
+// error reading it, and no other field (a client reading head_seq finds
+// none, not a zero). One session's damage is its own: the others are
 // listed whole.
 type listed struct {
-	store.Info
+	ID string `json:"id"`
+	*store.Info
 	Damage string `json:"damage,omitempty"`
 }
 
@@ -316,7 +318,7 @@ func ownDamage(id string, it *listed, err error) error {
 	if !errors.Is(err, store.ErrCorrupt) {
 		return err
 	}
-	*it = listed{Info: store.Info{Session: id}, Damage: err.Error()}
+	*it = listed{ID: id, Damage: err.Error()}
 	return nil
 }
 
@@ -342,8 +344,8 @@ func (h *handler) index(r *response, s *store.Snapshot, _ url.Values) error {
 		"page":     h.prefix + PagePath,
 	}}
 	for _, id := range ids {
-		var it listed
-		it.Info, err = s.Info(id)
+		info, err := s.Info(id)
+		it := listed{ID: id, Info: &info}
 		if err := ownDamage(id, &it, err); err != nil {
 			return err
 		}

@@ -866,6 +866,21 @@ func TestHandler_DamagedSessionIsItsOwn(t *testing.T) {
 	if d := list.Sessions[1].Damage; !strings.Contains(d, `session "b" state`) {
 		t.Errorf("b's damage %q does not name the record", d)
 	}
+	// The damaged session is its id and damage alone, in the list and the
+	// index: no zero head_seq a client could take for an empty session.
+	for _, path := range []string{"/sessions", "/"} {
+		_, body := get(t, http.MethodGet, base+path)
+		var doc struct{ Sessions []map[string]any }
+		if err := json.Unmarshal(body, &doc); err != nil || len(doc.Sessions) != 3 {
+			t.Fatalf("%s: %s", path, body)
+		}
+		if b := doc.Sessions[1]; len(b) != 2 || b["id"] != "b" || b["damage"] == nil {
+			t.Errorf("%s: b is %v; want its id and damage alone", path, b)
+		}
+		if c := doc.Sessions[2]; c["id"] != "c" || c["head_seq"] != float64(2) || c["damage"] != nil {
+			t.Errorf("%s: c is %v; want it whole", path, c)
+		}
+	}
 	resp, body = get(t, http.MethodGet, base+"/session?session=a")
 	var doc sessionDoc
 	if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != http.StatusOK {

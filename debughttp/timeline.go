@@ -67,11 +67,17 @@ type sessionListDoc struct {
 }
 
 // sessionItem is one session of the list: its info, the times of its first
-// and last events ("" when they carry none), and how many calls and
-// resources are open at its head; of a damaged session, its id and damage
-// alone.
+// and last events and how many calls and resources are open at its head;
+// of a damaged session, its id and damage alone.
 type sessionItem struct {
 	listed
+	*activity
+}
+
+// activity is what the list shows of a session beside its info: the times
+// of its first and last events ("" when they carry none) and how many calls
+// and resources are open at its head.
+type activity struct {
 	FirstTime string `json:"first_time,omitempty"`
 	LastTime  string `json:"last_time,omitempty"`
 	Open      int    `json:"open"`
@@ -113,12 +119,12 @@ func listItem(s *store.Snapshot, id string) (sessionItem, error) {
 	if err != nil {
 		return sessionItem{}, err
 	}
-	it := sessionItem{listed: listed{Info: info}}
+	a := &activity{}
 	if info.Head > 0 {
-		if it.FirstTime, err = eventTime(s, id, 1); err != nil {
+		if a.FirstTime, err = eventTime(s, id, 1); err != nil {
 			return sessionItem{}, err
 		}
-		if it.LastTime, err = eventTime(s, id, info.Head); err != nil {
+		if a.LastTime, err = eventTime(s, id, info.Head); err != nil {
 			return sessionItem{}, err
 		}
 	}
@@ -126,8 +132,8 @@ func listItem(s *store.Snapshot, id string) (sessionItem, error) {
 	if err != nil {
 		return sessionItem{}, err
 	}
-	it.Open = len(l.Open)
-	return it, nil
+	a.Open = len(l.Open)
+	return sessionItem{listed{ID: id, Info: &info}, a}, nil
 }
 
 // eventDoc is one event of the timeline: the event format's fields

@@ -59,7 +59,7 @@ func unseal(id uint32, raw []byte) ([]byte, error) {
 	}
 	n := len(raw) - trailerSize
 	if v := raw[n+4]; v != envelopeVersion {
-		return nil, errors.Newf("envelope version %d", v)
+		return nil, errors.Newf("envelope version %d, not the %d strata writes: the value is damaged", v, envelopeVersion)
 	}
 	stored := binary.BigEndian.Uint32(raw[n:])
 	if crc := crc32.Update(id, placecrc.Table, raw[:n]); crc != stored {

@@ -172,7 +172,7 @@ func (o *demoOptions) clear() error {
 	}
 	db, err := store.Open(o.db, store.Options{ReadOnly: true, LockTimeout: time.Second})
 	if err != nil {
-		return errors.WithHint(errors.Wrapf(explainOpen(err), "%s exists", o.db), "pass --db with a new path")
+		return errors.WithHint(errors.Wrapf(explainOpen(err), "%s exists", o.db), "name a new path for the demo's database")
 	}
 	ids, err := db.Sessions()
 	if cerr := db.Close(); err == nil {
@@ -184,7 +184,7 @@ func (o *demoOptions) clear() error {
 	for _, id := range ids {
 		if id != demoSessions[0] && id != demoSessions[1] {
 			return errors.WithHint(errors.Newf("%s holds session %q, not only the demo's: not replacing it", o.db, id),
-				"pass --db with a new path")
+				"name a new path for the demo's database")
 		}
 	}
 	return os.Remove(o.db)

@@ -40,7 +40,10 @@ func newVerifyCommand() *cobra.Command {
 exactly the compacted prefix, every valid marker and checkpoint consistent
 with the frame, every record decodes, the format version known).
 
-Prints "ok", or one line per problem and exits with status 3. The check runs
+Prints "ok", or one line per problem and exits with status 3; then
+'strata copy --skip-damaged DB NEW' copies every session that reads intact
+into a new database and lists the others (a backup copies the file as it
+is, damage and all). The check runs
 in a child process, so that a file damaged enough to make bbolt fault is
 reported ("verify crashed: ...", status 3) instead of taking the check down.
 A database that cannot be opened at all (missing, empty, not strata, newer
@@ -293,6 +296,8 @@ func (o *verifyOptions) runParent(ctx context.Context, out, errOut io.Writer) er
 			if err := o.printJSON(out, done.Counts, found); err != nil {
 				return err
 			}
+		} else {
+			fmt.Fprintf(errOut, "Hint: to copy every session that reads intact into a new database, run: strata copy --skip-damaged %s NEW.db\n", shellQuote(shownDB(o.db)))
 		}
 		return &exitCodeError{code: exitProblems}
 	}

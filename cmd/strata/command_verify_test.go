@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +66,18 @@ func TestVerify_Damaged(t *testing.T) {
 		if !strings.HasPrefix(line, `session "mig": `) {
 			t.Errorf("problem line %q does not name the session", line)
 		}
+	}
+	// It says what to do next, and that command runs: the damaged session
+	// is left out and named.
+	hint := "Hint: to copy every session that reads intact into a new database, run: strata copy --skip-damaged " + db + " NEW.db\n"
+	if r.stderr != hint {
+		t.Errorf("stderr %q, want %q", r.stderr, hint)
+	}
+	salvaged := filepath.Join(t.TempDir(), "new.db")
+	r = cli(t, "", "copy", "--skip-damaged", db, salvaged)
+	wantCode(t, r, exitError)
+	if !strings.Contains(r.stdout+r.stderr, "mig") {
+		t.Errorf("copy --skip-damaged: stdout %q, stderr %q; want the damaged session named", r.stdout, r.stderr)
 	}
 	// Reading the damaged event is an error, never wrong data.
 	r = cli(t, "", "dump", "--raw", db)

@@ -322,9 +322,10 @@ to commit a recovery marker whose promise is false.
 Every command that takes a database takes it as its first argument, DB, a
 file or a postgres:// URL; replay, resume and demo also take it as --db DB,
 and import only so (without --db it writes events to stdout), as do the
-claude-code commands; copy takes two, SRC and DST. The commands that only
-read a database (dump, stats, sessions, resume, backup, verify) also take
-the URL of a running agent's debug handler instead, e.g.
+agents' commands (claude-code, codex, gemini); copy takes two, SRC and
+DST. The commands that only read a database (dump, stats, sessions,
+resume, backup, verify) also take the URL of a running agent's debug
+handler instead, e.g.
 http://127.0.0.1:6060/debug/strata.
 
 --json prints a command's result as JSON: one document, or for replay,

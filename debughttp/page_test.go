@@ -913,6 +913,7 @@ func TestPage_DamagedSession(t *testing.T) {
 		textOf("#lineage")+".startsWith('forks unknown: ') && "+textOf("#lineage")+".includes('session \"b\" state') && "+
 		textOf("#count")+" === '3 sessions' && "+
 		textOf("#sessions [data-session=b]")+" === 'b damaged' && "+
+		"(document.querySelector('#sessions [data-session=b] .badge')?.title ?? '').includes('session \"b\" state') && "+
 		textOf("#sessions [data-session=c]")+".includes('2 events')")
 	if err := chromedp.Do(ctx, chromedp.Click("#sessions [data-session=b]")); err != nil {
 		t.Fatal(err)
@@ -923,5 +924,8 @@ func TestPage_DamagedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "c's view after b's", textOf("#session-title")+" === 'c' && "+textOf("#session-head")+".includes('head seq 2')")
+	// A session that is not there says so the same way.
+	eval[bool](t, ctx, "(location.hash = '#session=nope', true)")
+	waitFor(t, ctx, "an unknown session's view", textOf("#session-error")+".startsWith('Session \"nope\": 404')")
 	screenshot(t, ctx)
 }

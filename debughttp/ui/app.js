@@ -28,7 +28,6 @@ const state = {
   timer: 0,
   busy: false,      // a poll is running
   again: false,     // poll again as soon as it ends
-  reading: "",      // the session whose document a poll is reading
 };
 
 // el makes an element: attrs are set as properties (className, title, ...),
@@ -192,9 +191,15 @@ async function poll() {
     }
     const id = state.session;
     if (id) {
-      state.reading = id;
-      const text = await get("session?" + q({ session: id }));
-      state.reading = "";
+      const text = await get("session?" + q({ session: id })).catch((e) => {
+        // The selected session is not there, or is damaged: its view says so.
+        if (e instanceof HTTPError && (e.status === 404 || e.damaged) && id === state.session) {
+          state.sessionText = "";
+          state.doc = null;
+          drawError("Session " + JSON.stringify(id) + ": " + e.message);
+        }
+        throw e;
+      });
       if (id === state.session && text !== state.sessionText) {
         const d = JSON.parse(text);
         const fresh = !state.doc || state.doc.id !== id;
@@ -220,12 +225,6 @@ async function poll() {
   } catch (e) {
     if (e instanceof HTTPError && e.status === 401) {
       askToken(state.token ? "the token was refused" : "");
-    }
-    // The selected session is not there, or is damaged: its view says so.
-    if (e instanceof HTTPError && (e.status === 404 || e.damaged) && state.session && state.reading === state.session) {
-      state.sessionText = "";
-      state.doc = null;
-      drawError("Session " + JSON.stringify(state.session) + ": " + e.message);
     }
     setStatus("not updated: " + e.message, true);
   } finally {
